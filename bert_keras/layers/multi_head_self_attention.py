@@ -1,0 +1,134 @@
+"""Multi-head self-attention with a fused query/key/value projection."""
+
+import keras
+from keras import ops
+
+from bert_keras.layers.initializers import bert_kernel_initializer
+from bert_keras.layers.initializers import clone_initializer
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class MultiHeadSelfAttention(keras.layers.Layer):
+    """Scaled dot-product self-attention over `num_heads` heads.
+
+    Query, key and value come from one `[hidden, 3 * hidden]` projection (one
+    matmul instead of three; the kernel is the original's query, key and value
+    kernels concatenated on the output axis). Attention runs through
+    `keras.ops.dot_product_attention` (the backend's fused kernel) except when
+    attention dropout is active in training, which the fused op cannot do;
+    there the scores are computed explicitly, softmax in float32.
+
+    Args:
+        num_heads: number of attention heads; must divide the hidden size.
+        dropout: dropout rate on the attention probabilities (training only).
+        kernel_initializer: initializer of both projections' kernels.
+        bias_initializer: initializer of both projections' biases.
+        **kwargs: standard `keras.layers.Layer` arguments.
+
+    Call arguments:
+        inputs: float tensor `[batch, seq, hidden]`.
+        attention_mask: optional bool or int tensor broadcastable to
+            `[batch, 1, seq, seq]`; true (non-zero) where a query may attend
+            to a key.
+        training: whether attention dropout is active.
+
+    Example:
+    >>> import numpy as np
+    >>> layer = MultiHeadSelfAttention(num_heads=2)
+    >>> layer(np.ones((1, 3, 8), "float32")).shape
+    (1, 3, 8)
+    """
+
+    def __init__(
+        self,
+        num_heads,
+        dropout=0.0,
+        kernel_initializer=None,
+        bias_initializer="zeros",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.num_heads = num_heads
+        self.dropout = dropout
+        self.kernel_initializer = keras.initializers.get(
+            clone_initializer(kernel_initializer or bert_kernel_initializer())
+        )
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+
+    def build(self, inputs_shape):
+        hidden_dim = inputs_shape[-1]
+        if hidden_dim % self.num_heads:
+            raise ValueError(
+                f"The hidden size ({hidden_dim}) is not a multiple of the number "
+                f"of attention heads ({self.num_heads})."
+            )
+        self.head_dim = hidden_dim // self.num_heads
+        self.query_key_value = self._dense(3 * hidden_dim, "query_key_value")
+        self.query_key_value.build(inputs_shape)
+        self.attention_output = self._dense(hidden_dim, "attention_output")
+        self.attention_output.build(inputs_shape)
+        self.dropout_layer = keras.layers.Dropout(
+            self.dropout, dtype=self.dtype_policy, name="attention_dropout"
+        )
+
+    def _dense(self, units, name):
+        return keras.layers.Dense(
+            units,
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            bias_initializer=clone_initializer(self.bias_initializer),
+            dtype=self.dtype_policy,
+            name=name,
+        )
+
+    def call(self, inputs, attention_mask=None, training=None):
+        batch_size, seq_length = ops.shape(inputs)[0], ops.shape(inputs)[1]
+        query_key_value = self.query_key_value(inputs)  # [batch, seq, 3 * hidden]
+        query_key_value = ops.reshape(
+            query_key_value,
+            (batch_size, seq_length, 3, self.num_heads, self.head_dim),
+        )
+        # Each [batch, seq, heads, head_dim].
+        query, key, value = ops.unstack(query_key_value, 3, axis=2)
+        if attention_mask is not None:
+            attention_mask = ops.cast(attention_mask, "bool")
+        if training and self.dropout > 0:
+            context = self._attention_with_dropout(
+                query, key, value, attention_mask, training
+            )
+        else:
+            context = ops.dot_product_attention(
+                query, key, value, mask=attention_mask
+            )
+        context = ops.reshape(
+            context, (batch_size, seq_length, self.num_heads * self.head_dim)
+        )
+        return self.attention_output(context)
+
+    def _attention_with_dropout(self, query, key, value, attention_mask, training):
+        scale = 1.0 / float(self.head_dim) ** 0.5
+        scores = ops.einsum("bqnh,bknh->bnqk", query, key)  # [batch, heads, q, k]
+        scores = ops.cast(scores, "float32") * scale
+        if attention_mask is not None:
+            scores = ops.where(attention_mask, scores, -1e9)
+        probabilities = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
+        probabilities = self.dropout_layer(probabilities, training=training)
+        return ops.einsum("bnqk,bknh->bqnh", probabilities, value)
+
+    def compute_output_shape(self, inputs_shape):
+        return inputs_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_heads": self.num_heads,
+                "dropout": self.dropout,
+                "kernel_initializer": keras.initializers.serialize(
+                    self.kernel_initializer
+                ),
+                "bias_initializer": keras.initializers.serialize(
+                    self.bias_initializer
+                ),
+            }
+        )
+        return config

@@ -1,0 +1,223 @@
+"""The BERT encoder as a Functional Keras model."""
+
+import os
+
+import keras
+
+from bert_keras.layers.activations import get_activation
+from bert_keras.layers.bert_embeddings import BertEmbeddings
+from bert_keras.layers.initializers import bert_kernel_initializer
+from bert_keras.layers.position_embedding import check_sequence_length
+from bert_keras.layers.transformer_encoder import TransformerEncoder
+from bert_keras.models.presets import backbone_preset_config
+
+INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class BertBackbone(keras.Model):
+    """BERT (Devlin et al. 2019): embeddings, post-LN encoder blocks, pooler.
+
+    A Functional model. It takes a dict of int tensors `[batch, seq]`
+    (any `seq` up to `max_sequence_length`):
+    `token_ids`, `segment_ids` and `padding_mask` (1 for real tokens), and
+    returns a dict with `sequence_output` `[batch, seq, hidden_dim]` and
+    `pooled_output` `[batch, hidden_dim]` (dense + tanh on the [CLS] vector).
+
+    Args:
+        vocabulary_size: number of token ids.
+        num_layers: number of encoder blocks (L).
+        num_heads: attention heads per block (A); must divide `hidden_dim`.
+        hidden_dim: hidden size (H).
+        intermediate_dim: feed-forward width (BERT: 4H).
+        max_sequence_length: number of learned positions.
+        num_segments: number of segment (token type) ids.
+        dropout: dropout rate of embeddings, attention outputs and
+            feed-forward outputs.
+        attention_dropout: dropout rate on attention probabilities; defaults
+            to `dropout`.
+        activation: feed-forward activation; the original BERT computes
+            "gelu_approximate" (tanh form), Hugging Face's "gelu" is the exact
+            "gelu".
+        layer_norm_epsilon: layer norm epsilon (BERT: 1e-12).
+        dtype: dtype policy, e.g. "float32" or "mixed_bfloat16".
+        **kwargs: standard `keras.Model` arguments (`name`, `trainable`).
+
+    Example:
+    >>> import numpy as np
+    >>> backbone = BertBackbone(vocabulary_size=100, num_layers=2, num_heads=2,
+    ...                         hidden_dim=16, intermediate_dim=32)
+    >>> outputs = backbone({
+    ...     "token_ids": np.array([[101, 7, 8, 102, 0]]),
+    ...     "segment_ids": np.zeros((1, 5), "int32"),
+    ...     "padding_mask": np.array([[1, 1, 1, 1, 0]]),
+    ... })
+    >>> outputs["sequence_output"].shape, outputs["pooled_output"].shape
+    ((1, 5, 16), (1, 16))
+    """
+
+    def __init__(
+        self,
+        vocabulary_size,
+        num_layers,
+        num_heads,
+        hidden_dim,
+        intermediate_dim,
+        max_sequence_length=512,
+        num_segments=2,
+        dropout=0.1,
+        attention_dropout=None,
+        activation="gelu_approximate",
+        layer_norm_epsilon=1e-12,
+        dtype=None,
+        **kwargs,
+    ):
+        _check_architecture(hidden_dim, num_heads, activation)
+
+        # === Layers ===
+        embeddings = BertEmbeddings(
+            vocabulary_size,
+            hidden_dim,
+            max_sequence_length=max_sequence_length,
+            num_segments=num_segments,
+            dropout=dropout,
+            layer_norm_epsilon=layer_norm_epsilon,
+            dtype=dtype,
+            name="embeddings",
+        )
+        encoder_blocks = [
+            TransformerEncoder(
+                num_heads,
+                intermediate_dim,
+                activation=activation,
+                dropout=dropout,
+                attention_dropout=attention_dropout,
+                layer_norm_epsilon=layer_norm_epsilon,
+                dtype=dtype,
+                name=f"transformer_layer_{index}",
+            )
+            for index in range(num_layers)
+        ]
+        pooler_dense = keras.layers.Dense(
+            hidden_dim,
+            activation="tanh",
+            kernel_initializer=bert_kernel_initializer(),
+            dtype=dtype,
+            name="pooler_dense",
+        )
+
+        # === Functional graph ===
+        inputs = {
+            name: keras.Input(shape=(None,), dtype="int32", name=name)
+            for name in INPUT_NAMES
+        }
+        sequence_output = embeddings(inputs["token_ids"], inputs["segment_ids"])
+        for block in encoder_blocks:
+            sequence_output = block(
+                sequence_output, padding_mask=inputs["padding_mask"]
+            )  # [batch, seq, hidden_dim]
+        pooled_output = pooler_dense(sequence_output[:, 0, :])  # [batch, hidden_dim]
+        super().__init__(
+            inputs=inputs,
+            outputs={
+                "sequence_output": sequence_output,
+                "pooled_output": pooled_output,
+            },
+            **kwargs,
+        )
+        if dtype is not None:
+            self.dtype_policy = keras.dtype_policies.get(dtype)
+
+        # === Config ===
+        self.vocabulary_size = vocabulary_size
+        self.num_layers = num_layers
+        self.num_heads = num_heads
+        self.hidden_dim = hidden_dim
+        self.intermediate_dim = intermediate_dim
+        self.max_sequence_length = max_sequence_length
+        self.num_segments = num_segments
+        self.dropout = dropout
+        self.attention_dropout = attention_dropout
+        self.activation = activation
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.embeddings = embeddings
+        self.encoder_blocks = encoder_blocks
+        self.pooler_dense = pooler_dense
+
+    @property
+    def token_embedding(self):
+        """The word-embedding layer, which masked-LM heads tie to."""
+        return self.embeddings.token_embedding
+
+    def __call__(self, inputs, *args, **kwargs):
+        # Checked here, before Keras wraps errors raised inside `call`.
+        self._check_inputs(inputs)
+        return super().__call__(inputs, *args, **kwargs)
+
+    def _check_inputs(self, inputs):
+        if not isinstance(inputs, dict) or set(inputs) != set(INPUT_NAMES):
+            received = sorted(inputs) if isinstance(inputs, dict) else type(inputs).__name__
+            raise ValueError(
+                f"BertBackbone expects a dict with exactly the keys {list(INPUT_NAMES)}; "
+                f"received {received}."
+            )
+        for name in INPUT_NAMES:
+            check_sequence_length(inputs[name], self.max_sequence_length, name)
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+            "vocabulary_size": self.vocabulary_size,
+            "num_layers": self.num_layers,
+            "num_heads": self.num_heads,
+            "hidden_dim": self.hidden_dim,
+            "intermediate_dim": self.intermediate_dim,
+            "max_sequence_length": self.max_sequence_length,
+            "num_segments": self.num_segments,
+            "dropout": self.dropout,
+            "attention_dropout": self.attention_dropout,
+            "activation": self.activation,
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("dtype"), dict):
+            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+        return cls(**config)
+
+    @classmethod
+    def from_preset(cls, preset, **kwargs):
+        """Builds a backbone from a preset name or a checkpoint directory.
+
+        Args:
+            preset: one of `bert_keras.models.presets.BACKBONE_PRESETS`
+                (randomly initialised weights of that size) or a path to a
+                checkpoint directory.
+            **kwargs: constructor arguments overriding the preset's, e.g.
+                `dtype="mixed_bfloat16"` or `dropout=0.0`.
+
+        Example:
+        >>> backbone = BertBackbone.from_preset("bert_tiny")
+        >>> backbone.count_params()
+        4385920
+        """
+        if isinstance(preset, (str, os.PathLike)) and os.path.isdir(preset):
+            raise NotImplementedError(
+                f"{preset} is a directory; loading checkpoint directories is "
+                "not implemented yet."
+            )
+        config = backbone_preset_config(preset)
+        config.update(kwargs)
+        return cls(**config)
+
+
+def _check_architecture(hidden_dim, num_heads, activation):
+    if hidden_dim % num_heads:
+        raise ValueError(
+            f"hidden_dim ({hidden_dim}) must be divisible by num_heads ({num_heads})."
+        )
+    get_activation(activation)

@@ -1,0 +1,42 @@
+import numpy as np
+from keras import ops
+
+from bert_keras.layers.bert_embeddings import BertEmbeddings
+from tests import reference
+from tests.test_case import TestCase
+
+INIT = {"vocabulary_size": 20, "hidden_dim": 8, "max_sequence_length": 10, "dropout": 0.1}
+TOKEN_IDS = np.array([[1, 5, 7, 2, 0], [1, 9, 2, 3, 2]], "int32")
+SEGMENT_IDS = np.array([[0, 0, 0, 0, 0], [0, 0, 0, 1, 1]], "int32")
+
+
+class TestBertEmbeddings(TestCase):
+    def test_shared_checks(self):
+        self.run_layer_test(
+            BertEmbeddings,
+            INIT,
+            {"token_ids": TOKEN_IDS, "segment_ids": SEGMENT_IDS},
+            expected_output_shape=(2, 5, 8),
+            expected_num_trainable_weights=5,
+        )
+
+    def test_sums_three_tables_then_layer_norm(self):
+        layer = BertEmbeddings(**INIT, layer_norm_epsilon=1e-12)
+        output = ops.convert_to_numpy(layer(TOKEN_IDS, SEGMENT_IDS))
+        w = {v.path.split("/", 1)[1]: ops.convert_to_numpy(v) for v in layer.weights}
+        summed = (
+            w["token_embedding/embeddings"][TOKEN_IDS]
+            + w["segment_embedding/embeddings"][SEGMENT_IDS]
+            + w["position_embedding/embeddings"][None, :5]
+        )
+        expected = reference.layer_norm(
+            summed, w["layer_norm/gamma"], w["layer_norm/beta"], 1e-12
+        )
+        np.testing.assert_allclose(output, expected, atol=1e-5)
+
+    def test_dropout_only_in_training(self):
+        layer = BertEmbeddings(**{**INIT, "dropout": 0.5})
+        inference = ops.convert_to_numpy(layer(TOKEN_IDS, SEGMENT_IDS))
+        np.testing.assert_array_equal(inference, ops.convert_to_numpy(layer(TOKEN_IDS, SEGMENT_IDS)))
+        training = ops.convert_to_numpy(layer(TOKEN_IDS, SEGMENT_IDS, training=True))
+        assert (training == 0).mean() > 0.2

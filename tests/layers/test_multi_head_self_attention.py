@@ -1,0 +1,83 @@
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from bert_keras.layers.multi_head_self_attention import MultiHeadSelfAttention
+from tests import reference
+from tests.test_case import TestCase
+
+INPUTS = np.random.RandomState(0).normal(size=(2, 5, 8)).astype("float32")
+PADDING = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
+
+
+def _weights(layer):
+    return [ops.convert_to_numpy(w) for w in layer.weights]
+
+
+def _reference(layer, inputs, padding):
+    qkv_kernel, qkv_bias, out_kernel, out_bias = _weights(layer)
+    mask = reference.padding_to_attention_mask(padding)
+    return reference.self_attention(
+        inputs, qkv_kernel, qkv_bias, out_kernel, out_bias, layer.num_heads, mask
+    )
+
+
+def _call(layer, padding, **kwargs):
+    return ops.convert_to_numpy(
+        layer(INPUTS, attention_mask=padding[:, None, None, :], **kwargs)
+    )
+
+
+class TestMultiHeadSelfAttention(TestCase):
+    def test_shared_checks(self):
+        self.run_layer_test(
+            MultiHeadSelfAttention,
+            {"num_heads": 2, "dropout": 0.1},
+            {"inputs": INPUTS},
+            expected_output_shape=(2, 5, 8),
+            expected_num_trainable_weights=4,
+        )
+
+    def test_matches_the_reference_with_padding(self):
+        layer = MultiHeadSelfAttention(num_heads=2, dropout=0.1)
+        actual = _call(layer, PADDING)
+        np.testing.assert_allclose(actual, _reference(layer, INPUTS, PADDING), atol=1e-5)
+
+    def test_inference_uses_the_fused_op_even_with_dropout(self, monkeypatch):
+        calls = []
+        fused = ops.dot_product_attention
+        monkeypatch.setattr(
+            keras.ops, "dot_product_attention",
+            lambda *a, **k: calls.append(1) or fused(*a, **k),
+        )
+        layer = MultiHeadSelfAttention(num_heads=2, dropout=0.1)
+        _call(layer, PADDING)
+        assert calls, "inference did not go through keras.ops.dot_product_attention"
+        calls.clear()
+        _call(layer, PADDING, training=True)
+        assert not calls, "training with dropout must use the explicit path"
+
+    def test_explicit_training_path_matches_the_reference(self):
+        # A rate this small drops nothing in practice but selects the explicit path.
+        layer = MultiHeadSelfAttention(num_heads=2, dropout=1e-9)
+        actual = _call(layer, PADDING, training=True)
+        np.testing.assert_allclose(actual, _reference(layer, INPUTS, PADDING), atol=1e-5)
+
+    def test_attention_dropout_is_active_in_training(self):
+        layer = MultiHeadSelfAttention(num_heads=2, dropout=0.5)
+        assert not np.allclose(_call(layer, PADDING, training=True), _call(layer, PADDING))
+
+    def test_padded_keys_do_not_change_real_positions(self):
+        layer = MultiHeadSelfAttention(num_heads=2)
+        changed = INPUTS.copy()
+        changed[1, 3:] = 100.0
+        before = _call(layer, PADDING)
+        after = ops.convert_to_numpy(
+            layer(changed, attention_mask=PADDING[:, None, None, :])
+        )
+        np.testing.assert_allclose(before[1, :3], after[1, :3], atol=1e-5)
+
+    def test_hidden_size_not_divisible_by_heads(self):
+        with pytest.raises(ValueError, match=r"hidden size \(8\).*heads \(3\)"):
+            MultiHeadSelfAttention(num_heads=3)(INPUTS)

@@ -1,0 +1,161 @@
+import keras
+import keras_hub
+import numpy as np
+import pytest
+from keras import ops
+
+from bert_keras.models.bert_backbone import BertBackbone
+from bert_keras.models.presets import BACKBONE_PRESETS
+from tests.test_case import TestCase
+
+TINY = {
+    "vocabulary_size": 50,
+    "num_layers": 2,
+    "num_heads": 2,
+    "hidden_dim": 8,
+    "intermediate_dim": 16,
+    "max_sequence_length": 12,
+}
+INPUTS = {
+    "token_ids": np.array([[1, 5, 7, 2, 9, 2, 0, 0], [1, 9, 2, 3, 4, 5, 6, 2]], "int32"),
+    "segment_ids": np.array([[0, 0, 0, 0, 1, 1, 0, 0], [0, 0, 0, 1, 1, 1, 1, 1]], "int32"),
+    "padding_mask": np.array([[1, 1, 1, 1, 1, 1, 0, 0], [1] * 8], "int32"),
+}
+
+
+def _numpy(outputs):
+    return {name: ops.convert_to_numpy(value) for name, value in outputs.items()}
+
+
+class TestBertBackbone(TestCase):
+    def test_shared_checks(self):
+        self.run_model_test(
+            BertBackbone,
+            TINY,
+            INPUTS,
+            expected_output_shapes={"sequence_output": (2, 8, 8), "pooled_output": (2, 8)},
+        )
+
+    @pytest.mark.parametrize(
+        "preset, expected",
+        [("bert_tiny", 4_385_920), ("bert_mini", 11_170_560), ("bert_small", 28_763_648),
+         ("bert_medium", 41_373_184), ("bert_base", 109_482_240), ("bert_large", 335_141_888)],
+    )
+    def test_preset_parameter_counts_equal_the_reference(self, preset, expected):
+        config = BACKBONE_PRESETS[preset]
+        backbone = BertBackbone(**{**config, "num_layers": 1})
+        # Count one block and extrapolate: building bert_large on 2 cores is slow.
+        embeddings_and_pooler = backbone.count_params() - _block_params(backbone)
+        total = embeddings_and_pooler + config["num_layers"] * _block_params(backbone)
+        assert total == expected
+
+    def test_bert_tiny_preset_builds_with_the_reference_count(self):
+        assert BertBackbone.from_preset("bert_tiny").count_params() == 4_385_920
+
+    def test_from_preset_accepts_overrides(self):
+        backbone = BertBackbone.from_preset("bert_tiny", dropout=0.0, dtype="mixed_bfloat16")
+        assert backbone.dropout == 0.0
+        assert backbone.dtype_policy.name == "mixed_bfloat16"
+
+    def test_matches_keras_hub_with_the_same_weights(self):
+        ours = BertBackbone(**TINY, activation="gelu_approximate")
+        theirs = keras_hub.models.BertBackbone(**TINY)
+        _copy_weights_to_keras_hub(ours, theirs)
+        expected = _numpy(theirs(INPUTS))
+        actual = _numpy(ours(INPUTS))
+        for name in ("sequence_output", "pooled_output"):
+            np.testing.assert_allclose(actual[name], expected[name], atol=1e-5)
+
+    def test_any_sequence_length_up_to_the_maximum(self):
+        backbone = BertBackbone(**TINY)
+        for length in (1, 5, 12):
+            inputs = {name: value[:, :1].repeat(length, 1) for name, value in INPUTS.items()}
+            assert backbone(inputs)["sequence_output"].shape == (2, length, 8)
+
+    def test_padding_does_not_change_real_positions(self):
+        backbone = BertBackbone(**TINY)
+        short = {name: value[:1, :6] for name, value in INPUTS.items()}
+        padded = {name: value[:1] for name, value in INPUTS.items()}
+        padded["token_ids"] = padded["token_ids"].copy()
+        padded["token_ids"][0, 6:] = 33
+        short_out, padded_out = _numpy(backbone(short)), _numpy(backbone(padded))
+        np.testing.assert_allclose(
+            short_out["sequence_output"], padded_out["sequence_output"][:, :6], atol=1e-5
+        )
+        np.testing.assert_allclose(short_out["pooled_output"], padded_out["pooled_output"], atol=1e-5)
+
+    def test_dropout_is_off_at_inference_and_on_in_training(self):
+        backbone = BertBackbone(**TINY, dropout=0.3)
+        first, second = _numpy(backbone(INPUTS)), _numpy(backbone(INPUTS))
+        np.testing.assert_array_equal(first["sequence_output"], second["sequence_output"])
+        training = _numpy(backbone(INPUTS, training=True))
+        assert not np.allclose(training["sequence_output"], first["sequence_output"])
+
+    def test_too_long_input_names_both_lengths(self):
+        backbone = BertBackbone(**TINY)
+        long_inputs = {name: np.zeros((1, 13), "int32") for name in INPUTS}
+        with pytest.raises(ValueError, match="max_sequence_length is 12 but token_ids has 13"):
+            backbone(long_inputs)
+
+    @pytest.mark.parametrize("keys", [["token_ids", "segment_ids"], [*INPUTS, "labels"]])
+    def test_missing_or_extra_keys_list_the_expected_ones(self, keys):
+        backbone = BertBackbone(**TINY)
+        inputs = {key: INPUTS["token_ids"] for key in keys}
+        with pytest.raises(ValueError, match="token_ids', 'segment_ids', 'padding_mask'"):
+            backbone(inputs)
+
+    def test_hidden_dim_not_divisible_by_heads(self):
+        with pytest.raises(ValueError, match=r"hidden_dim \(8\) must be divisible by num_heads \(3\)"):
+            BertBackbone(**{**TINY, "num_heads": 3})
+
+    def test_unknown_activation(self):
+        with pytest.raises(ValueError, match="Unknown activation 'gelu_fast'"):
+            BertBackbone(**TINY, activation="gelu_fast")
+
+    def test_unknown_preset_lists_the_known_ones(self):
+        with pytest.raises(ValueError, match="Unknown preset 'bert_huge'") as error:
+            BertBackbone.from_preset("bert_huge")
+        for name in BACKBONE_PRESETS:
+            assert name in str(error.value)
+
+
+def _block_params(backbone):
+    return backbone.get_layer("transformer_layer_0").count_params()
+
+
+def _copy_weights_to_keras_hub(ours, theirs):
+    heads, head_dim = ours.num_heads, ours.hidden_dim // ours.num_heads
+    w = {v.path: ops.convert_to_numpy(v) for v in ours.weights}
+    target = {
+        "token_embedding/embeddings": w["embeddings/token_embedding/embeddings"],
+        "position_embedding/embeddings": w["embeddings/position_embedding/embeddings"],
+        "segment_embedding/embeddings": w["embeddings/segment_embedding/embeddings"],
+        "embeddings_layer_norm/gamma": w["embeddings/layer_norm/gamma"],
+        "embeddings_layer_norm/beta": w["embeddings/layer_norm/beta"],
+        "pooled_dense/kernel": w["pooler_dense/kernel"],
+        "pooled_dense/bias": w["pooler_dense/bias"],
+    }
+    for i in range(ours.num_layers):
+        ours_prefix, theirs_prefix = f"transformer_layer_{i}/", f"transformer_layer_{i}/"
+        kernels = np.split(w[ours_prefix + "self_attention/query_key_value/kernel"], 3, axis=-1)
+        biases = np.split(w[ours_prefix + "self_attention/query_key_value/bias"], 3, axis=-1)
+        for name, kernel, bias in zip(("query", "key", "value"), kernels, biases):
+            target[f"{theirs_prefix}self_attention_layer/{name}/kernel"] = kernel.reshape(-1, heads, head_dim)
+            target[f"{theirs_prefix}self_attention_layer/{name}/bias"] = bias.reshape(heads, head_dim)
+        renames = {
+            "self_attention/attention_output": "self_attention_layer/attention_output",
+            "attention_layer_norm": "self_attention_layer_norm",
+            "intermediate_dense": "feedforward_intermediate_dense",
+            "output_dense": "feedforward_output_dense",
+            "output_layer_norm": "feedforward_layer_norm",
+        }
+        for our_name, their_name in renames.items():
+            for leaf in ("kernel", "bias", "gamma", "beta"):
+                if ours_prefix + f"{our_name}/{leaf}" in w:
+                    target[theirs_prefix + f"{their_name}/{leaf}"] = w[ours_prefix + f"{our_name}/{leaf}"]
+        target[theirs_prefix + "self_attention_layer/attention_output/kernel"] = target[
+            theirs_prefix + "self_attention_layer/attention_output/kernel"
+        ].reshape(heads, head_dim, -1)
+    assert set(target) == {v.path for v in theirs.weights}
+    for variable in theirs.weights:
+        variable.assign(target[variable.path])
