@@ -34,7 +34,7 @@ class BertEmbeddings(keras.layers.Layer):
     >>> layer = BertEmbeddings(vocabulary_size=10, hidden_dim=8,
     ...                        max_sequence_length=6)
     >>> ids = np.array([[1, 2, 3]])
-    >>> layer(ids, np.zeros_like(ids)).shape
+    >>> tuple(layer(ids, np.zeros_like(ids)).shape)
     (1, 3, 8)
     """
 

@@ -46,7 +46,7 @@ class MaskedLMHead(keras.layers.Layer):
     >>> embedding = keras.layers.Embedding(50, 8)
     >>> embedding.build((None,))
     >>> head = MaskedLMHead(token_embedding=embedding)
-    >>> head(np.ones((2, 6, 8), "float32"), np.array([[1, 4], [0, 5]])).shape
+    >>> tuple(head(np.ones((2, 6, 8), "float32"), np.array([[1, 4], [0, 5]])).shape)
     (2, 2, 50)
     """
 

@@ -35,7 +35,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     Example:
     >>> import numpy as np
     >>> layer = MultiHeadSelfAttention(num_heads=2)
-    >>> layer(np.ones((1, 3, 8), "float32")).shape
+    >>> tuple(layer(np.ones((1, 3, 8), "float32")).shape)
     (1, 3, 8)
     """
 

@@ -32,7 +32,7 @@ class PositionEmbedding(keras.layers.Layer):
     Example:
     >>> import numpy as np
     >>> layer = PositionEmbedding(sequence_length=16)
-    >>> layer(np.zeros((2, 5, 8), "float32")).shape
+    >>> tuple(layer(np.zeros((2, 5, 8), "float32")).shape)
     (2, 5, 8)
     """
 

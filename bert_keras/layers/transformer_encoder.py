@@ -45,7 +45,7 @@ class TransformerEncoder(keras.layers.Layer):
     >>> import numpy as np
     >>> block = TransformerEncoder(num_heads=2, intermediate_dim=16)
     >>> x = np.ones((2, 4, 8), "float32")
-    >>> block(x, padding_mask=np.array([[1, 1, 1, 0], [1, 1, 0, 0]])).shape
+    >>> tuple(block(x, padding_mask=np.array([[1, 1, 1, 0], [1, 1, 0, 0]])).shape)
     (2, 4, 8)
     """
 
@@ -166,7 +166,7 @@ def merge_attention_masks(padding_mask, attention_mask):
 
     Example:
     >>> import numpy as np
-    >>> merge_attention_masks(np.array([[1, 0]]), None).shape
+    >>> tuple(merge_attention_masks(np.array([[1, 0]]), None).shape)
     (1, 1, 1, 2)
     """
     merged = None

@@ -48,11 +48,11 @@ class BertBackbone(keras.Model):
     >>> backbone = BertBackbone(vocabulary_size=100, num_layers=2, num_heads=2,
     ...                         hidden_dim=16, intermediate_dim=32)
     >>> outputs = backbone({
-    ...     "token_ids": np.array([[101, 7, 8, 102, 0]]),
+    ...     "token_ids": np.array([[2, 7, 8, 3, 0]]),
     ...     "segment_ids": np.zeros((1, 5), "int32"),
     ...     "padding_mask": np.array([[1, 1, 1, 1, 0]]),
     ... })
-    >>> outputs["sequence_output"].shape, outputs["pooled_output"].shape
+    >>> tuple(outputs["sequence_output"].shape), tuple(outputs["pooled_output"].shape)
     ((1, 5, 16), (1, 16))
     """
 
@@ -205,14 +205,50 @@ class BertBackbone(keras.Model):
         >>> backbone.count_params()
         4385920
         """
-        if isinstance(preset, (str, os.PathLike)) and os.path.isdir(preset):
-            raise NotImplementedError(
-                f"{preset} is a directory; loading checkpoint directories is "
-                "not implemented yet."
-            )
+        if isinstance(preset, os.PathLike) or (
+            isinstance(preset, str) and (os.sep in preset or os.path.exists(preset))
+        ):
+            # Imported here: the checkpoint readers build BertBackbone.
+            from bert_keras.checkpoints.preset import load_backbone
+
+            return load_backbone(preset, **kwargs)
         config = backbone_preset_config(preset)
         config.update(kwargs)
         return cls(**config)
+
+    def save_to_preset(self, directory, vocabulary_file=None, lowercase=True, overwrite=False):
+        """Saves weights and config as a Hugging Face directory plus bert_keras.json.
+
+        `transformers.BertModel.from_pretrained(directory)` loads the result
+        and computes the same outputs; `BertBackbone.from_preset(directory)`
+        restores this exact config from bert_keras.json. Files are written to
+        a temporary sibling directory that is renamed into place, so an
+        interrupted save leaves nothing half-written.
+
+        Args:
+            directory: output directory; must not exist or be empty unless
+                `overwrite`.
+            vocabulary_file: optional vocab.txt to copy alongside, with a
+                tokenizer_config.json.
+            lowercase: whether the vocabulary is uncased (tokenizer config).
+            overwrite: replace a non-empty `directory`.
+
+        Example:
+        >>> import tempfile
+        >>> directory = tempfile.mkdtemp() + "/tiny"
+        >>> BertBackbone.from_preset("bert_tiny").save_to_preset(directory)
+        >>> BertBackbone.from_preset(directory).count_params()
+        4385920
+        """
+        from bert_keras.checkpoints.preset import save_backbone
+
+        save_backbone(
+            self,
+            directory,
+            vocabulary_file=vocabulary_file,
+            lowercase=lowercase,
+            overwrite=overwrite,
+        )
 
 
 def _check_architecture(hidden_dim, num_heads, activation):
