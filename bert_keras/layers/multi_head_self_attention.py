@@ -15,8 +15,9 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     matmul instead of three; the kernel is the original's query, key and value
     kernels concatenated on the output axis). Attention runs through
     `keras.ops.dot_product_attention` (the backend's fused kernel) except when
-    attention dropout is active in training, which the fused op cannot do;
-    there the scores are computed explicitly, softmax in float32.
+    attention dropout is active in training, which that op cannot do: there
+    torch's fused kernel applies the dropout itself, and the other backends
+    compute the scores explicitly, softmax in float32.
 
     Args:
         num_heads: number of attention heads; must divide the hidden size.
@@ -91,13 +92,15 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         query, key, value = ops.unstack(query_key_value, 3, axis=2)
         if attention_mask is not None:
             attention_mask = ops.cast(attention_mask, "bool")
-        if training and self.dropout > 0:
-            context = self._attention_with_dropout(
-                query, key, value, attention_mask, training
+        if not (training and self.dropout > 0):
+            context = ops.dot_product_attention(query, key, value, mask=attention_mask)
+        elif keras.backend.backend() == "torch":
+            context = _torch_fused_attention_with_dropout(
+                query, key, value, attention_mask, self.dropout
             )
         else:
-            context = ops.dot_product_attention(
-                query, key, value, mask=attention_mask
+            context = self._attention_with_dropout(
+                query, key, value, attention_mask, training
             )
         context = ops.reshape(
             context, (batch_size, seq_length, self.num_heads * self.head_dim)
@@ -132,3 +135,18 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             }
         )
         return config
+
+
+def _torch_fused_attention_with_dropout(query, key, value, attention_mask, rate):
+    """torch's fused kernel applies attention dropout itself; the others can't.
+
+    Inputs `[batch, seq, heads, head_dim]`; the mask is bool, broadcastable
+    to `[batch, heads, seq, seq]`.
+    """
+    import torch
+
+    query, key, value = (tensor.transpose(1, 2) for tensor in (query, key, value))
+    context = torch.nn.functional.scaled_dot_product_attention(
+        query, key, value, attn_mask=attention_mask, dropout_p=rate
+    )  # [batch, heads, seq, head_dim]
+    return context.transpose(1, 2)
