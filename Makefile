@@ -1,0 +1,123 @@
+# Build, test and run bert_keras.
+#
+#   make test                       pytest on tests/ once per Keras backend
+#   make test BACKENDS=jax          one backend only
+#   make test PYTEST_ARGS='-k encoder -x'   extra pytest options
+#   make test TESTS=tests/layers    a part of tests/
+#   make demo                       python -m tasks.demo
+#   make bench                      python -m benchmarks.backbone
+#   make bazel-build                bazel build //... (installs Debian's bazel-bootstrap when bazel is missing)
+#   make lock                       rewrite requirements-lock.txt from the current .venv
+#   make clean                      remove caches and build outputs (keeps .venv)
+#   make distclean                  clean, and remove .venv too
+#
+# Every target that runs Python first creates .venv from requirements.txt, with every transitive
+# version pinned by requirements-lock.txt; editing either file re-installs on the next run.
+
+SHELL := /bin/bash
+# A failing command anywhere in a recipe line, pipelines included, fails the target.
+.SHELLFLAGS := -eo pipefail -c
+.DEFAULT_GOAL := test
+
+PYTHON3 ?= python3
+VENV := .venv
+PYTHON := $(VENV)/bin/python
+VENV_STAMP := $(VENV)/.installed
+REQUIREMENTS := requirements.txt
+LOCK := requirements-lock.txt
+
+BACKENDS ?= tensorflow jax torch
+PYTEST_ARGS ?=
+TESTS ?= tests
+
+# Offline, quiet and reproducible test runs: no hub downloads, no TF start-up chatter.
+TEST_ENV := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TF_CPP_MIN_LOG_LEVEL=2
+
+.PHONY: test demo bench bazel-install bazel-build lock clean distclean venv
+
+venv: $(VENV_STAMP)
+
+$(VENV_STAMP): $(REQUIREMENTS) $(LOCK)
+	test -x $(PYTHON) || $(PYTHON3) -m venv $(VENV)
+	$(PYTHON) -m pip install --quiet -r $(REQUIREMENTS) -c $(LOCK)
+	touch $@
+
+# Prints "backend: N passed, N failed, N skipped" for each backend from pytest's JUnit XML reports
+# (argv: report folder, then the backends), then the same line summed over all backends.
+define JUNIT_SUMMARY_PY
+import sys
+import xml.etree.ElementTree as ET
+
+report_dir, backends = sys.argv[1], sys.argv[2:]
+total = [0, 0, 0]
+print("===== summary =====")
+for backend in backends:
+    try:
+        suites = list(ET.parse(f"{report_dir}/{backend}.xml").getroot().iter("testsuite"))
+    except (OSError, ET.ParseError):
+        print(f"{backend}: no report, pytest did not finish")
+        continue
+    tests = sum(int(suite.get("tests", 0)) for suite in suites)
+    failed = sum(int(suite.get("failures", 0)) + int(suite.get("errors", 0)) for suite in suites)
+    skipped = sum(int(suite.get("skipped", 0)) for suite in suites)
+    counts = [tests - failed - skipped, failed, skipped]
+    total = [t + c for t, c in zip(total, counts)]
+    print(f"{backend}: {counts[0]} passed, {counts[1]} failed, {counts[2]} skipped")
+print(f"all: {total[0]} passed, {total[1]} failed, {total[2]} skipped")
+endef
+export JUNIT_SUMMARY_PY
+
+# Runs every backend even after one fails, names the failed ones, prints one line per backend and
+# exits non-zero if any run failed. The last line sums all runs: "all: N passed, N failed, N skipped".
+test: $(VENV_STAMP)
+	@junit_dir=$$(mktemp -d); failed=""; \
+	for backend in $(BACKENDS); do \
+	  echo "===== pytest $(TESTS) with KERAS_BACKEND=$$backend ====="; \
+	  if ! env $(TEST_ENV) KERAS_BACKEND=$$backend $(PYTHON) -m pytest -p no:cacheprovider \
+	      --junitxml=$$junit_dir/$$backend.xml $(PYTEST_ARGS) $(TESTS); then \
+	    failed="$$failed $$backend"; \
+	  fi; \
+	done; \
+	if [ -n "$$failed" ]; then echo "===== FAILED backends:$$failed ====="; fi; \
+	$(PYTHON) -c "$$JUNIT_SUMMARY_PY" $$junit_dir $(BACKENDS); \
+	rm -rf $$junit_dir; \
+	[ -z "$$failed" ]
+
+demo: $(VENV_STAMP)
+	env $(TEST_ENV) $(PYTHON) -m tasks.demo
+
+bench: $(VENV_STAMP)
+	env $(TEST_ENV) $(PYTHON) -m benchmarks.backbone
+
+# Debian's bazel-bootstrap (4.2.3); third_party/bazel_offline/ lets it build without network.
+bazel-install:
+	@if command -v bazel >/dev/null; then \
+	  echo "bazel found at $$(command -v bazel)"; \
+	else \
+	  echo "bazel not found: installing Debian's bazel-bootstrap"; \
+	  sudo_cmd=""; [ "$$(id -u)" = 0 ] || sudo_cmd=sudo; \
+	  $$sudo_cmd apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$sudo_cmd apt-get install -y -qq --no-install-recommends \
+	    bazel-bootstrap >/dev/null; \
+	fi
+
+bazel-build: bazel-install
+	bazel build //...
+
+# Pins every installed distribution (pip itself aside). torch's local label (+cpu) is dropped so the
+# pin also matches a plain 2.13.0 wheel; PEP 440 ignores local labels in "==" without one.
+lock: $(VENV_STAMP)
+	{ echo "# Every version in the working .venv; regenerate with 'make lock'."; \
+	  $(PYTHON) -m pip freeze --all --exclude-editable | grep -v '^pip==' | sed -E 's/\+[a-z0-9.]+$$//'; \
+	} > $(LOCK).tmp
+	mv $(LOCK).tmp $(LOCK)
+	touch $(VENV_STAMP)
+
+clean:
+	if command -v bazel >/dev/null && [ -e bazel-bin ]; then bazel --batch clean --expunge; fi
+	rm -f bazel-bin bazel-out bazel-testlogs bazel-$(notdir $(CURDIR))
+	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
+	rm -rf .pytest_cache build dist *.egg-info benchmark_outputs
+
+distclean: clean
+	rm -rf $(VENV)
