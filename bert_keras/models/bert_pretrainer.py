@@ -1,0 +1,176 @@
+"""BERT's pretraining model: masked LM and next-sentence prediction together."""
+
+import keras
+from keras import ops
+
+from bert_keras.layers.initializers import bert_kernel_initializer
+from bert_keras.layers.masked_lm_head import MaskedLMHead
+from bert_keras.models.bert_backbone import INPUT_NAMES
+
+# The original's normaliser: sum(weights * loss) / (sum(weights) + 1e-5).
+_WEIGHT_EPSILON = 1e-5
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class BertPretrainer(keras.Model):
+    """Backbone + tied masked-LM head + next-sentence head (Devlin et al. §3.1).
+
+    A Functional model. Inputs: the backbone's `token_ids`, `segment_ids`,
+    `padding_mask` plus `masked_positions` `[batch, num_predictions]`.
+    Outputs (float32 under any dtype policy): `masked_lm_logits`
+    `[batch, num_predictions, vocabulary_size]` and `next_sentence_logits`
+    `[batch, 2]` (class 0 = B follows A, as in the original records).
+
+    Trained with `model.fit` on `(features, labels)` where `labels` is a dict
+    with `masked_lm_ids` `[batch, num_predictions]`, `masked_lm_weights`
+    (1.0 for real predictions, 0.0 for padding) and `next_sentence_labels`
+    `[batch]` or `[batch, 1]`. The loss is the original's: the masked-LM
+    cross-entropy averaged over real predictions
+    (`sum(w * ce) / (sum(w) + 1e-5)`) plus the mean next-sentence
+    cross-entropy. Metrics: `masked_lm_loss`, `masked_lm_accuracy` (over real
+    predictions), `next_sentence_loss` and `next_sentence_accuracy`.
+
+    Args:
+        backbone: a `bert_keras.models.BertBackbone`.
+        **kwargs: standard `keras.Model` arguments (`name`, `trainable`).
+
+    Example:
+    >>> import numpy as np
+    >>> from bert_keras.models.bert_backbone import BertBackbone
+    >>> backbone = BertBackbone(vocabulary_size=60, num_layers=1, num_heads=2,
+    ...                         hidden_dim=8, intermediate_dim=16)
+    >>> pretrainer = BertPretrainer(backbone)
+    >>> pretrainer.compile(optimizer="adam")
+    >>> features = {"token_ids": np.full((2, 6), 5), "segment_ids": np.zeros((2, 6)),
+    ...             "padding_mask": np.ones((2, 6)), "masked_positions": np.array([[1, 2]] * 2)}
+    >>> labels = {"masked_lm_ids": np.array([[7, 9]] * 2), "masked_lm_weights": np.ones((2, 2)),
+    ...           "next_sentence_labels": np.array([0, 1])}
+    >>> history = pretrainer.fit(features, labels, verbose=0)
+    >>> sorted(history.history)
+    ['loss', 'masked_lm_accuracy', 'masked_lm_loss', 'next_sentence_accuracy', 'next_sentence_loss']
+    """
+
+    def __init__(self, backbone, **kwargs):
+        dtype = backbone.dtype_policy
+        # === Layers ===
+        masked_lm_head = MaskedLMHead(
+            token_embedding=backbone.token_embedding,
+            activation=backbone.activation,
+            layer_norm_epsilon=backbone.layer_norm_epsilon,
+            dtype=dtype,
+            name="masked_lm_head",
+        )
+        next_sentence_head = keras.layers.Dense(
+            2,
+            kernel_initializer=bert_kernel_initializer(),
+            dtype=dtype,
+            name="next_sentence_head",
+        )
+
+        # === Functional graph ===
+        inputs = {
+            name: keras.Input(shape=(None,), dtype="int32", name=name)
+            for name in (*INPUT_NAMES, "masked_positions")
+        }
+        backbone_outputs = backbone({name: inputs[name] for name in INPUT_NAMES})
+        masked_lm_logits = masked_lm_head(
+            backbone_outputs["sequence_output"], inputs["masked_positions"]
+        )  # [batch, num_predictions, vocabulary_size]
+        next_sentence_logits = keras.layers.Activation(
+            "linear", dtype="float32", name="next_sentence_logits"
+        )(next_sentence_head(backbone_outputs["pooled_output"]))  # [batch, 2]
+        super().__init__(
+            inputs=inputs,
+            outputs={
+                "masked_lm_logits": masked_lm_logits,
+                "next_sentence_logits": next_sentence_logits,
+            },
+            **kwargs,
+        )
+        # Follows the backbone, so compile() adds loss scaling under mixed_float16.
+        self.dtype_policy = dtype
+
+        # === Config ===
+        self.backbone = backbone
+        self.masked_lm_head = masked_lm_head
+        self.next_sentence_head = next_sentence_head
+        self.masked_lm_loss_tracker = keras.metrics.Mean(name="masked_lm_loss")
+        self.masked_lm_accuracy = keras.metrics.SparseCategoricalAccuracy(
+            name="masked_lm_accuracy"
+        )
+        self.next_sentence_loss_tracker = keras.metrics.Mean(name="next_sentence_loss")
+        self.next_sentence_accuracy = keras.metrics.SparseCategoricalAccuracy(
+            name="next_sentence_accuracy"
+        )
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        masked_lm_loss, next_sentence_loss = self._pretraining_losses(y, y_pred)
+        total = masked_lm_loss + next_sentence_loss
+        if self.losses:
+            total = total + ops.sum(self.losses)
+        return total
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        masked_lm_loss, next_sentence_loss = self._pretraining_losses(y, y_pred)
+        self.masked_lm_loss_tracker.update_state(masked_lm_loss)
+        self.next_sentence_loss_tracker.update_state(next_sentence_loss)
+        self.masked_lm_accuracy.update_state(
+            y["masked_lm_ids"], y_pred["masked_lm_logits"], sample_weight=y["masked_lm_weights"]
+        )
+        self.next_sentence_accuracy.update_state(
+            _next_sentence_labels(y), y_pred["next_sentence_logits"]
+        )
+        return self.get_metrics_result()
+
+    def _pretraining_losses(self, y, y_pred):
+        _check_labels(y)
+        per_prediction = keras.losses.sparse_categorical_crossentropy(
+            y["masked_lm_ids"], y_pred["masked_lm_logits"], from_logits=True
+        )  # [batch, num_predictions]
+        weights = ops.cast(y["masked_lm_weights"], "float32")
+        masked_lm_loss = ops.sum(per_prediction * weights) / (ops.sum(weights) + _WEIGHT_EPSILON)
+        next_sentence_loss = ops.mean(
+            keras.losses.sparse_categorical_crossentropy(
+                _next_sentence_labels(y), y_pred["next_sentence_logits"], from_logits=True
+            )
+        )
+        return masked_lm_loss, next_sentence_loss
+
+    @property
+    def metrics(self):
+        return [
+            self._loss_tracker,
+            self.masked_lm_loss_tracker,
+            self.masked_lm_accuracy,
+            self.next_sentence_loss_tracker,
+            self.next_sentence_accuracy,
+        ]
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "backbone": keras.layers.serialize(self.backbone),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["backbone"] = keras.layers.deserialize(config["backbone"])
+        return cls(**config)
+
+
+LABEL_NAMES = ("masked_lm_ids", "masked_lm_weights", "next_sentence_labels")
+
+
+def _check_labels(y):
+    if not isinstance(y, dict) or not set(LABEL_NAMES) <= set(y):
+        received = sorted(y) if isinstance(y, dict) else type(y).__name__
+        raise ValueError(
+            f"BertPretrainer expects labels as a dict with keys {list(LABEL_NAMES)}; "
+            f"received {received}."
+        )
+
+
+def _next_sentence_labels(y):
+    return ops.reshape(y["next_sentence_labels"], (-1,))

@@ -1,0 +1,119 @@
+import os
+import tempfile
+
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from bert_keras.models.bert_backbone import BertBackbone
+from bert_keras.models.bert_pretrainer import BertPretrainer
+from bert_keras.models.presets import backbone_preset_config
+
+TINY = {"vocabulary_size": 40, "num_layers": 2, "num_heads": 2, "hidden_dim": 8,
+        "intermediate_dim": 16, "max_sequence_length": 16}
+RNG = np.random.default_rng(0)
+FEATURES = {
+    "token_ids": RNG.integers(5, 40, (4, 10)).astype("int32"),
+    "segment_ids": np.repeat([[0] * 5 + [1] * 5], 4, 0).astype("int32"),
+    "padding_mask": np.ones((4, 10), "int32"),
+    "masked_positions": np.array([[1, 3, 0], [2, 4, 6], [7, 0, 0], [1, 2, 3]], "int32"),
+}
+LABELS = {
+    "masked_lm_ids": RNG.integers(5, 40, (4, 3)).astype("int32"),
+    "masked_lm_weights": np.array([[1, 1, 0], [1, 1, 1], [1, 0, 0], [1, 1, 1]], "float32"),
+    "next_sentence_labels": np.array([[0], [1], [1], [0]], "int32"),
+}
+
+
+def _pretrainer(dtype=None, **overrides):
+    return BertPretrainer(BertBackbone(**{**TINY, **overrides}, dtype=dtype))
+
+
+def _log_softmax(logits):
+    shifted = logits - logits.max(-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+
+
+def test_loss_is_the_originals_weighted_masked_lm_plus_next_sentence():
+    model = _pretrainer(dropout=0.0)
+    outputs = {k: ops.convert_to_numpy(v) for k, v in model(FEATURES).items()}
+    mlm_log_probs = _log_softmax(outputs["masked_lm_logits"].astype("float64"))
+    ce = -np.take_along_axis(mlm_log_probs, LABELS["masked_lm_ids"][..., None], -1)[..., 0]
+    weights = LABELS["masked_lm_weights"]
+    masked_lm_loss = (ce * weights).sum() / (weights.sum() + 1e-5)
+    nsp_log_probs = _log_softmax(outputs["next_sentence_logits"].astype("float64"))
+    nsp_loss = -np.take_along_axis(nsp_log_probs, LABELS["next_sentence_labels"], -1).mean()
+    loss = model.compute_loss(y=LABELS, y_pred=model(FEATURES))
+    np.testing.assert_allclose(float(ops.convert_to_numpy(loss)), masked_lm_loss + nsp_loss, rtol=1e-5)
+
+
+def test_padded_predictions_do_not_count():
+    model = _pretrainer(dropout=0.0)
+    changed = dict(LABELS, masked_lm_ids=LABELS["masked_lm_ids"].copy())
+    changed["masked_lm_ids"][LABELS["masked_lm_weights"] == 0] = 6
+    predictions = model(FEATURES)
+    before = model.compute_loss(y=LABELS, y_pred=predictions)
+    after = model.compute_loss(y=changed, y_pred=predictions)
+    np.testing.assert_allclose(ops.convert_to_numpy(before), ops.convert_to_numpy(after), rtol=1e-6)
+
+
+def test_fit_learns_and_reports_the_pretraining_metrics():
+    model = _pretrainer(dropout=0.0)
+    model.compile(optimizer=keras.optimizers.Adam(1e-2))
+    history = model.fit(FEATURES, LABELS, epochs=40, batch_size=4, verbose=0).history
+    assert set(history) == {"loss", "masked_lm_loss", "masked_lm_accuracy",
+                            "next_sentence_loss", "next_sentence_accuracy"}
+    assert history["loss"][-1] < 0.3 * history["loss"][0]
+    assert history["masked_lm_accuracy"][-1] == 1.0
+    assert history["next_sentence_accuracy"][-1] == 1.0
+
+
+def test_masked_lm_head_is_tied_to_the_word_embeddings_after_reload():
+    model = _pretrainer()
+    with tempfile.TemporaryDirectory() as directory:
+        path = os.path.join(directory, "pretrainer.keras")
+        model.save(path)
+        restored = keras.saving.load_model(path, safe_mode=True)
+    for name, value in model(FEATURES).items():
+        np.testing.assert_allclose(
+            ops.convert_to_numpy(restored(FEATURES)[name]), ops.convert_to_numpy(value), atol=1e-6
+        )
+    embedding = restored.backbone.token_embedding.embeddings
+    embedding.assign(np.zeros(embedding.shape, "float32"))
+    logits = ops.convert_to_numpy(restored(FEATURES)["masked_lm_logits"])
+    np.testing.assert_allclose(logits, 0.0)  # zero embeddings, zero output bias
+
+
+def test_config_round_trip():
+    config = _pretrainer().get_config()
+    assert BertPretrainer.from_config(config).get_config() == config
+
+
+@pytest.mark.parametrize(
+    "preset, expected", [("bert_base", 110_106_428), ("bert_large", 336_226_108)]
+)
+def test_parameter_counts_with_heads_equal_the_reference(preset, expected):
+    config = backbone_preset_config(preset)
+    model = BertPretrainer(BertBackbone(**{**config, "num_layers": 1}))
+    block = model.backbone.get_layer("transformer_layer_0").count_params()
+    assert model.count_params() + (config["num_layers"] - 1) * block == expected
+
+
+@pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
+def test_mixed_precision_trains_without_nan_and_keeps_float32_logits(policy):
+    model = _pretrainer(dtype=policy)
+    outputs = model(FEATURES)
+    for value in outputs.values():
+        assert keras.backend.standardize_dtype(value.dtype) == "float32"
+    model.compile(optimizer=keras.optimizers.Adam(1e-3))
+    if policy == "mixed_float16":
+        assert isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer)
+    history = model.fit(FEATURES, LABELS, epochs=2, batch_size=4, verbose=0).history
+    assert np.all(np.isfinite(history["loss"]))
+
+
+def test_labels_without_the_expected_keys():
+    model = _pretrainer()
+    with pytest.raises(ValueError, match="masked_lm_ids', 'masked_lm_weights', 'next_sentence_labels"):
+        model.compute_loss(y={"masked_lm_ids": LABELS["masked_lm_ids"]}, y_pred=model(FEATURES))
