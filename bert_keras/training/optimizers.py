@@ -1,0 +1,65 @@
+"""BERT's optimizer recipe, configured from Keras' own optimizers."""
+
+import keras
+
+from bert_keras.training.schedules import LinearWarmupLinearDecay
+
+# Variable names (not paths) that get no weight decay: layer-norm scale and
+# offset, and every bias — as the original excludes "LayerNorm" and "bias".
+NO_WEIGHT_DECAY_NAMES = ("gamma", "beta", "bias")
+OPTIMIZERS = ("adamw", "lamb")
+
+
+def create_optimizer(
+    learning_rate,
+    num_train_steps,
+    num_warmup_steps,
+    optimizer="adamw",
+    weight_decay=0.01,
+    epsilon=1e-6,
+    global_clipnorm=1.0,
+    gradient_accumulation_steps=None,
+):
+    """The paper's optimizer: decoupled weight decay, warmup, linear decay, clipping.
+
+    AdamW (beta_1 0.9, beta_2 0.999, epsilon 1e-6) or LAMB for large batches;
+    weight decay 0.01 applied to every variable except layer-norm and bias
+    variables; learning rate warmed up linearly over `num_warmup_steps`, then
+    decayed linearly to 0 at `num_train_steps`; gradients clipped to a global
+    norm of 1.0.
+
+    Args:
+        learning_rate: peak learning rate.
+        num_train_steps: optimizer steps until the learning rate reaches 0.
+        num_warmup_steps: warmup steps.
+        optimizer: "adamw" or "lamb".
+        weight_decay: decoupled weight decay rate.
+        epsilon: Adam's epsilon.
+        global_clipnorm: clip gradients to this global norm; None disables.
+        gradient_accumulation_steps: accumulate gradients over this many
+            batches before each update (Keras' built-in accumulation).
+
+    Returns:
+        A configured `keras.optimizers.Optimizer`.
+
+    Example:
+    >>> optimizer = create_optimizer(1e-4, num_train_steps=1000, num_warmup_steps=100)
+    >>> type(optimizer).__name__, optimizer.global_clipnorm
+    ('AdamW', 1.0)
+    """
+    if optimizer not in OPTIMIZERS:
+        raise ValueError(f"optimizer must be one of {list(OPTIMIZERS)}, got {optimizer!r}.")
+    schedule = LinearWarmupLinearDecay(learning_rate, num_train_steps, num_warmup_steps)
+    common = {
+        "learning_rate": schedule,
+        "weight_decay": weight_decay,
+        "epsilon": epsilon,
+        "global_clipnorm": global_clipnorm,
+        "gradient_accumulation_steps": gradient_accumulation_steps,
+    }
+    if optimizer == "adamw":
+        result = keras.optimizers.AdamW(beta_1=0.9, beta_2=0.999, **common)
+    else:
+        result = keras.optimizers.Lamb(beta_1=0.9, beta_2=0.999, **common)
+    result.exclude_from_weight_decay(var_names=list(NO_WEIGHT_DECAY_NAMES))
+    return result

@@ -1,0 +1,48 @@
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from bert_keras.training.optimizers import create_optimizer
+from bert_keras.training.schedules import LinearWarmupLinearDecay
+
+
+def test_schedule_warms_up_then_decays_linearly_to_zero():
+    schedule = LinearWarmupLinearDecay(2e-4, total_steps=110, warmup_steps=10)
+    rates = [float(ops.convert_to_numpy(schedule(step))) for step in (0, 1, 10, 60, 109, 110, 500)]
+    np.testing.assert_allclose(rates, [0, 2e-5, 2e-4, 1e-4, 2e-6, 0, 0], atol=1e-12)
+
+
+def test_schedule_round_trips_and_rejects_bad_steps():
+    schedule = LinearWarmupLinearDecay(1e-3, 50, 5)
+    assert LinearWarmupLinearDecay.from_config(schedule.get_config()).get_config() == schedule.get_config()
+    with pytest.raises(ValueError, match="warmup_steps=60, total_steps=50"):
+        LinearWarmupLinearDecay(1e-3, 50, 60)
+
+
+@pytest.mark.parametrize("name", ["adamw", "lamb"])
+def test_weight_decay_skips_layer_norm_and_bias(name):
+    dense = keras.layers.Dense(4)
+    norm = keras.layers.LayerNormalization()
+    model = keras.Sequential([keras.Input((4,)), dense, norm])
+    for variable in model.weights:
+        variable.assign(np.ones(variable.shape, "float32"))
+    optimizer = create_optimizer(1e-1, 10, 0, optimizer=name, weight_decay=0.5)
+    zero_gradients = [ops.zeros(v.shape, "float32") for v in model.trainable_variables]
+    optimizer.apply_gradients(zip(zero_gradients, model.trainable_variables))
+    after = {v.path: ops.convert_to_numpy(v) for v in model.trainable_variables}
+    assert np.all(after[dense.kernel.path] < 1.0)  # decayed
+    for variable in (dense.bias, norm.gamma, norm.beta):
+        np.testing.assert_array_equal(after[variable.path], 1.0)
+
+
+def test_recipe_settings():
+    optimizer = create_optimizer(1e-4, 100, 10)
+    assert isinstance(optimizer, keras.optimizers.AdamW)
+    assert optimizer.epsilon == 1e-6 and optimizer.weight_decay == 0.01
+    assert optimizer.global_clipnorm == 1.0
+
+
+def test_unknown_optimizer():
+    with pytest.raises(ValueError, match="one of \\['adamw', 'lamb'\\], got 'sgd'"):
+        create_optimizer(1e-4, 100, 10, optimizer="sgd")
