@@ -79,6 +79,27 @@ class TestCase:
                 self._check_precision(mixed, output, policy)
             self._check_fit_step(mixed, inputs)
 
+    def run_task_test(self, build_task, inputs, labels, unused_weights=()):
+        """Shared checks for a task model: `build_task(dtype)` makes one.
+
+        Config round-trip, `.keras` save/load, one fit step with the task's
+        default `compile()` that changes every weight, and, under each mixed
+        policy, float32 outputs and a finite fit step. `unused_weights`:
+        path prefixes outside the task's graph (e.g. the pooler of a tagger).
+        """
+        model = build_task(None)
+        config = model.get_config()
+        assert type(model).from_config(config).get_config() == config
+        self._check_saving(model, inputs)
+        model.compile()
+        self._check_fit_step(model, inputs, labels, unused_weights)
+        for policy in PRECISION_POLICIES:
+            mixed = build_task(policy)
+            for output in keras.tree.flatten(mixed(inputs)):
+                assert keras.backend.standardize_dtype(output.dtype) == "float32"
+            mixed.compile()
+            self._check_fit_step(mixed, inputs, labels, unused_weights)
+
     def _check_config_round_trip(self, cls, init_kwargs):
         config = cls(**init_kwargs).get_config()
         revived = cls.from_config(config)
@@ -94,14 +115,18 @@ class TestCase:
         output = layer(**symbolic_inputs)
         assert tuple(output.shape) == (None,) + tuple(expected_output_shape[1:])
 
-    def _check_fit_step(self, model, inputs):
-        targets = _zero_targets(model(inputs))
-        model.compile(optimizer=keras.optimizers.Adam(1e-2), loss="mse")
+    def _check_fit_step(self, model, inputs, targets=None, unused_weights=()):
+        if targets is None:
+            targets = _zero_targets(model(inputs))
+            model.compile(optimizer=keras.optimizers.Adam(1e-2), loss="mse")
         before = [ops.convert_to_numpy(w).copy() for w in model.trainable_weights]
         history = model.fit(inputs, targets, epochs=1, batch_size=len(_first(inputs)), verbose=0)
         assert np.isfinite(history.history["loss"][0])
         after = [ops.convert_to_numpy(w) for w in model.trainable_weights]
-        changed = [not np.array_equal(b, a) for b, a in zip(before, after)]
+        changed = [
+            not np.array_equal(b, a) or w.path.startswith(tuple(unused_weights))
+            for w, b, a in zip(model.trainable_weights, before, after)
+        ]
         assert all(changed), (
             "fit did not update "
             f"{[w.path for w, c in zip(model.trainable_weights, changed) if not c]}"

@@ -6,13 +6,15 @@ from keras import ops
 from bert_keras.layers.initializers import bert_kernel_initializer
 from bert_keras.layers.masked_lm_head import MaskedLMHead
 from bert_keras.models.bert_backbone import INPUT_NAMES
+from bert_keras.models.bert_task import BertTask
+from bert_keras.models.bert_task import backbone_inputs
 
 # The original's normaliser: sum(weights * loss) / (sum(weights) + 1e-5).
 _WEIGHT_EPSILON = 1e-5
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")
-class BertPretrainer(keras.Model):
+class BertPretrainer(BertTask):
     """Backbone + tied masked-LM head + next-sentence head (Devlin et al. §3.1).
 
     A Functional model. Inputs: the backbone's `token_ids`, `segment_ids`,
@@ -50,6 +52,8 @@ class BertPretrainer(keras.Model):
     ['loss', 'masked_lm_accuracy', 'masked_lm_loss', 'next_sentence_accuracy', 'next_sentence_loss']
     """
 
+    default_learning_rate = 1e-4
+
     def __init__(self, backbone, **kwargs):
         dtype = backbone.dtype_policy
         # === Layers ===
@@ -68,10 +72,7 @@ class BertPretrainer(keras.Model):
         )
 
         # === Functional graph ===
-        inputs = {
-            name: keras.Input(shape=(None,), dtype="int32", name=name)
-            for name in (*INPUT_NAMES, "masked_positions")
-        }
+        inputs = backbone_inputs("masked_positions")
         backbone_outputs = backbone({name: inputs[name] for name in INPUT_NAMES})
         masked_lm_logits = masked_lm_head(
             backbone_outputs["sequence_output"], inputs["masked_positions"]
@@ -80,6 +81,7 @@ class BertPretrainer(keras.Model):
             "linear", dtype="float32", name="next_sentence_logits"
         )(next_sentence_head(backbone_outputs["pooled_output"]))  # [batch, 2]
         super().__init__(
+            backbone,
             inputs=inputs,
             outputs={
                 "masked_lm_logits": masked_lm_logits,
@@ -87,11 +89,8 @@ class BertPretrainer(keras.Model):
             },
             **kwargs,
         )
-        # Follows the backbone, so compile() adds loss scaling under mixed_float16.
-        self.dtype_policy = dtype
 
         # === Config ===
-        self.backbone = backbone
         self.masked_lm_head = masked_lm_head
         self.next_sentence_head = next_sentence_head
         self.masked_lm_loss_tracker = keras.metrics.Mean(name="masked_lm_loss")
@@ -145,19 +144,6 @@ class BertPretrainer(keras.Model):
             self.next_sentence_loss_tracker,
             self.next_sentence_accuracy,
         ]
-
-    def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "backbone": keras.layers.serialize(self.backbone),
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["backbone"] = keras.layers.deserialize(config["backbone"])
-        return cls(**config)
 
 
 LABEL_NAMES = ("masked_lm_ids", "masked_lm_weights", "next_sentence_labels")

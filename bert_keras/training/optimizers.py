@@ -12,8 +12,8 @@ OPTIMIZERS = ("adamw", "lamb")
 
 def create_optimizer(
     learning_rate,
-    num_train_steps,
-    num_warmup_steps,
+    num_train_steps=None,
+    num_warmup_steps=0,
     optimizer="adamw",
     weight_decay=0.01,
     epsilon=1e-6,
@@ -30,7 +30,8 @@ def create_optimizer(
 
     Args:
         learning_rate: peak learning rate.
-        num_train_steps: optimizer steps until the learning rate reaches 0.
+        num_train_steps: optimizer steps until the learning rate reaches 0;
+            None keeps the learning rate constant (no warmup, no decay).
         num_warmup_steps: warmup steps.
         optimizer: "adamw" or "lamb".
         weight_decay: decoupled weight decay rate.
@@ -49,9 +50,10 @@ def create_optimizer(
     """
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"optimizer must be one of {list(OPTIMIZERS)}, got {optimizer!r}.")
-    schedule = LinearWarmupLinearDecay(learning_rate, num_train_steps, num_warmup_steps)
+    if num_train_steps is not None:
+        learning_rate = LinearWarmupLinearDecay(learning_rate, num_train_steps, num_warmup_steps)
     common = {
-        "learning_rate": schedule,
+        "learning_rate": learning_rate,
         "weight_decay": weight_decay,
         "epsilon": epsilon,
         "global_clipnorm": global_clipnorm,

@@ -1,0 +1,67 @@
+"""Sentence and sentence-pair classification or regression on [CLS]."""
+
+import keras
+
+from bert_keras.layers.initializers import bert_kernel_initializer
+from bert_keras.models.bert_task import BertTask
+from bert_keras.models.bert_task import backbone_inputs
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class BertClassifier(BertTask):
+    """Pooled [CLS] output → dropout → dense (Devlin et al. §4.1, GLUE).
+
+    Outputs float32 logits `[batch, num_classes]`; with `num_classes=1` the
+    single output is a regression score (STS-B) and the default loss is mean
+    squared error.
+
+    Args:
+        backbone: a `BertBackbone`.
+        num_classes: number of labels, or 1 for regression.
+        dropout: dropout before the output layer.
+        **kwargs: standard `keras.Model` arguments.
+
+    Example:
+    >>> import numpy as np
+    >>> from bert_keras.models.bert_backbone import BertBackbone
+    >>> backbone = BertBackbone(vocabulary_size=30, num_layers=1, num_heads=2,
+    ...                         hidden_dim=8, intermediate_dim=16)
+    >>> classifier = BertClassifier(backbone, num_classes=3)
+    >>> classifier.compile()
+    >>> inputs = {"token_ids": np.ones((2, 5)), "segment_ids": np.zeros((2, 5)),
+    ...           "padding_mask": np.ones((2, 5))}
+    >>> tuple(classifier.predict(inputs, verbose=0).shape)
+    (2, 3)
+    """
+
+    default_learning_rate = 2e-5
+
+    def __init__(self, backbone, num_classes, dropout=0.1, **kwargs):
+        inputs = backbone_inputs()
+        pooled_output = backbone(inputs)["pooled_output"]
+        pooled_output = keras.layers.Dropout(
+            dropout, dtype=backbone.dtype_policy, name="output_dropout"
+        )(pooled_output)
+        logits = keras.layers.Dense(
+            num_classes,
+            kernel_initializer=bert_kernel_initializer(),
+            dtype=backbone.dtype_policy,
+            name="logits",
+        )(pooled_output)
+        logits = keras.layers.Activation("linear", dtype="float32", name="float32_logits")(logits)
+        super().__init__(backbone, inputs=inputs, outputs=logits, **kwargs)
+        self.num_classes = num_classes
+        self.dropout = dropout
+
+    def default_loss(self):
+        if self.num_classes == 1:
+            return keras.losses.MeanSquaredError()
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def default_metrics(self):
+        if self.num_classes == 1:
+            return [keras.metrics.MeanSquaredError(name="mse")]
+        return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+
+    def get_config(self):
+        return {**super().get_config(), "num_classes": self.num_classes, "dropout": self.dropout}

@@ -1,0 +1,110 @@
+"""Multiple choice (SWAG): one [CLS] score per (context, choice) pair."""
+
+import keras
+from keras import ops
+
+from bert_keras.layers.initializers import bert_kernel_initializer
+from bert_keras.models.bert_backbone import INPUT_NAMES
+from bert_keras.models.bert_task import BertTask
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class BertMultipleChoice(BertTask):
+    """Scores each choice through [CLS]; softmax across choices (Devlin et al. §4.4).
+
+    Inputs are the backbone's three tensors with a choice axis,
+    `[batch, num_choices, seq]`, one packed `[CLS] context [SEP] choice [SEP]`
+    per choice. Outputs float32 logits `[batch, num_choices]`.
+
+    Args:
+        backbone: a `BertBackbone`.
+        num_choices: number of choices per example (SWAG: 4).
+        dropout: dropout before the scoring layer.
+        **kwargs: standard `keras.Model` arguments.
+
+    Example:
+    >>> import numpy as np
+    >>> from bert_keras.models.bert_backbone import BertBackbone
+    >>> backbone = BertBackbone(vocabulary_size=30, num_layers=1, num_heads=2,
+    ...                         hidden_dim=8, intermediate_dim=16)
+    >>> chooser = BertMultipleChoice(backbone, num_choices=4)
+    >>> inputs = {"token_ids": np.ones((2, 4, 5)), "segment_ids": np.zeros((2, 4, 5)),
+    ...           "padding_mask": np.ones((2, 4, 5))}
+    >>> tuple(chooser.predict(inputs, verbose=0).shape)
+    (2, 4)
+    """
+
+    default_learning_rate = 2e-5
+
+    def __init__(self, backbone, num_choices, dropout=0.1, **kwargs):
+        inputs = {
+            name: keras.Input(shape=(num_choices, None), dtype="int32", name=name)
+            for name in INPUT_NAMES
+        }
+        fold = FoldChoices(name="fold_choices")
+        pooled_output = backbone({name: fold(tensor) for name, tensor in inputs.items()})[
+            "pooled_output"
+        ]  # [batch * num_choices, hidden]
+        pooled_output = keras.layers.Dropout(
+            dropout, dtype=backbone.dtype_policy, name="output_dropout"
+        )(pooled_output)
+        scores = keras.layers.Dense(
+            1,
+            kernel_initializer=bert_kernel_initializer(),
+            dtype=backbone.dtype_policy,
+            name="choice_score",
+        )(pooled_output)
+        logits = UnfoldChoices(num_choices, name="choice_logits")(scores)
+        super().__init__(backbone, inputs=inputs, outputs=logits, **kwargs)
+        self.num_choices = num_choices
+        self.dropout = dropout
+
+    def default_loss(self):
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def default_metrics(self):
+        return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+
+    def get_config(self):
+        return {**super().get_config(), "num_choices": self.num_choices, "dropout": self.dropout}
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class FoldChoices(keras.layers.Layer):
+    """`[batch, num_choices, seq]` → `[batch * num_choices, seq]`.
+
+    Example:
+    >>> import numpy as np
+    >>> tuple(FoldChoices()(np.zeros((2, 4, 5), "int32")).shape)
+    (8, 5)
+    """
+
+    def call(self, inputs):
+        return ops.reshape(inputs, (-1, ops.shape(inputs)[-1]))
+
+    def compute_output_spec(self, inputs):
+        return keras.KerasTensor((None, inputs.shape[-1]), dtype=inputs.dtype)
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class UnfoldChoices(keras.layers.Layer):
+    """Scores `[batch * num_choices, 1]` → float32 logits `[batch, num_choices]`.
+
+    Example:
+    >>> import numpy as np
+    >>> tuple(UnfoldChoices(4)(np.zeros((8, 1), "float32")).shape)
+    (2, 4)
+    """
+
+    def __init__(self, num_choices, **kwargs):
+        super().__init__(**{"dtype": "float32", **kwargs})
+        self.num_choices = num_choices
+
+    def call(self, scores):
+        return ops.reshape(ops.cast(scores, "float32"), (-1, self.num_choices))
+
+    def compute_output_spec(self, scores):
+        return keras.KerasTensor((None, self.num_choices), dtype="float32")
+
+    def get_config(self):
+        return {**super().get_config(), "num_choices": self.num_choices}

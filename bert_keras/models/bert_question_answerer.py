@@ -1,0 +1,87 @@
+"""Extractive question answering: start and end logits over the sequence."""
+
+import keras
+from keras import ops
+
+from bert_keras.layers.initializers import bert_kernel_initializer
+from bert_keras.models.bert_task import BertTask
+from bert_keras.models.bert_task import backbone_inputs
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class BertQuestionAnswerer(BertTask):
+    """Sequence output → dense(2) → start and end logits (Devlin et al. §4.2).
+
+    Outputs a dict of float32 `start_logits` and `end_logits`, each
+    `[batch, seq]`. Padding positions get a very low logit, so no span starts
+    or ends there. For SQuAD v2.0 the [CLS] position (index 0) stands for "no
+    answer": label unanswerable questions with start = end = 0. The default
+    loss is the mean of the start and end cross-entropies.
+
+    Args:
+        backbone: a `BertBackbone`.
+        **kwargs: standard `keras.Model` arguments.
+
+    Example:
+    >>> import numpy as np
+    >>> from bert_keras.models.bert_backbone import BertBackbone
+    >>> backbone = BertBackbone(vocabulary_size=30, num_layers=1, num_heads=2,
+    ...                         hidden_dim=8, intermediate_dim=16)
+    >>> reader = BertQuestionAnswerer(backbone)
+    >>> inputs = {"token_ids": np.ones((2, 5)), "segment_ids": np.zeros((2, 5)),
+    ...           "padding_mask": np.ones((2, 5))}
+    >>> tuple(reader.predict(inputs, verbose=0)["start_logits"].shape)
+    (2, 5)
+    """
+
+    def __init__(self, backbone, **kwargs):
+        inputs = backbone_inputs()
+        sequence_output = backbone(inputs)["sequence_output"]
+        span_logits = keras.layers.Dense(
+            2,
+            kernel_initializer=bert_kernel_initializer(),
+            dtype=backbone.dtype_policy,
+            name="span_logits",
+        )(sequence_output)  # [batch, seq, 2]
+        start_logits, end_logits = SpanLogits(name="span_split")(
+            span_logits, inputs["padding_mask"]
+        )
+        super().__init__(
+            backbone,
+            inputs=inputs,
+            outputs={"start_logits": start_logits, "end_logits": end_logits},
+            **kwargs,
+        )
+
+    def default_loss(self):
+        loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        return {"start_logits": loss, "end_logits": loss}
+
+    def compile(self, *args, **kwargs):
+        kwargs.setdefault("loss_weights", {"start_logits": 0.5, "end_logits": 0.5})
+        super().compile(*args, **kwargs)
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class SpanLogits(keras.layers.Layer):
+    """Splits `[batch, seq, 2]` logits into float32 start and end, padding masked.
+
+    Example:
+    >>> import numpy as np
+    >>> start, end = SpanLogits()(np.zeros((1, 3, 2), "float32"), np.array([[1, 1, 0]]))
+    >>> float(start[0, 2]) < -1e8
+    True
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(**{"dtype": "float32", **kwargs})
+
+    def call(self, span_logits, padding_mask):
+        span_logits = ops.cast(span_logits, "float32")
+        padding = ops.cast(ops.logical_not(ops.cast(padding_mask, "bool")), "float32")
+        start_logits, end_logits = ops.unstack(span_logits, 2, axis=-1)
+        return start_logits - 1e9 * padding, end_logits - 1e9 * padding
+
+    def compute_output_spec(self, span_logits, padding_mask):
+        spec = keras.KerasTensor(span_logits.shape[:-1], dtype="float32")
+        return spec, spec

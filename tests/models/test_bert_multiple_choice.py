@@ -1,0 +1,45 @@
+import numpy as np
+from keras import ops
+
+from bert_keras.models.bert_multiple_choice import BertMultipleChoice
+from tests.models.task_inputs import INPUTS
+from tests.models.task_inputs import tiny_backbone
+from tests.test_case import TestCase
+
+# Two examples with four choices each: [2, 4, seq].
+CHOICES = {name: value[None].repeat(2, 0) for name, value in INPUTS.items()}
+CHOICES["token_ids"] = CHOICES["token_ids"].copy()
+CHOICES["token_ids"][1] = CHOICES["token_ids"][1, ::-1]
+LABELS = np.array([2, 0], "int32")
+
+
+class TestBertMultipleChoice(TestCase):
+    def test_shared_checks(self):
+        self.run_task_test(
+            lambda dtype: BertMultipleChoice(tiny_backbone(dtype), num_choices=4),
+            CHOICES,
+            LABELS,
+            # Softmax across choices is shift-invariant: the bias gets no gradient.
+            unused_weights=("choice_score/bias",),
+        )
+
+    def test_each_choice_is_scored_alone_through_cls(self):
+        backbone = tiny_backbone()
+        chooser = BertMultipleChoice(backbone, num_choices=4)
+        logits = ops.convert_to_numpy(chooser(CHOICES))
+        dense = chooser.get_layer("choice_score")
+        for example in range(2):
+            one = {name: value[example] for name, value in CHOICES.items()}
+            pooled = ops.convert_to_numpy(backbone(one)["pooled_output"])
+            scores = pooled @ ops.convert_to_numpy(dense.kernel) + ops.convert_to_numpy(dense.bias)
+            np.testing.assert_allclose(logits[example], scores[:, 0], atol=1e-5)
+
+    def test_permuting_choices_permutes_logits(self):
+        chooser = BertMultipleChoice(tiny_backbone(), num_choices=4)
+        order = [3, 1, 0, 2]
+        permuted = {name: value[:, order] for name, value in CHOICES.items()}
+        np.testing.assert_allclose(
+            ops.convert_to_numpy(chooser(permuted)),
+            ops.convert_to_numpy(chooser(CHOICES))[:, order],
+            atol=1e-5,
+        )

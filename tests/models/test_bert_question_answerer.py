@@ -1,0 +1,44 @@
+import numpy as np
+from keras import ops
+
+from bert_keras.models.bert_question_answerer import BertQuestionAnswerer
+from tests.models.task_inputs import INPUTS
+from tests.models.task_inputs import tiny_backbone
+from tests.test_case import TestCase
+
+LABELS = {"start_logits": np.array([4, 0, 2, 5]), "end_logits": np.array([5, 0, 3, 5])}
+
+
+def _cross_entropy(logits, labels):
+    log_probs = ops.convert_to_numpy(ops.log_softmax(logits, axis=-1))
+    return -np.take_along_axis(log_probs, labels[:, None], -1).mean()
+
+
+class TestBertQuestionAnswerer(TestCase):
+    def test_shared_checks(self):
+        self.run_task_test(
+            lambda dtype: BertQuestionAnswerer(tiny_backbone(dtype)),
+            INPUTS,
+            LABELS,
+            # Softmax over positions is shift-invariant: the bias gets no gradient.
+            unused_weights=("pooler_dense", "span_logits/bias"),
+        )
+
+    def test_padding_can_never_hold_the_answer(self):
+        outputs = BertQuestionAnswerer(tiny_backbone())(INPUTS)
+        padding = INPUTS["padding_mask"] == 0
+        for name in ("start_logits", "end_logits"):
+            logits = ops.convert_to_numpy(outputs[name])
+            assert np.all(logits[padding] < -1e8)
+            assert np.all(logits[~padding] > -1e3)
+
+    def test_loss_is_the_mean_of_start_and_end_cross_entropy(self):
+        reader = BertQuestionAnswerer(tiny_backbone(dropout=0.0))
+        reader.compile()
+        outputs = reader(INPUTS)
+        expected = 0.5 * (
+            _cross_entropy(outputs["start_logits"], LABELS["start_logits"])
+            + _cross_entropy(outputs["end_logits"], LABELS["end_logits"])
+        )
+        result = reader.evaluate(INPUTS, LABELS, verbose=0, return_dict=True)
+        np.testing.assert_allclose(result["loss"], expected, rtol=1e-5)
