@@ -1,0 +1,1 @@
+"""The standard metrics of the fine-tuning benchmarks, computed as their official scripts do."""
