@@ -43,8 +43,8 @@ def f1(labels, predictions, positive=1):
     true_positives = float((labels & predictions).sum())
     if true_positives == 0:
         return 0.0
-    precision = true_positives / predictions.sum()
-    recall = true_positives / labels.sum()
+    precision = true_positives / float(predictions.sum())
+    recall = true_positives / float(labels.sum())
     return 2 * precision * recall / (precision + recall)
 
 
