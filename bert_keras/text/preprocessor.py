@@ -1,0 +1,264 @@
+"""Packs texts into BERT's inputs: [CLS] A [SEP] (B [SEP]), truncated, padded.
+
+Like the tokenizer, the packing is in-graph TensorFlow built from core ops only
+(tensorflow-text's `RoundRobinTrimmer` op is newer than the tensorflow-text
+2.12.1 inside stock TF Serving), so it runs in `tf.data` under every Keras
+backend and inside a SavedModel.
+"""
+
+import keras
+import tensorflow as tf
+
+from bert_keras.text.tokenizer import BertTokenizer  # Used by the examples.
+
+# The methods have no Python control flow on tensors, so AutoGraph would only
+# add seconds to every trace (tf.function, tf.data).
+_without_autograph = tf.autograph.experimental.do_not_convert
+
+TRUNCATION_STRATEGIES = ("longest_first", "round_robin")
+
+
+def truncated_pair_lengths(length_a, length_b, budget):
+    """How many tokens of each segment fit in `budget` tokens in all.
+
+    This is the original BERT's `_truncate_seq_pair` (drop the last token of
+    the longer segment, of the second on a tie, until the pair fits) in closed
+    form. Giving the budget to the segments one token at a time in turn
+    (round robin, first segment first) ends at the same lengths.
+
+    Args:
+        length_a: int tensor, tokens of the first segments.
+        length_b: int tensor, tokens of the second segments.
+        budget: most tokens the two may keep together.
+
+    Returns:
+        The kept lengths `(kept_a, kept_b)`.
+
+    Example:
+    >>> kept_a, kept_b = truncated_pair_lengths([2, 9, 5], [9, 2, 5], 7)
+    >>> kept_a.numpy().tolist(), kept_b.numpy().tolist()
+    ([2, 5, 4], [5, 2, 3])
+    """
+    length_a = tf.convert_to_tensor(length_a)
+    length_b = tf.cast(length_b, length_a.dtype)
+    budget = tf.cast(budget, length_a.dtype)
+    # Trimming the longer one first keeps the shorter whole while it has at
+    # most half of the budget; otherwise the first gets the odd token.
+    kept_a = tf.minimum(length_a, tf.maximum(budget - length_b, (budget + 1) // 2))
+    fits = length_a + length_b <= budget
+    kept_a = tf.where(fits, length_a, kept_a)
+    kept_b = tf.where(fits, length_b, budget - kept_a)
+    return kept_a, kept_b
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class BertPreprocessor(keras.layers.Layer):
+    """Tokenizes and packs one text or a pair of texts for a BERT backbone.
+
+    Gives `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]` as a dict of int32
+    tensors `token_ids`, `segment_ids` (0 for `[CLS] A [SEP]`, 1 for
+    `B [SEP]`) and `padding_mask` (1 on tokens, 0 on padding), the inputs of
+    `BertBackbone`. Pairs that are too long lose tokens from the end of the
+    longer segment first (the original BERT's `_truncate_seq_pair`).
+
+    Args:
+        tokenizer: a `BertTokenizer`.
+        sequence_length: length of the packed sequences, or `None` to pad each
+            batch to its longest sequence without truncating.
+        truncate: "longest_first" (the original's) or "round_robin" (one
+            token to each segment in turn); for a pair of segments they keep
+            the same tokens.
+        **kwargs: arguments of `keras.layers.Layer`.
+
+    Call arguments:
+        inputs: a string or a batch of strings (a list or a tensor), or a
+            tuple `(texts_a, texts_b)` of two such for pairs.
+
+    Example:
+    >>> tokenizer = BertTokenizer(
+    ...     ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi", "you"])
+    >>> preprocessor = BertPreprocessor(tokenizer, sequence_length=6)
+    >>> features = preprocessor((["hi you"], ["you"]))
+    >>> features["token_ids"].numpy().tolist()
+    [[2, 5, 6, 3, 6, 3]]
+    >>> features["segment_ids"].numpy().tolist()
+    [[0, 0, 0, 0, 1, 1]]
+    >>> preprocessor("hi")["padding_mask"].numpy().tolist()
+    [1, 1, 1, 0, 0, 0]
+    """
+
+    def __init__(
+        self, tokenizer, sequence_length=512, truncate="longest_first", **kwargs
+    ):
+        super().__init__(**kwargs)
+        # Inputs are strings: keep them as TensorFlow tensors.
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
+        self.built = True
+        if truncate not in TRUNCATION_STRATEGIES:
+            raise ValueError(
+                f"truncate must be one of {TRUNCATION_STRATEGIES}, got "
+                f"{truncate!r}."
+            )
+        if sequence_length is not None and sequence_length < 3:
+            raise ValueError(
+                "sequence_length must leave room for [CLS] and two [SEP], got "
+                f"{sequence_length}."
+            )
+        self.tokenizer = tokenizer
+        self.sequence_length = sequence_length
+        self.truncate = truncate
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "tokenizer": keras.layers.serialize(self.tokenizer),
+                "sequence_length": self.sequence_length,
+                "truncate": self.truncate,
+            }
+        )
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["tokenizer"] = keras.layers.deserialize(config["tokenizer"])
+        return cls(**config)
+
+    @_without_autograph
+    def call(self, inputs):
+        features, _, _ = self._pack(inputs, unit=None)
+        return features
+
+    @_without_autograph
+    def call_with_offsets(self, inputs, unit="byte"):
+        """The features, and where each token is in its segment's text.
+
+        Args:
+            inputs: as for `call`.
+            unit: "byte" (UTF-8) or "character" (code point) offsets.
+
+        Returns:
+            A tuple `(features, starts, ends)`; `starts` and `ends` are int64
+            [batch, sequence] offsets into the token's own text (A or B),
+            0 and 0 for [CLS], [SEP] and padding.
+
+        Example:
+        >>> tokenizer = BertTokenizer(
+        ...     ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi", "you"])
+        >>> preprocessor = BertPreprocessor(tokenizer, sequence_length=5)
+        >>> _, starts, ends = preprocessor.call_with_offsets("hi  you")
+        >>> starts.numpy().tolist(), ends.numpy().tolist()
+        ([0, 0, 4, 0, 0], [0, 2, 7, 0, 0])
+        """
+        return self._pack(inputs, unit)
+
+    def _pack(self, inputs, unit):
+        texts = _segment_texts(inputs)
+        if texts[0].shape.rank == 0:
+            outputs = self._pack_batch([text[tf.newaxis] for text in texts], unit)
+            return tuple(
+                None if output is None
+                else tf.nest.map_structure(lambda tensor: tensor[0], output)
+                for output in outputs
+            )
+        return self._pack_batch(texts, unit)
+
+    def _pack_batch(self, texts, unit):
+        segments = []  # (token_ids, starts, ends), each [batch, (tokens)]
+        for text in texts:
+            if unit is None:
+                segments.append((self.tokenizer.tokenize(text), None, None))
+            else:
+                segments.append(
+                    self.tokenizer.tokenize_with_offsets(text, unit=unit)
+                )
+        segments = self._truncate(segments)
+        return self._assemble(segments, with_offsets=unit is not None)
+
+    def _truncate(self, segments):
+        if self.sequence_length is None:
+            return segments
+        budget = self.sequence_length - len(segments) - 1
+        lengths = [token_ids.row_lengths() for token_ids, _, _ in segments]
+        if len(segments) == 1:
+            kept = [tf.minimum(lengths[0], budget)]
+        else:
+            kept = truncated_pair_lengths(lengths[0], lengths[1], budget)
+        return [
+            tuple(None if part is None else _keep_first(part, kept_length)
+                  for part in segment)
+            for segment, kept_length in zip(segments, kept)
+        ]
+
+    def _assemble(self, segments, with_offsets):
+        """[CLS] A [SEP] (B [SEP]), segment ids, padding, as dense tensors."""
+        batch_size = segments[0][0].nrows()
+
+        def pack(parts, cls_value, sep_values):  # -> [batch, (sequence)]
+            def column(value):  # [batch, 1]
+                return tf.fill([batch_size, 1], tf.cast(value, parts[0].dtype))
+
+            pieces = [column(cls_value)]
+            for part, sep_value in zip(parts, sep_values):
+                pieces += [part, column(sep_value)]
+            return tf.concat(pieces, axis=1)
+
+        segment_count = range(len(segments))
+        token_ids = pack(
+            [ids for ids, _, _ in segments],
+            self.tokenizer.cls_token_id,
+            [self.tokenizer.sep_token_id for _ in segment_count],
+        )
+        segment_ids = pack(
+            [tf.ones_like(ids) * index for index, (ids, _, _) in
+             enumerate(segments)],
+            0,
+            list(segment_count),
+        )
+        shape = [None, self.sequence_length]
+        features = {
+            "token_ids": token_ids.to_tensor(
+                self.tokenizer.pad_token_id, shape=shape
+            ),
+            "segment_ids": segment_ids.to_tensor(0, shape=shape),
+            "padding_mask": tf.ones_like(token_ids).to_tensor(0, shape=shape),
+        }
+        if not with_offsets:
+            return features, None, None
+        # [CLS] and [SEP] span no text.
+        starts = pack([s for _, s, _ in segments], 0, [0 for _ in segment_count])
+        ends = pack([e for _, _, e in segments], 0, [0 for _ in segment_count])
+        return (
+            features,
+            starts.to_tensor(0, shape=shape),
+            ends.to_tensor(0, shape=shape),
+        )
+
+
+def _segment_texts(inputs):
+    """The string tensors of the segments: a tuple holds segments, anything
+    else (a list too) is one segment's texts."""
+    if not isinstance(inputs, tuple):
+        return [tf.convert_to_tensor(inputs, tf.string)]
+    if len(inputs) not in (1, 2):
+        raise ValueError(
+            "BertPreprocessor packs a text or a pair (texts_a, texts_b), got "
+            f"a sequence of {len(inputs)}."
+        )
+    return [tf.convert_to_tensor(text, tf.string) for text in inputs]
+
+
+def _keep_first(ragged, lengths):
+    """The first `lengths[i]` values of each row i of a 2-D ragged tensor."""
+    row_ids = ragged.value_rowids()
+    positions = tf.range(tf.shape(row_ids, tf.int64)[0]) - tf.gather(
+        ragged.row_starts(), row_ids
+    )
+    kept = positions < tf.gather(tf.cast(lengths, tf.int64), row_ids)
+    return tf.RaggedTensor.from_row_lengths(
+        tf.boolean_mask(ragged.flat_values, kept),
+        tf.minimum(ragged.row_lengths(), tf.cast(lengths, tf.int64)),
+        validate=False,
+    )
