@@ -342,6 +342,22 @@ class BertTokenizer(keras.layers.Layer):
         token_ids, _, _ = self._tokenize(inputs, unit=None)
         return token_ids
 
+    def split_words(self, texts):
+        """The words WordPiece would see: normalized, split on spaces and punctuation.
+
+        Args:
+            texts: a 1-D batch of strings.
+
+        Returns:
+            a [batch, (words)] string `tf.RaggedTensor`.
+
+        Example:
+        >>> tokenizer = BertTokenizer(list(SPECIAL_TOKENS))
+        >>> tokenizer.split_words(["Héllo, World"]).to_list()
+        [[b'hello', b',', b'world']]
+        """
+        return tf.strings.split(self._normalize_text(tf.convert_to_tensor(texts)))
+
     @_without_autograph
     def tokenize_with_offsets(self, inputs, unit="byte"):
         """Token ids and where each token is in the original string.

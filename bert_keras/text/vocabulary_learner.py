@@ -1,0 +1,107 @@
+"""Learning a WordPiece vocabulary from text, with BERT's special-token layout.
+
+Words are split exactly as `BertTokenizer` splits them (so the vocabulary
+fits the tokenizer that will use it), counted, and handed to
+tensorflow-text's WordPiece learner
+(`tensorflow_text.tools.wordpiece_vocab.wordpiece_tokenizer_learner_lib`).
+tensorflow-text's own `bert_vocab_from_dataset` would split words with its
+`BertTokenizer`, which case-folds with NFKC unlike the original BERT.
+"""
+
+import collections
+
+import tensorflow as tf
+from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib
+
+from bert_keras.text.tokenizer import SPECIAL_TOKENS
+from bert_keras.text.tokenizer import BertTokenizer
+
+# The released BERT vocabularies: [PAD]=0, [unused0..98], [UNK]=100,
+# [CLS]=101, [SEP]=102, [MASK]=103, [unused99..993], then learned pieces.
+STANDARD_VOCABULARY_SIZE = 30522
+_FIRST_LEARNED_ID = 999
+
+
+def reserved_tokens(vocabulary_size):
+    """The special tokens at the head of a vocabulary of `vocabulary_size`.
+
+    The standard 30,522 layout puts [UNK], [CLS], [SEP], [MASK] at ids
+    100–103 among [unusedN] placeholders; any other size puts the five
+    special tokens first.
+
+    Example:
+    >>> tokens = reserved_tokens(30522)
+    >>> tokens.index("[PAD]"), tokens.index("[UNK]"), tokens.index("[MASK]"), len(tokens)
+    (0, 100, 103, 999)
+    >>> reserved_tokens(8000)
+    ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]']
+    """
+    if vocabulary_size != STANDARD_VOCABULARY_SIZE:
+        return list(SPECIAL_TOKENS)
+    unused = [f"[unused{index}]" for index in range(_FIRST_LEARNED_ID - 5)]
+    return ["[PAD]", *unused[:99], "[UNK]", "[CLS]", "[SEP]", "[MASK]", *unused[99:]]
+
+
+def count_words(lines, lowercase=True, batch_size=4096):
+    """Counts the words `BertTokenizer(lowercase=...)` would see in `lines`.
+
+    Args:
+        lines: an iterable of strings.
+        lowercase: uncased (lower-case, strip accents) or cased splitting.
+        batch_size: lines normalized per in-graph call.
+
+    Example:
+    >>> sorted(count_words(["Ab ab.", "AB"]).items())
+    [('.', 1), ('ab', 3)]
+    """
+    splitter = BertTokenizer(list(SPECIAL_TOKENS), lowercase=lowercase)
+    counts = collections.Counter()
+    batch = []
+    for line in lines:
+        batch.append(line)
+        if len(batch) == batch_size:
+            _count_batch(splitter, batch, counts)
+            batch = []
+    if batch:
+        _count_batch(splitter, batch, counts)
+    return counts
+
+
+def _count_batch(splitter, batch, counts):
+    words = splitter.split_words(tf.constant(batch)).flat_values.numpy()
+    counts.update(word.decode("utf-8") for word in words)
+
+
+def learn_vocabulary(word_counts, vocabulary_size, max_unique_characters=1000):
+    """A WordPiece vocabulary of at most `vocabulary_size` tokens, specials first.
+
+    Args:
+        word_counts: dict word → count, e.g. from `count_words`.
+        vocabulary_size: the largest vocabulary wanted (30,522 gives the
+            standard layout, see `reserved_tokens`).
+        max_unique_characters: the learner's alphabet size limit.
+
+    Raises:
+        ValueError: `word_counts` is empty or the size leaves no room.
+
+    Example:
+    >>> vocabulary = learn_vocabulary({"low": 5, "lower": 3, "newest": 6}, 40)
+    >>> vocabulary[:5], "low" in vocabulary
+    (['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'], True)
+    """
+    reserved = reserved_tokens(vocabulary_size)
+    if not word_counts:
+        raise ValueError("No words to learn a vocabulary from: the input text is empty.")
+    if vocabulary_size <= len(reserved):
+        raise ValueError(
+            f"vocabulary_size {vocabulary_size} leaves no room after the "
+            f"{len(reserved)} reserved tokens."
+        )
+    learned = wordpiece_tokenizer_learner_lib.learn(
+        word_counts,
+        vocab_size=vocabulary_size,
+        reserved_tokens=reserved,
+        lower_thresh=1,
+        max_unique_chars=max_unique_characters,
+    )
+    return reserved + [token for token in learned if token not in set(reserved)]

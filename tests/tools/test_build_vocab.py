@@ -1,0 +1,70 @@
+import subprocess
+import sys
+
+import pytest
+import tensorflow as tf
+
+from bert_keras.text.tokenizer import BertTokenizer
+from bert_keras.text.vocabulary_learner import learn_vocabulary
+
+CORPUS = [
+    "The Quick brown fox jumps over the lazy dog.",
+    "Über-fast Foxes don't sleep; they're Jumping!",
+    "Tokenizers split words into pieces: token, ##izer, ##s.",
+] * 20
+
+
+def _run_tool(tmp_path, *flags):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(CORPUS) + "\n", encoding="utf-8")
+    output = tmp_path / "vocab.txt"
+    completed = subprocess.run(
+        [sys.executable, "-m", "tools.build_vocab", f"--input_file={corpus}",
+         f"--output_file={output}", *flags],
+        capture_output=True, text=True,
+    )
+    return completed, output
+
+
+def test_cased_vocabulary_tokenizes_its_corpus_without_unknowns(tmp_path):
+    completed, output = _run_tool(tmp_path, "--vocab_size=200", "--nodo_lower_case")
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    vocabulary = output.read_text(encoding="utf-8").splitlines()
+    assert vocabulary[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    assert len(vocabulary) <= 200 and len(set(vocabulary)) == len(vocabulary)
+    assert "Q" in vocabulary and "Ü" in vocabulary  # cased: capitals and accents kept
+    tokenizer = BertTokenizer(str(output), lowercase=False)
+    ids = tokenizer(tf.constant(CORPUS)).flat_values.numpy()
+    assert tokenizer.unk_token_id not in ids
+
+
+def test_uncased_vocabulary_is_lower_case_without_accents(tmp_path):
+    completed, output = _run_tool(tmp_path, "--vocab_size=200")
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    learned = output.read_text(encoding="utf-8").splitlines()[5:]
+    assert not any(character.isupper() for token in learned for character in token)
+    assert "u" in learned and "Ü" not in learned and "ü" not in learned
+
+
+def test_standard_size_uses_the_released_layout():
+    vocabulary = learn_vocabulary({"hello": 10, "world": 7}, 30522)
+    assert [vocabulary.index(t) for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")] == [
+        0, 100, 101, 102, 103
+    ]
+    assert vocabulary[999:] and "hello" in vocabulary[999:]
+
+
+def test_missing_input_names_the_pattern(tmp_path):
+    completed = subprocess.run(
+        [sys.executable, "-m", "tools.build_vocab", f"--input_file={tmp_path}/none*.txt",
+         f"--output_file={tmp_path}/vocab.txt"],
+        capture_output=True, text=True,
+    )
+    assert completed.returncode != 0
+    assert "none*.txt' matches no file" in completed.stderr
+    assert not (tmp_path / "vocab.txt").exists()
+
+
+def test_empty_corpus_is_an_error():
+    with pytest.raises(ValueError, match="input text is empty"):
+        learn_vocabulary({}, 100)

@@ -1,0 +1,67 @@
+"""Learns a BERT WordPiece vocabulary (vocab.txt) from text files.
+
+    python -m tools.build_vocab --input_file='corpus/*.txt' --output_file=vocab.txt \\
+        --vocab_size=30522 --do_lower_case=true
+
+Words are split exactly as bert_keras's BertTokenizer splits them; the learner
+is tensorflow-text's. A 30,522-token vocabulary gets the released BERT layout
+([PAD]=0, [UNK]=100, [CLS]=101, [SEP]=102, [MASK]=103); any other size puts the
+five special tokens first. The file is written to a temporary name and renamed,
+so an interrupted run leaves no partial vocab.txt.
+"""
+
+import glob
+import os
+
+from absl import app
+from absl import flags
+from absl import logging
+
+_INPUT_FILE = flags.DEFINE_string(
+    "input_file", None, "Comma-separated text files or globs.", required=True
+)
+_OUTPUT_FILE = flags.DEFINE_string("output_file", None, "Where vocab.txt goes.", required=True)
+_VOCAB_SIZE = flags.DEFINE_integer("vocab_size", 30522, "Largest vocabulary size.")
+_DO_LOWER_CASE = flags.DEFINE_boolean(
+    "do_lower_case", True, "Uncased (lower-case, strip accents) or cased vocabulary."
+)
+
+
+def input_paths(patterns):
+    """Expands comma-separated files and globs; raises naming any that match nothing."""
+    paths = []
+    for pattern in filter(None, (p.strip() for p in patterns.split(","))):
+        matches = sorted(glob.glob(pattern))
+        if not matches:
+            raise app.UsageError(f"--input_file: {pattern!r} matches no file.")
+        paths += matches
+    return paths
+
+
+def _lines(paths):
+    for path in paths:
+        with open(path, encoding="utf-8", errors="replace") as file:
+            yield from file
+
+
+def main(argv):
+    del argv
+    from bert_keras.text.vocabulary_learner import count_words
+    from bert_keras.text.vocabulary_learner import learn_vocabulary
+
+    paths = input_paths(_INPUT_FILE.value)
+    counts = count_words(_lines(paths), lowercase=_DO_LOWER_CASE.value)
+    logging.info("%d distinct words in %d files", len(counts), len(paths))
+    try:
+        vocabulary = learn_vocabulary(counts, _VOCAB_SIZE.value)
+    except ValueError as error:
+        raise app.UsageError(f"{error} (--input_file={_INPUT_FILE.value})") from error
+    temporary = _OUTPUT_FILE.value + ".tmp"
+    with open(temporary, "w", encoding="utf-8") as file:
+        file.writelines(token + "\n" for token in vocabulary)
+    os.replace(temporary, _OUTPUT_FILE.value)
+    print(f"wrote {len(vocabulary)} tokens to {_OUTPUT_FILE.value}")
+
+
+if __name__ == "__main__":
+    app.run(main)
