@@ -1,0 +1,214 @@
+"""The original google-research/bert release: a TF1 checkpoint + bert_config.json.
+
+A directory such as `uncased_L-12_H-768_A-12/` holds `bert_config.json`,
+`bert_model.ckpt.index`, `bert_model.ckpt.data-*` and `vocab.txt`. Variable
+names follow the scopes of the original `modeling.py`
+(`bert/encoder/layer_3/attention/self/query/kernel`); dense kernels are
+already `[in, out]` like Keras', only the next-sentence and fine-tuned
+output weights are stored `[labels, hidden]`.
+
+The tables name each variable as the checkpoint does, next to the weight path
+of `BertBackbone` (or of a head) and the layout between them; see
+`bert_keras.checkpoints.huggingface` for the layouts.
+"""
+
+import glob
+import json
+import os
+
+CONFIG_FILE = "bert_config.json"
+VOCABULARY_FILE = "vocab.txt"
+DEFAULT_CHECKPOINT = "bert_model.ckpt"
+
+_BLOCK = "transformer_layer_{i}/"
+_LAYER = "bert/encoder/layer_{i}/"
+BACKBONE_TABLE = (
+    # BertBackbone weight path                        layout   checkpoint variable(s)
+    ("embeddings/token_embedding/embeddings", "same", ("bert/embeddings/word_embeddings",)),
+    ("embeddings/segment_embedding/embeddings", "same", ("bert/embeddings/token_type_embeddings",)),
+    ("embeddings/position_embedding/embeddings", "same", ("bert/embeddings/position_embeddings",)),
+    ("embeddings/layer_norm/gamma", "same", ("bert/embeddings/LayerNorm/gamma",)),
+    ("embeddings/layer_norm/beta", "same", ("bert/embeddings/LayerNorm/beta",)),
+    (_BLOCK + "self_attention/query_key_value/kernel", "concatenated",
+     tuple(_LAYER + f"attention/self/{part}/kernel" for part in ("query", "key", "value"))),
+    (_BLOCK + "self_attention/query_key_value/bias", "concatenated",
+     tuple(_LAYER + f"attention/self/{part}/bias" for part in ("query", "key", "value"))),
+    (_BLOCK + "self_attention/attention_output/kernel", "same", (_LAYER + "attention/output/dense/kernel",)),
+    (_BLOCK + "self_attention/attention_output/bias", "same", (_LAYER + "attention/output/dense/bias",)),
+    (_BLOCK + "attention_layer_norm/gamma", "same", (_LAYER + "attention/output/LayerNorm/gamma",)),
+    (_BLOCK + "attention_layer_norm/beta", "same", (_LAYER + "attention/output/LayerNorm/beta",)),
+    (_BLOCK + "intermediate_dense/kernel", "same", (_LAYER + "intermediate/dense/kernel",)),
+    (_BLOCK + "intermediate_dense/bias", "same", (_LAYER + "intermediate/dense/bias",)),
+    (_BLOCK + "output_dense/kernel", "same", (_LAYER + "output/dense/kernel",)),
+    (_BLOCK + "output_dense/bias", "same", (_LAYER + "output/dense/bias",)),
+    (_BLOCK + "output_layer_norm/gamma", "same", (_LAYER + "output/LayerNorm/gamma",)),
+    (_BLOCK + "output_layer_norm/beta", "same", (_LAYER + "output/LayerNorm/beta",)),
+    ("pooler_dense/kernel", "same", ("bert/pooler/dense/kernel",)),
+    ("pooler_dense/bias", "same", ("bert/pooler/dense/bias",)),
+)
+
+HEAD_TABLES = {
+    # run_pretraining.py
+    "masked_lm": (
+        ("transform_dense/kernel", "same", ("cls/predictions/transform/dense/kernel",)),
+        ("transform_dense/bias", "same", ("cls/predictions/transform/dense/bias",)),
+        ("transform_layer_norm/gamma", "same", ("cls/predictions/transform/LayerNorm/gamma",)),
+        ("transform_layer_norm/beta", "same", ("cls/predictions/transform/LayerNorm/beta",)),
+        ("output_bias", "same", ("cls/predictions/output_bias",)),
+    ),
+    "next_sentence": (
+        ("kernel", "transposed", ("cls/seq_relationship/output_weights",)),
+        ("bias", "same", ("cls/seq_relationship/output_bias",)),
+    ),
+    # run_classifier.py
+    "classifier": (
+        ("kernel", "transposed", ("output_weights",)),
+        ("bias", "same", ("output_bias",)),
+    ),
+    # run_squad.py
+    "question_answering": (
+        ("kernel", "transposed", ("cls/squad/output_weights",)),
+        ("bias", "same", ("cls/squad/output_bias",)),
+    ),
+}
+
+# Training state, not weights: Adam's moments and the step counter.
+IGNORED_PATTERNS = (r".*/adam_[mv]", r"global_step")
+
+CONFIG_TABLE = (
+    # bert_config.json key, BertBackbone argument, modeling.BertConfig default
+    ("vocab_size", "vocabulary_size", None),
+    ("num_hidden_layers", "num_layers", 12),
+    ("num_attention_heads", "num_heads", 12),
+    ("hidden_size", "hidden_dim", 768),
+    ("intermediate_size", "intermediate_dim", 3072),
+    ("max_position_embeddings", "max_sequence_length", 512),
+    ("type_vocab_size", "num_segments", 16),
+    ("hidden_dropout_prob", "dropout", 0.1),
+)
+# modeling.py's "gelu" computes the tanh approximation.
+ACTIVATIONS = {"gelu": "gelu_approximate", "relu": "relu", "tanh": "tanh", "linear": "linear"}
+# modeling.py hard-codes the layer norm epsilon.
+LAYER_NORM_EPSILON = 1e-12
+
+
+def is_checkpoint(directory):
+    """Whether `directory` holds bert_config.json and a TF checkpoint index.
+
+    Example:
+    >>> is_checkpoint("/nonexistent")
+    False
+    """
+    return os.path.isfile(os.path.join(directory, CONFIG_FILE)) and bool(
+        glob.glob(os.path.join(glob.escape(directory), "*.index"))
+    )
+
+
+def checkpoint_prefix(directory):
+    """The checkpoint prefix in `directory` (`.../bert_model.ckpt` when present).
+
+    Raises:
+        ValueError: several checkpoints and none named bert_model.ckpt.
+
+    Example:
+    >>> import tempfile, os
+    >>> directory = tempfile.mkdtemp()
+    >>> open(os.path.join(directory, "model.ckpt-100.index"), "w").close()
+    >>> os.path.basename(checkpoint_prefix(directory))
+    'model.ckpt-100'
+    """
+    indexes = sorted(glob.glob(os.path.join(glob.escape(directory), "*.index")))
+    prefixes = [index[: -len(".index")] for index in indexes]
+    default = os.path.join(directory, DEFAULT_CHECKPOINT)
+    if default in prefixes or len(prefixes) == 1:
+        return default if default in prefixes else prefixes[0]
+    raise ValueError(
+        f"{directory} holds {len(prefixes)} checkpoints "
+        f"({[os.path.basename(p) for p in prefixes]}) and none is named "
+        f"{DEFAULT_CHECKPOINT}; pass the directory of one checkpoint."
+    )
+
+
+def read_config(directory):
+    """Reads bert_config.json into `BertBackbone` constructor arguments.
+
+    Raises:
+        ValueError: an activation modeling.py does not define, or no
+            vocab_size.
+
+    Example:
+    >>> import json, tempfile, os
+    >>> directory = tempfile.mkdtemp()
+    >>> with open(os.path.join(directory, "bert_config.json"), "w") as f:
+    ...     json.dump({"vocab_size": 100, "hidden_act": "gelu"}, f)
+    >>> config = read_config(directory)
+    >>> config["activation"], config["layer_norm_epsilon"]
+    ('gelu_approximate', 1e-12)
+    """
+    path = os.path.join(directory, CONFIG_FILE)
+    with open(path) as file:
+        raw = json.load(file)
+    if raw.get("vocab_size") is None:
+        raise ValueError(f"{path} has no vocab_size.")
+    config = {ours: raw.get(theirs, default) for theirs, ours, default in CONFIG_TABLE}
+    attention_dropout = raw.get("attention_probs_dropout_prob", 0.1)
+    config["attention_dropout"] = None if attention_dropout == config["dropout"] else attention_dropout
+    hidden_act = raw.get("hidden_act", "gelu")
+    if hidden_act not in ACTIVATIONS:
+        raise ValueError(
+            f"Unsupported hidden_act {hidden_act!r} in {path}; the original "
+            f"modeling.py defines {sorted(ACTIVATIONS)}."
+        )
+    config["activation"] = ACTIVATIONS[hidden_act]
+    config["layer_norm_epsilon"] = LAYER_NORM_EPSILON
+    return config
+
+
+def tokenizer_config(directory):
+    """What the release's directory name says about casing.
+
+    The original release has no tokenizer config: `do_lower_case` is a flag
+    of its scripts, and Google names uncased models `uncased_L-..`. Returns
+    `{"do_lower_case": bool}` when the name says "uncased" or "cased", else {}.
+
+    Example:
+    >>> tokenizer_config("/models/uncased_L-2_H-128_A-2")
+    {'do_lower_case': True}
+    """
+    name = os.path.basename(os.path.normpath(directory)).lower()
+    if "uncased" in name:
+        return {"do_lower_case": True}
+    if "cased" in name:
+        return {"do_lower_case": False}
+    return {}
+
+
+class TensorFile:
+    """Lazy access to the variables of a TF checkpoint, by name.
+
+    Attributes:
+        shapes: dict variable name -> shape tuple, for every variable.
+
+    Example:
+    >>> import tempfile, os, numpy as np, tensorflow as tf
+    >>> directory = tempfile.mkdtemp()
+    >>> tf.raw_ops.SaveV2(prefix=os.path.join(directory, "bert_model.ckpt"),
+    ...     tensor_names=["bert/pooler/dense/bias"], shape_and_slices=[""],
+    ...     tensors=[np.zeros(4, "float32")])
+    >>> TensorFile(directory).shapes
+    {'bert/pooler/dense/bias': (4,)}
+    """
+
+    def __init__(self, directory):
+        import tensorflow as tf
+
+        self.directory = directory
+        self._reader = tf.train.load_checkpoint(checkpoint_prefix(directory))
+        self.shapes = {
+            name: tuple(shape)
+            for name, shape in self._reader.get_variable_to_shape_map().items()
+        }
+
+    def read(self, name):
+        """Returns variable `name` as a numpy array."""
+        return self._reader.get_tensor(name)

@@ -1,0 +1,268 @@
+import json
+import os
+
+import numpy as np
+import pytest
+import torch
+import transformers
+from safetensors.numpy import load_file
+from safetensors.numpy import save_file
+
+from bert_keras.checkpoints import huggingface
+from bert_keras.checkpoints import load_checkpoint
+from bert_keras.models.bert_backbone import BertBackbone
+from tests.checkpoints import MINILM_DIRECTORY
+from tests.checkpoints import TOLERANCE
+from tests.checkpoints import assert_close
+from tests.checkpoints import max_difference
+from tests.checkpoints import minilm_reference  # noqa: F401 (fixture)
+from tests.checkpoints import save_tiny
+from tests.checkpoints import tiny_inputs
+from tests.checkpoints import torch_outputs
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    return BertBackbone.from_preset(MINILM_DIRECTORY)
+
+
+def test_minilm_matches_transformers(minilm, minilm_reference):  # noqa: F811
+    inputs, expected = minilm_reference
+    assert minilm.activation == "gelu" and minilm.num_layers == 6
+    assert inputs["padding_mask"].min() == 0 and inputs["segment_ids"].max() == 1
+    differences = max_difference(minilm, inputs, expected)
+    print("MiniLM max |difference| vs transformers:", differences)
+    assert_close(differences)
+
+
+def test_round_trip_is_bit_identical(minilm, tmp_path):
+    minilm.save_to_preset(tmp_path / "saved")
+    source = load_file(os.path.join(MINILM_DIRECTORY, "model.safetensors"))
+    saved = load_file(tmp_path / "saved" / "model.safetensors")
+    assert set(saved) == set(source) - {"embeddings.position_ids"}
+    for name, value in saved.items():
+        assert value.dtype == source[name].dtype and np.array_equal(value, source[name]), name
+    source_config, saved_config = (
+        json.loads(open(os.path.join(path, "config.json")).read())
+        for path in (MINILM_DIRECTORY, tmp_path / "saved")
+    )
+    for key in [row[0] for row in huggingface.CONFIG_TABLE] + [
+        "hidden_act", "attention_probs_dropout_prob", "architectures", "model_type",
+        "position_embedding_type",
+    ]:
+        assert saved_config[key] == source_config[key], key
+
+
+def test_saved_directory_loads_in_transformers_with_the_same_outputs(tmp_path):
+    backbone = BertBackbone(
+        vocabulary_size=40, num_layers=2, num_heads=2, hidden_dim=8, intermediate_dim=16,
+        max_sequence_length=16, activation="gelu_approximate", attention_dropout=0.2,
+    )
+    backbone.save_to_preset(tmp_path / "saved")
+    model = transformers.BertModel.from_pretrained(tmp_path / "saved")
+    assert model.config.hidden_act == "gelu_new"
+    assert model.config.attention_probs_dropout_prob == 0.2
+    differences = max_difference(backbone, tiny_inputs(), torch_outputs(model, tiny_inputs()))
+    assert_close(differences)
+
+
+def _state(model):
+    return {name: value.numpy() for name, value in model.state_dict().items()}
+
+
+def test_pretraining_heads_and_backbone(tmp_path):
+    model = save_tiny("BertForPreTraining", tmp_path)
+    state = _state(model)
+    checkpoint = load_checkpoint(tmp_path)
+    assert sorted(checkpoint.head_weights) == ["masked_lm", "next_sentence"]
+    masked_lm, next_sentence = checkpoint.head_weights["masked_lm"], checkpoint.head_weights["next_sentence"]
+    np.testing.assert_array_equal(
+        masked_lm["transform_dense/kernel"], state["cls.predictions.transform.dense.weight"].T
+    )
+    np.testing.assert_array_equal(
+        masked_lm["transform_layer_norm/gamma"], state["cls.predictions.transform.LayerNorm.weight"]
+    )
+    np.testing.assert_array_equal(masked_lm["output_bias"], state["cls.predictions.bias"])
+    assert next_sentence["kernel"].shape == (8, 2) and next_sentence["bias"].shape == (2,)
+    np.testing.assert_array_equal(next_sentence["kernel"], state["cls.seq_relationship.weight"].T)
+    backbone = BertBackbone.from_preset(tmp_path)
+    differences = max_difference(backbone, tiny_inputs(), torch_outputs(model.bert, tiny_inputs()))
+    assert_close(differences)
+
+
+@pytest.mark.parametrize(
+    "model_class, head, has_pooler",
+    [
+        ("BertForSequenceClassification", "classifier", True),
+        ("BertForTokenClassification", "token_classifier", False),
+        ("BertForQuestionAnswering", "question_answering", False),
+        ("BertForMaskedLM", "masked_lm", False),
+    ],
+)
+def test_headed_variants(tmp_path, model_class, head, has_pooler):
+    num_labels = 2 if head == "question_answering" else 3
+    model = save_tiny(model_class, tmp_path, num_labels=num_labels)
+    state = _state(model)
+    checkpoint = load_checkpoint(tmp_path)
+    assert list(checkpoint.head_weights) == [head]
+    weights = checkpoint.head_weights[head]
+    if head != "masked_lm":
+        prefix = "qa_outputs" if head == "question_answering" else "classifier"
+        assert weights["kernel"].shape == (8, num_labels) and weights["bias"].shape == (num_labels,)
+        np.testing.assert_array_equal(weights["kernel"], state[f"{prefix}.weight"].T)
+        np.testing.assert_array_equal(weights["bias"], state[f"{prefix}.bias"])
+    assert ("pooler_dense/kernel" in checkpoint.backbone_weights) == has_pooler
+    backbone = BertBackbone.from_preset(tmp_path)
+    expected = torch_outputs(model.bert, tiny_inputs())
+    differences = max_difference(backbone, tiny_inputs(), expected)
+    assert differences["sequence_output"] <= TOLERANCE, differences
+
+
+def test_headed_checkpoint_round_trips_through_our_format(tmp_path):
+    from bert_keras.checkpoints import save_checkpoint
+
+    save_tiny("BertForPreTraining", tmp_path / "source")
+    save_checkpoint(load_checkpoint(tmp_path / "source"), tmp_path / "saved")
+    assert json.loads((tmp_path / "saved" / "config.json").read_text())["architectures"] == [
+        "BertForPreTraining"
+    ]
+    source, saved = (load_file(tmp_path / d / "model.safetensors") for d in ("source", "saved"))
+    assert set(saved) == set(source)
+    for name in saved:
+        np.testing.assert_array_equal(saved[name], source[name], err_msg=name)
+
+
+def test_sharded_checkpoint(tmp_path):
+    model = save_tiny("BertModel", tmp_path / "sharded")
+    model.save_pretrained(tmp_path / "sharded", max_shard_size="2KB")
+    assert os.path.exists(tmp_path / "sharded" / "model.safetensors.index.json")
+    backbone = BertBackbone.from_preset(tmp_path / "sharded")
+    differences = max_difference(backbone, tiny_inputs(), torch_outputs(model, tiny_inputs()))
+    assert_close(differences)
+
+
+def test_bfloat16_weights_load_as_float32(tmp_path):
+    model = save_tiny("BertModel", tmp_path / "float32")
+    model.to(torch.bfloat16).save_pretrained(tmp_path / "bfloat16")
+    checkpoint = load_checkpoint(tmp_path / "bfloat16")
+    expected = model.embeddings.word_embeddings.weight.float().detach().numpy()
+    np.testing.assert_array_equal(checkpoint.backbone_weights["embeddings/token_embedding/embeddings"], expected)
+
+
+# === Strictness ===
+
+
+def _edit_tensors(directory, edit):
+    path = os.path.join(directory, "model.safetensors")
+    tensors = load_file(path)
+    edit(tensors)
+    save_file(tensors, path)
+
+
+def test_missing_tensor_is_named(tmp_path):
+    save_tiny("BertModel", tmp_path)
+    _edit_tensors(tmp_path, lambda t: t.pop("encoder.layer.1.intermediate.dense.weight"))
+    with pytest.raises(ValueError, match=r"missing 1 tensors: \['encoder.layer.1.intermediate.dense.weight'\]"):
+        BertBackbone.from_preset(tmp_path)
+
+
+def test_unexpected_tensor_is_named_with_its_shape(tmp_path):
+    save_tiny("BertModel", tmp_path)
+    _edit_tensors(tmp_path, lambda t: t.update({"encoder.layer.2.output.dense.weight": np.zeros((8, 16), "float32")}))
+    with pytest.raises(ValueError, match=r"1 unexpected tensors: \['encoder.layer.2.output.dense.weight \[8, 16\]'\]"):
+        load_checkpoint(tmp_path)
+
+
+def test_wrong_shape_is_named_with_both_shapes(tmp_path):
+    save_tiny("BertModel", tmp_path)
+    _edit_tensors(tmp_path, lambda t: t.update({"pooler.dense.weight": np.zeros((8, 7), "float32")}))
+    with pytest.raises(ValueError, match=r"pooler_dense/kernel \(from \['pooler.dense.weight'\]\): expected \[8, 8\], found \[7, 8\]"):
+        BertBackbone.from_preset(tmp_path)
+
+
+def test_wrong_head_shape_is_named(tmp_path):
+    save_tiny("BertForPreTraining", tmp_path)
+    _edit_tensors(tmp_path, lambda t: t.update({"cls.predictions.bias": np.zeros(39, "float32")}))
+    with pytest.raises(ValueError, match=r"masked_lm/output_bias \(from \['cls.predictions.bias'\]\): expected \[40\]"):
+        load_checkpoint(tmp_path)
+
+
+def test_untied_decoder_is_refused(tmp_path):
+    save_tiny("BertForMaskedLM", tmp_path)
+    _edit_tensors(tmp_path, lambda t: t.update({"cls.predictions.decoder.weight": np.ones((40, 8), "float32")}))
+    with pytest.raises(ValueError, match="cls.predictions.decoder.weight differs from bert.embeddings.word_embeddings.weight"):
+        load_checkpoint(tmp_path)
+
+
+def test_pickled_weights_are_refused_with_the_conversion(tmp_path):
+    save_tiny("BertModel", tmp_path)
+    os.remove(tmp_path / "model.safetensors")
+    (tmp_path / "pytorch_model.bin").write_bytes(b"not unpickled")
+    with pytest.raises(ValueError, match="pytorch_model.bin, a pickle") as error:
+        BertBackbone.from_preset(tmp_path)
+    assert "safe_serialization=True" in str(error.value) and "weights_only=True" in str(error.value)
+
+
+@pytest.mark.parametrize(
+    "setting, message",
+    [
+        ({"hidden_act": "gelu_fast"}, "Unsupported hidden_act 'gelu_fast'"),
+        ({"position_embedding_type": "relative_key"}, "position_embedding_type is 'relative_key'"),
+        ({"is_decoder": True}, "is_decoder is true"),
+        ({"model_type": "roberta"}, "model_type is 'roberta'"),
+    ],
+)
+def test_unsupported_settings_are_refused(tmp_path, setting, message):
+    save_tiny("BertModel", tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**config, **setting}))
+    with pytest.raises(ValueError, match=message):
+        BertBackbone.from_preset(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "hidden_act, expected",
+    [("gelu", "gelu"), ("gelu_new", "gelu_approximate"), ("gelu_pytorch_tanh", "gelu_approximate"),
+     ("relu", "relu")],
+)
+def test_activation_names(tmp_path, hidden_act, expected):
+    save_tiny("BertModel", tmp_path, hidden_act=hidden_act)
+    assert load_checkpoint(tmp_path).backbone_config["activation"] == expected
+
+
+def test_saved_vocabulary_loads_in_transformers_tokenizer(tmp_path):
+    backbone = BertBackbone(vocabulary_size=30522, num_layers=1, num_heads=2, hidden_dim=8, intermediate_dim=16)
+    backbone.save_to_preset(tmp_path / "saved", vocabulary_file=os.path.join(MINILM_DIRECTORY, "vocab.txt"))
+    ours = transformers.AutoTokenizer.from_pretrained(tmp_path / "saved")
+    reference = transformers.AutoTokenizer.from_pretrained(MINILM_DIRECTORY)
+    text = "Hello World, checkpoints [MASK] unaffable!"
+    assert ours(text)["input_ids"] == reference(text)["input_ids"]
+
+
+def test_unused_heads_are_logged_at_debug_level(tmp_path, caplog):
+    import logging
+
+    save_tiny("BertForMaskedLM", tmp_path)
+    with caplog.at_level(logging.DEBUG):
+        BertBackbone.from_preset(tmp_path)
+    assert "Not loaded by the backbone: masked_lm head" in caplog.text
+    assert "has no pooler; pooler_dense keeps its initial weights" in caplog.text
+
+
+def test_legacy_layer_norm_names(tmp_path):
+    model = save_tiny("BertForPreTraining", tmp_path)
+
+    def rename(tensors):
+        for name in [n for n in tensors if "LayerNorm" in n]:
+            legacy = name.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta")
+            tensors[legacy] = tensors.pop(name)
+
+    _edit_tensors(tmp_path, rename)
+    assert "bert.embeddings.LayerNorm.gamma" in load_file(tmp_path / "model.safetensors")
+    checkpoint = load_checkpoint(tmp_path)
+    np.testing.assert_array_equal(
+        checkpoint.head_weights["masked_lm"]["transform_layer_norm/beta"],
+        _state(model)["cls.predictions.transform.LayerNorm.bias"],
+    )
+    backbone = BertBackbone.from_preset(tmp_path)
+    assert_close(max_difference(backbone, tiny_inputs(), torch_outputs(model.bert, tiny_inputs())))

@@ -1,0 +1,110 @@
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from absl import flags
+from safetensors.numpy import load_file
+
+from bert_keras.models.bert_backbone import BertBackbone
+from tests.checkpoints import save_tiny
+from tests.checkpoints.test_original import _tiny_variables
+from tests.checkpoints.test_original import _write_tiny
+from tools import convert_checkpoint
+
+REPOSITORY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def run_in_process(*arguments):
+    """Parses `arguments` as the program's flags and runs main; returns its exit message."""
+    flags.FLAGS.unparse_flags()
+    argv = flags.FLAGS(["convert_checkpoint", *arguments])
+    try:
+        convert_checkpoint.main(argv)
+    except SystemExit as exit:
+        return str(exit.code)
+    finally:
+        flags.FLAGS.unparse_flags()
+    return None
+
+
+def test_original_to_ours_from_the_command_line(tmp_path):
+    _write_tiny(str(tmp_path / "uncased_tiny"), _tiny_variables())
+    (tmp_path / "uncased_tiny" / "vocab.txt").write_text("[PAD]\nhello\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "tools.convert_checkpoint", f"--source={tmp_path / 'uncased_tiny'}",
+         f"--output_dir={tmp_path / 'out'}"],
+        cwd=REPOSITORY, capture_output=True, text=True,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert "from the original checkpoint" in result.stdout
+    assert sorted(os.listdir(tmp_path / "out")) == [
+        "bert_keras.json", "config.json", "model.safetensors", "tokenizer_config.json", "vocab.txt"]
+    tensors = load_file(tmp_path / "out" / "model.safetensors")
+    np.testing.assert_array_equal(
+        tensors["encoder.layer.0.attention.self.key.weight"],
+        _tiny_variables()["bert/encoder/layer_0/attention/self/key/kernel"].T,
+    )
+    config = json.loads((tmp_path / "out" / "config.json").read_text())
+    assert config["hidden_act"] == "gelu_new" and config["layer_norm_eps"] == 1e-12
+    assert json.loads((tmp_path / "out" / "tokenizer_config.json").read_text())["do_lower_case"] is True
+    assert BertBackbone.from_preset(tmp_path / "out").activation == "gelu_approximate"
+
+
+def test_huggingface_with_heads_to_ours(tmp_path):
+    save_tiny("BertForPreTraining", tmp_path / "source")
+    assert run_in_process(f"--source={tmp_path / 'source'}", f"--output_dir={tmp_path / 'out'}") is None
+    source, converted = (load_file(tmp_path / d / "model.safetensors") for d in ("source", "out"))
+    assert set(converted) == set(source)
+    for name, value in converted.items():
+        np.testing.assert_array_equal(value, source[name], err_msg=name)
+
+
+def test_missing_source_is_named(tmp_path):
+    message = run_in_process(f"--source={tmp_path / 'absent'}", f"--output_dir={tmp_path / 'out'}")
+    assert f"Checkpoint path {tmp_path / 'absent'} does not exist" in message
+    assert not os.path.exists(tmp_path / "out")
+
+
+def test_unrecognised_source_lists_what_was_looked_for(tmp_path):
+    (tmp_path / "source").mkdir()
+    message = run_in_process(f"--source={tmp_path / 'source'}", f"--output_dir={tmp_path / 'out'}")
+    assert f"No checkpoint recognised in {tmp_path / 'source'}. Looked for:" in message
+    assert "bert_config.json" in message and "model.safetensors" in message
+
+
+def test_non_empty_output_is_refused_unless_overwrite(tmp_path):
+    save_tiny("BertModel", tmp_path / "source")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "keep.txt").write_text("mine")
+    arguments = (f"--source={tmp_path / 'source'}", f"--output_dir={tmp_path / 'out'}")
+    message = run_in_process(*arguments)
+    assert f"Output directory {tmp_path / 'out'} exists and is not empty" in message
+    assert os.listdir(tmp_path / "out") == ["keep.txt"]
+    assert run_in_process(*arguments, "--overwrite") is None
+    assert "keep.txt" not in os.listdir(tmp_path / "out")
+
+
+def test_wrong_format_flag_is_refused(tmp_path):
+    save_tiny("BertModel", tmp_path / "source")
+    message = run_in_process(f"--source={tmp_path / 'source'}", f"--output_dir={tmp_path / 'out'}",
+                             "--format=original")
+    assert "holds a 'huggingface' checkpoint, not 'original'" in message
+
+
+def test_pickled_source_gets_the_conversion_hint(tmp_path):
+    (tmp_path / "source").mkdir()
+    (tmp_path / "source" / "config.json").write_text("{}")
+    (tmp_path / "source" / "pytorch_model.bin").write_bytes(b"never unpickled")
+    message = run_in_process(f"--source={tmp_path / 'source'}", f"--output_dir={tmp_path / 'out'}")
+    assert "pytorch_model.bin, a pickle" in message and "save_pretrained" in message
+
+
+def test_required_flags():
+    flags.FLAGS.unparse_flags()
+    with pytest.raises(flags.IllegalFlagValueError, match="source"):
+        flags.FLAGS(["convert_checkpoint", "--output_dir=/tmp/x"])
+    flags.FLAGS.unparse_flags()

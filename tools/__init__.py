@@ -1,0 +1,1 @@
+"""Command-line programs: thin absl wrappers around `bert_keras`."""

@@ -1,0 +1,47 @@
+"""Converts a BERT checkpoint to the project's format (Hugging Face compatible).
+
+Reads a Hugging Face directory (config.json + safetensors), an original
+google-research release (bert_config.json + bert_model.ckpt.*), a
+`bert_keras` directory or a `.keras` file, and writes config.json,
+model.safetensors (heads included), bert_keras.json and the tokenizer files.
+
+Example:
+    python -m tools.convert_checkpoint \
+        --source uncased_L-12_H-768_A-12 --output_dir bert_base_uncased
+"""
+
+import sys
+
+from absl import app
+from absl import flags
+
+from bert_keras.checkpoints.preset import FORMATS
+from bert_keras.checkpoints.preset import convert_checkpoint
+
+_SOURCE = flags.DEFINE_string("source", None, "Checkpoint directory (or .keras file) to read.")
+_OUTPUT_DIR = flags.DEFINE_string("output_dir", None, "Directory to write; must not exist or be empty.")
+_FORMAT = flags.DEFINE_enum(
+    "format", "auto", ("auto",) + FORMATS, "Format of --source; auto detects it by its files."
+)
+_OVERWRITE = flags.DEFINE_bool("overwrite", False, "Replace a non-empty --output_dir.")
+flags.mark_flags_as_required(["source", "output_dir"])
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    try:
+        checkpoint = convert_checkpoint(
+            _SOURCE.value, _OUTPUT_DIR.value, format=_FORMAT.value, overwrite=_OVERWRITE.value
+        )
+    except (FileNotFoundError, FileExistsError, ValueError) as error:
+        sys.exit(f"convert_checkpoint: {error}")
+    heads = sorted(checkpoint.head_weights) or "none"
+    print(
+        f"Wrote {_OUTPUT_DIR.value} from the {checkpoint.format} checkpoint "
+        f"{_SOURCE.value} (heads: {heads})."
+    )
+
+
+if __name__ == "__main__":
+    app.run(main)
