@@ -1,0 +1,47 @@
+"""Text classification examples → a tf.data pipeline of packed BERT inputs."""
+
+import tensorflow as tf
+
+
+def classification_dataset(
+    preprocessor, examples, batch_size, shuffle=False, seed=0, with_labels=True
+):
+    """Batches of `(features, labels)` for `model.fit`, tokenized in-graph and cached.
+
+    Texts are tokenized and packed once, by the in-graph `preprocessor`
+    (a `BertPreprocessor`), and cached, so later epochs pay no tokenization;
+    the dataset feeds `model.fit` on every Keras backend.
+
+    Args:
+        preprocessor: a `BertPreprocessor` with a fixed `sequence_length`.
+        examples: `ClassificationExamples` (see `bert_keras.data.glue`).
+        batch_size: examples per batch.
+        shuffle: reshuffle the examples every epoch.
+        seed: shuffle seed.
+        with_labels: yield `(features, labels)`; otherwise features only.
+
+    Example:
+    >>> from bert_keras.data.glue import ClassificationExamples
+    >>> from bert_keras.text.tokenizer import BertTokenizer
+    >>> from bert_keras.text.preprocessor import BertPreprocessor
+    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi"])
+    >>> examples = ClassificationExamples(["hi", "hi hi"], None, [0, 1], ("a", "b"))
+    >>> dataset = classification_dataset(BertPreprocessor(tokenizer, 8), examples, 2)
+    >>> features, labels = next(iter(dataset))
+    >>> features["token_ids"].numpy().tolist(), labels.numpy().tolist()
+    ([[2, 5, 3, 0, 0, 0, 0, 0], [2, 5, 5, 3, 0, 0, 0, 0]], [0, 1])
+    """
+    texts = (examples.texts_a,) if examples.texts_b is None else (examples.texts_a, examples.texts_b)
+    dataset = tf.data.Dataset.from_tensor_slices(texts)
+    dataset = dataset.batch(256).map(
+        lambda *batch: preprocessor(batch if len(batch) > 1 else batch[0]),
+        num_parallel_calls=tf.data.AUTOTUNE,
+    ).unbatch()
+    if with_labels:
+        label_dtype = tf.float32 if not examples.label_names else tf.int32
+        labels = tf.data.Dataset.from_tensor_slices(tf.constant(examples.labels, label_dtype))
+        dataset = tf.data.Dataset.zip((dataset, labels))
+    dataset = dataset.cache()
+    if shuffle:
+        dataset = dataset.shuffle(len(examples), seed=seed, reshuffle_each_iteration=True)
+    return dataset.batch(batch_size).prefetch(tf.data.AUTOTUNE)

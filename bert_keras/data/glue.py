@@ -1,0 +1,187 @@
+"""Readers for the GLUE tasks' TSV files and for generic CSV/TSV classification data.
+
+Each reader returns `ClassificationExamples`: parallel lists of first texts,
+optional second texts and labels (label indices, or floats for STS-B). Column
+positions follow the files GLUE distributes (the same the original
+run_classifier.py reads). A malformed line is an error naming the file and the
+line; a label outside the task's label set too.
+"""
+
+import csv
+import dataclasses
+import os
+import sys
+
+csv.field_size_limit(sys.maxsize)
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskFormat:
+    """Where a GLUE task's columns are and which labels it has."""
+
+    text_a: int
+    text_b: int = None
+    label: int = -1
+    labels: tuple = ("0", "1")  # empty: regression
+    header: bool = True
+    files: tuple = ("train.tsv", "dev.tsv", "test.tsv")
+
+
+_NLI = ("contradiction", "entailment", "neutral")
+_TWO_WAY_NLI = ("entailment", "not_entailment")
+
+GLUE_TASKS = {
+    "cola": TaskFormat(text_a=3, label=1, header=False),
+    "sst-2": TaskFormat(text_a=0, label=1),
+    "mrpc": TaskFormat(text_a=3, text_b=4, label=0),
+    "sts-b": TaskFormat(text_a=7, text_b=8, label=9, labels=()),
+    "qqp": TaskFormat(text_a=3, text_b=4, label=5),
+    "mnli": TaskFormat(
+        text_a=8, text_b=9, labels=_NLI, files=("train.tsv", "dev_matched.tsv", "test_matched.tsv")
+    ),
+    "mnli-mm": TaskFormat(
+        text_a=8, text_b=9, labels=_NLI,
+        files=("train.tsv", "dev_mismatched.tsv", "test_mismatched.tsv"),
+    ),
+    "qnli": TaskFormat(text_a=1, text_b=2, labels=_TWO_WAY_NLI),
+    "rte": TaskFormat(text_a=1, text_b=2, labels=_TWO_WAY_NLI),
+    "wnli": TaskFormat(text_a=1, text_b=2),
+}
+SPLITS = ("train", "dev", "test")
+
+
+@dataclasses.dataclass
+class ClassificationExamples:
+    """Parallel lists: `texts_a`, `texts_b` (None for single texts), `labels`."""
+
+    texts_a: list
+    texts_b: list
+    labels: list
+    label_names: tuple
+
+    def __len__(self):
+        return len(self.texts_a)
+
+
+def read_glue(task_name, data_dir, split, limit=None):
+    """Reads `split` ("train", "dev" or "test") of a GLUE task from `data_dir`.
+
+    Test files carry no labels; their `labels` are all None.
+
+    Example:
+    >>> import os, tempfile
+    >>> directory = tempfile.mkdtemp()
+    >>> with open(os.path.join(directory, "dev.tsv"), "w") as f:
+    ...     _ = f.write("sentence\\tlabel\\ngood film\\t1\\ndull\\t0\\n")
+    >>> examples = read_glue("SST-2", directory, "dev")
+    >>> examples.texts_a, examples.labels
+    (['good film', 'dull'], [1, 0])
+    """
+    task = _task_format(task_name)
+    path = os.path.join(data_dir, task.files[SPLITS.index(split)])
+    if split == "test":
+        # Test files are "index<TAB>text(s)" with a header, whatever the task.
+        unlabelled = dataclasses.replace(
+            task, text_a=1, text_b=2 if task.text_b is not None else None, label=None, header=True
+        )
+        return _read_rows(path, unlabelled, task.labels, limit)
+    return _read_rows(path, task, task.labels, limit)
+
+
+def read_generic(path, has_pair=None, limit=None):
+    """Reads a CSV or TSV with a header naming `text`, optional `text_pair`, `label`.
+
+    Labels are strings; their sorted set becomes the label names, unless
+    every label is a number and one has a fractional part, which makes the
+    task a regression.
+
+    Example:
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "train.csv")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write("text,label\\nyes please,pos\\nno thanks,neg\\n")
+    >>> read_generic(path).labels
+    [1, 0]
+    """
+    delimiter = "\t" if path.endswith(".tsv") else ","
+    with open(path, encoding="utf-8", newline="") as file:
+        reader = csv.reader(file, delimiter=delimiter, quotechar='"' if delimiter == "," else None)
+        header = next(reader, None)
+        if not header or "text" not in header or "label" not in header:
+            raise ValueError(f"{path}:1: the header must name 'text' and 'label' columns, got {header}.")
+        rows = list(reader)
+    columns = {name: header.index(name) for name in header}
+    pair_column = columns.get("text_pair")
+    label_values = [_cell(row, columns["label"], path, number + 2) for number, row in enumerate(rows)]
+    label_names = tuple(sorted(set(label_values)))
+    regression = all(map(_is_number, label_values)) and any(map(_is_fraction, label_values))
+    task = TaskFormat(
+        text_a=columns["text"], text_b=pair_column, label=columns["label"],
+        labels=() if regression else label_names, header=False,
+    )
+    return _parse_rows(rows, path, task, task.labels, limit, first_line=2)
+
+
+def _task_format(task_name):
+    task = GLUE_TASKS.get(task_name.lower())
+    if task is None:
+        raise ValueError(f"Unknown task_name {task_name!r}; known: {sorted(GLUE_TASKS)}.")
+    return task
+
+
+def _read_rows(path, task, label_names, limit):
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"No such file: {path}")
+    with open(path, encoding="utf-8", newline="") as file:
+        rows = list(csv.reader(file, delimiter="\t", quotechar=None))
+    first_line = 1
+    if task.header:
+        rows, first_line = rows[1:], 2
+    return _parse_rows(rows, path, task, label_names, limit, first_line)
+
+
+def _parse_rows(rows, path, task, label_names, limit, first_line):
+    examples = ClassificationExamples([], [] if task.text_b is not None else None, [], label_names)
+    for number, row in enumerate(rows[:limit] if limit else rows, start=first_line):
+        if not any(cell.strip() for cell in row):
+            continue
+        examples.texts_a.append(_cell(row, task.text_a, path, number))
+        if task.text_b is not None:
+            examples.texts_b.append(_cell(row, task.text_b, path, number))
+        label = None if task.label is None else _cell(row, task.label, path, number)
+        examples.labels.append(None if label is None else _label(label, label_names, path, number))
+    return examples
+
+
+def _cell(row, column, path, line_number):
+    if column >= len(row) or -column > len(row):
+        raise ValueError(
+            f"{path}:{line_number}: expected at least {column + 1 if column >= 0 else -column} "
+            f"tab-separated columns, found {len(row)}."
+        )
+    return row[column]
+
+
+def _label(value, label_names, path, line_number):
+    if not label_names:
+        try:
+            return float(value)
+        except ValueError:
+            raise ValueError(f"{path}:{line_number}: regression label {value!r} is not a number.")
+    if value not in label_names:
+        raise ValueError(
+            f"{path}:{line_number}: label {value!r} is not one of {list(label_names)}."
+        )
+    return label_names.index(value)
+
+
+def _is_number(value):
+    try:
+        float(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_fraction(value):
+    return _is_number(value) and float(value) != int(float(value))

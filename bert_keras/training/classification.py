@@ -1,0 +1,163 @@
+"""One fine-tuning run for sentence(-pair) classification: data, model, metrics, files."""
+
+import glob
+import json
+import math
+import os
+
+import keras
+import numpy as np
+from absl import logging
+
+from bert_keras.checkpoints.preset import load_checkpoint
+from bert_keras.checkpoints.preset import set_backbone_weights
+from bert_keras.data.classification_dataset import classification_dataset
+from bert_keras.data.glue import GLUE_TASKS
+from bert_keras.data.glue import read_generic
+from bert_keras.data.glue import read_glue
+from bert_keras.evaluation.glue_metrics import accuracy
+from bert_keras.evaluation.glue_metrics import glue_metrics
+from bert_keras.models.bert_backbone import BertBackbone
+from bert_keras.models.bert_classifier import BertClassifier
+from bert_keras.text.preprocessor import BertPreprocessor
+from bert_keras.text.tokenizer import BertTokenizer
+
+
+class ClassificationRun:
+    """Reads a task, builds a `BertClassifier` from a checkpoint, trains, scores.
+
+    Args:
+        task_name: a GLUE task name (see `bert_keras.data.glue.GLUE_TASKS`)
+            or "csv" for `{train,dev,test}.{csv,tsv}` with a header.
+        data_dir: directory of the task's files.
+        init_checkpoint: checkpoint directory; its vocab.txt and casing are
+            used. A classifier head of the right size in it is loaded too.
+        output_dir: eval_results.json and predictions go here.
+        max_seq_length: tokens per packed input.
+        seed: seeds Keras, shuffling and dropout.
+
+    Example:
+    >>> import tempfile
+    >>> checkpoint, data = tempfile.mkdtemp() + "/tiny", tempfile.mkdtemp()
+    >>> vocab = data + "/vocab.txt"
+    >>> _ = open(vocab, "w").write("\\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "ok", "no"]))
+    >>> BertBackbone(7, 1, 2, 8, 16).save_to_preset(checkpoint, vocabulary_file=vocab)
+    >>> for split in ("train", "dev"):
+    ...     _ = open(f"{data}/{split}.csv", "w").write("text,label\\nok,yes\\nno,no\\n")
+    >>> run = ClassificationRun("csv", data, checkpoint, tempfile.mkdtemp())
+    >>> _ = run.train(batch_size=2, learning_rate=1e-3, num_epochs=1, verbose=0)
+    >>> sorted(run.evaluate("dev", batch_size=2))
+    ['accuracy', 'examples']
+    """
+
+    def __init__(self, task_name, data_dir, init_checkpoint, output_dir, max_seq_length=128, seed=0):
+        keras.utils.set_random_seed(seed)
+        self.task_name = task_name.lower()
+        self.data_dir = data_dir
+        self.output_dir = output_dir
+        self.seed = seed
+        os.makedirs(output_dir, exist_ok=True)
+        label_names = self._read("train").label_names if self._has("train") else None
+        self.checkpoint = load_checkpoint(init_checkpoint)
+        tokenizer = BertTokenizer.from_preset(self.checkpoint.directory)
+        self.preprocessor = BertPreprocessor(tokenizer, sequence_length=max_seq_length)
+        self.label_names = label_names or GLUE_TASKS[self.task_name].labels
+        self.model = self._build_model(max(len(self.label_names), 1))
+
+    def _build_model(self, num_classes):
+        backbone = BertBackbone.from_config(self.checkpoint.backbone_config)
+        set_backbone_weights(backbone, self.checkpoint)
+        model = BertClassifier(backbone, num_classes=num_classes)
+        head = self.checkpoint.head_weights.get("classifier")
+        if head and head["kernel"].shape[-1] == num_classes:
+            model.get_layer("logits").set_weights([head["kernel"], head["bias"]])
+            logging.info("Loaded the checkpoint's classifier head.")
+        return model
+
+    def _has(self, split):
+        return self.task_name in GLUE_TASKS or bool(self._generic_path(split))
+
+    def _generic_path(self, split):
+        matches = sorted(glob.glob(os.path.join(self.data_dir, f"{split}.[ct]sv")))
+        return matches[0] if matches else None
+
+    def _read(self, split, limit=None):
+        if self.task_name in GLUE_TASKS:
+            return read_glue(self.task_name, self.data_dir, split, limit=limit)
+        if self.task_name != "csv":
+            raise ValueError(
+                f"Unknown task_name {self.task_name!r}; known: {sorted(GLUE_TASKS)} or 'csv'."
+            )
+        path = self._generic_path(split)
+        if path is None:
+            raise FileNotFoundError(f"No {split}.csv or {split}.tsv in {self.data_dir}.")
+        return read_generic(path, limit=limit)
+
+    def train(
+        self, batch_size, learning_rate, num_epochs, warmup_proportion=0.1, limit=None, verbose=2
+    ):
+        """Fine-tunes on the train split with the paper's AdamW recipe; returns the history."""
+        examples = self._read("train", limit=limit)
+        steps_per_epoch = math.ceil(len(examples) / batch_size)
+        self.model.compile(
+            learning_rate=learning_rate,
+            num_train_steps=max(1, int(steps_per_epoch * num_epochs)),
+            warmup_proportion=warmup_proportion,
+        )
+        dataset = classification_dataset(
+            self.preprocessor, examples, batch_size, shuffle=True, seed=self.seed
+        )
+        total_steps = max(1, int(steps_per_epoch * num_epochs))
+        history = self.model.fit(
+            dataset.repeat(),
+            epochs=math.ceil(num_epochs),
+            steps_per_epoch=math.ceil(total_steps / math.ceil(num_epochs)),
+            shuffle=False,  # the dataset reshuffles itself each epoch
+            verbose=verbose,
+        )
+        return history.history
+
+    def evaluate(self, split, batch_size):
+        """Scores `split` with the task's GLUE metrics; writes eval_results.json."""
+        examples = self._read(split)
+        predictions = self._predict_examples(examples, batch_size)
+        if self.label_names:
+            results = (
+                glue_metrics(self.task_name, examples.labels, predictions)
+                if self.task_name in GLUE_TASKS
+                else {"accuracy": accuracy(examples.labels, predictions)}
+            )
+        else:
+            results = glue_metrics("sts-b", examples.labels, predictions)
+        results = {**results, "examples": len(examples)}
+        self._write_json("eval_results.json", results)
+        self._write_predictions(split, predictions)
+        return results
+
+    def predict(self, split, batch_size):
+        """Writes predictions for an unlabelled split."""
+        examples = self._read(split)
+        self._write_predictions(split, self._predict_examples(examples, batch_size))
+
+    def _predict_examples(self, examples, batch_size):
+        dataset = classification_dataset(self.preprocessor, examples, batch_size, with_labels=False)
+        # The steps are given: after unbatch() tf.data cannot count the batches.
+        logits = self.model.predict(dataset, steps=math.ceil(len(examples) / batch_size), verbose=0)
+        return logits[:, 0] if not self.label_names else np.argmax(logits, axis=-1)
+
+    def _write_predictions(self, split, predictions):
+        names = self.label_names
+        lines = ["index\tprediction"] + [
+            f"{i}\t{names[p] if names else float(p)}" for i, p in enumerate(predictions)
+        ]
+        _write_atomically(os.path.join(self.output_dir, f"predictions_{split}.tsv"), "\n".join(lines) + "\n")
+
+    def _write_json(self, name, value):
+        _write_atomically(os.path.join(self.output_dir, name), json.dumps(value, indent=2) + "\n")
+
+
+def _write_atomically(path, text):
+    temporary = path + ".tmp"
+    with open(temporary, "w", encoding="utf-8") as file:
+        file.write(text)
+    os.replace(temporary, path)

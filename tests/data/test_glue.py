@@ -1,0 +1,78 @@
+import pytest
+
+from bert_keras.data.glue import read_generic
+from bert_keras.data.glue import read_glue
+
+
+def _write(directory, name, text):
+    path = directory / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_mrpc_pairs_and_labels(tmp_path):
+    _write(tmp_path, "dev.tsv", "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
+                               "1\t11\t12\tHe said hi.\tHe greeted.\n0\t13\t14\tA cat.\tA dog.\n")
+    examples = read_glue("MRPC", str(tmp_path), "dev")
+    assert examples.texts_a == ["He said hi.", "A cat."]
+    assert examples.texts_b == ["He greeted.", "A dog."]
+    assert examples.labels == [1, 0]
+
+
+def test_cola_has_no_header(tmp_path):
+    _write(tmp_path, "train.tsv", "gj04\t1\t\tThe sailors rode.\ngj04\t0\t*\tRode the.\n")
+    examples = read_glue("CoLA", str(tmp_path), "train")
+    assert examples.texts_a == ["The sailors rode.", "Rode the."] and examples.labels == [1, 0]
+    assert examples.texts_b is None
+
+
+def test_mnli_label_names_and_mismatched_file(tmp_path):
+    row = "\t".join(["0"] * 8 + ["Premise.", "Hypothesis.", "x", "neutral"])
+    _write(tmp_path, "dev_mismatched.tsv", "header\n" + row + "\n")
+    examples = read_glue("MNLI-MM", str(tmp_path), "dev")
+    assert examples.labels == [examples.label_names.index("neutral")]
+    assert examples.texts_b == ["Hypothesis."]
+
+
+def test_sts_b_is_a_regression(tmp_path):
+    row = "\t".join(["0", "g", "f", "y", "0", "s1", "s2", "A man.", "A guy.", "4.2"])
+    _write(tmp_path, "dev.tsv", "header\n" + row + "\n")
+    assert read_glue("STS-B", str(tmp_path), "dev").labels == [pytest.approx(4.2)]
+
+
+def test_test_split_has_no_labels(tmp_path):
+    _write(tmp_path, "test.tsv", "index\tsentence\n0\tgood\n")
+    examples = read_glue("SST-2", str(tmp_path), "test")
+    assert examples.texts_a == ["good"] and examples.labels == [None]
+
+
+def test_malformed_line_names_file_and_line(tmp_path):
+    path = _write(tmp_path, "dev.tsv", "sentence\tlabel\ngood\t1\nno label here\n")
+    with pytest.raises(ValueError, match=f"{path}:3: expected at least 2"):
+        read_glue("SST-2", str(tmp_path), "dev")
+
+
+def test_label_outside_the_label_set(tmp_path):
+    path = _write(tmp_path, "dev.tsv", "sentence\tlabel\ngood\t7\n")
+    with pytest.raises(ValueError, match=f"{path}:2: label '7' is not one of \\['0', '1'\\]"):
+        read_glue("SST-2", str(tmp_path), "dev")
+
+
+def test_unknown_task_and_missing_file(tmp_path):
+    with pytest.raises(ValueError, match="Unknown task_name 'squad'"):
+        read_glue("squad", str(tmp_path), "dev")
+    with pytest.raises(FileNotFoundError, match="dev.tsv"):
+        read_glue("SST-2", str(tmp_path), "dev")
+
+
+def test_generic_csv_with_pairs(tmp_path):
+    path = _write(tmp_path, "train.csv", 'text,text_pair,label\n"a, quoted",b,pos\nc,d,neg\n')
+    examples = read_generic(str(path))
+    assert examples.texts_a == ["a, quoted", "c"] and examples.texts_b == ["b", "d"]
+    assert examples.label_names == ("neg", "pos") and examples.labels == [1, 0]
+
+
+def test_generic_header_must_name_text_and_label(tmp_path):
+    path = _write(tmp_path, "train.tsv", "sentence\ty\nx\t1\n")
+    with pytest.raises(ValueError, match="train.tsv:1: the header must name 'text' and 'label'"):
+        read_generic(str(path))
