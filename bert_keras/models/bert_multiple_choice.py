@@ -3,9 +3,9 @@
 import keras
 from keras import ops
 
-from bert_keras.layers.initializers import bert_kernel_initializer
 from bert_keras.models.bert_backbone import INPUT_NAMES
 from bert_keras.models.bert_task import BertTask
+from bert_keras.models.bert_task import dropout_dense
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")
@@ -45,15 +45,9 @@ class BertMultipleChoice(BertTask):
         pooled_output = backbone({name: fold(tensor) for name, tensor in inputs.items()})[
             "pooled_output"
         ]  # [batch * num_choices, hidden]
-        pooled_output = keras.layers.Dropout(
-            dropout, dtype=backbone.dtype_policy, name="output_dropout"
-        )(pooled_output)
-        scores = keras.layers.Dense(
-            1,
-            kernel_initializer=bert_kernel_initializer(),
-            dtype=backbone.dtype_policy,
-            name="choice_score",
-        )(pooled_output)
+        scores = dropout_dense(
+            pooled_output, 1, backbone.dtype_policy, dropout, "choice_score"
+        )  # [batch * num_choices, 1]
         logits = UnfoldChoices(num_choices, name="choice_logits")(scores)
         super().__init__(backbone, inputs=inputs, outputs=logits, **kwargs)
         self.num_choices = num_choices

@@ -8,6 +8,7 @@ from bert_keras.layers.masked_lm_head import MaskedLMHead
 from bert_keras.models.bert_backbone import INPUT_NAMES
 from bert_keras.models.bert_task import BertTask
 from bert_keras.models.bert_task import backbone_inputs
+from bert_keras.models.bert_task import float32_logits
 
 # The original's normaliser: sum(weights * loss) / (sum(weights) + 1e-5).
 _WEIGHT_EPSILON = 1e-5
@@ -77,9 +78,9 @@ class BertPretrainer(BertTask):
         masked_lm_logits = masked_lm_head(
             backbone_outputs["sequence_output"], inputs["masked_positions"]
         )  # [batch, num_predictions, vocabulary_size]
-        next_sentence_logits = keras.layers.Activation(
-            "linear", dtype="float32", name="next_sentence_logits"
-        )(next_sentence_head(backbone_outputs["pooled_output"]))  # [batch, 2]
+        next_sentence_logits = float32_logits(
+            next_sentence_head(backbone_outputs["pooled_output"]), name="next_sentence_logits"
+        )  # [batch, 2]
         super().__init__(
             backbone,
             inputs=inputs,

@@ -2,6 +2,7 @@
 
 import keras
 
+from bert_keras.layers.initializers import bert_kernel_initializer
 from bert_keras.models.bert_backbone import INPUT_NAMES
 from bert_keras.training.optimizers import create_optimizer
 
@@ -108,3 +109,29 @@ def backbone_inputs(*extra_names):
         name: keras.Input(shape=(None,), dtype="int32", name=name)
         for name in (*INPUT_NAMES, *extra_names)
     }
+
+
+def dropout_dense(features, units, dtype, dropout, name):
+    """Dropout then a BERT-initialised dense layer named `name` (a task's output layer).
+
+    Example:
+    >>> import keras
+    >>> features = keras.Input(shape=(8,))
+    >>> tuple(dropout_dense(features, 3, "float32", 0.1, "logits").shape)
+    (None, 3)
+    """
+    features = keras.layers.Dropout(dropout, dtype=dtype, name=f"{name}_dropout")(features)
+    return keras.layers.Dense(
+        units, kernel_initializer=bert_kernel_initializer(), dtype=dtype, name=name
+    )(features)
+
+
+def float32_logits(logits, name="float32_logits"):
+    """Casts logits to float32 under any dtype policy.
+
+    Example:
+    >>> import keras
+    >>> float32_logits(keras.Input(shape=(2,), dtype="float16")).dtype
+    'float32'
+    """
+    return keras.layers.Activation("linear", dtype="float32", name=name)(logits)

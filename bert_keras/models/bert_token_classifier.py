@@ -2,9 +2,10 @@
 
 import keras
 
-from bert_keras.layers.initializers import bert_kernel_initializer
 from bert_keras.models.bert_task import BertTask
 from bert_keras.models.bert_task import backbone_inputs
+from bert_keras.models.bert_task import dropout_dense
+from bert_keras.models.bert_task import float32_logits
 
 IGNORED_LABEL = -100
 
@@ -39,16 +40,9 @@ class BertTokenClassifier(BertTask):
     def __init__(self, backbone, num_classes, dropout=0.1, **kwargs):
         inputs = backbone_inputs()
         sequence_output = backbone(inputs)["sequence_output"]
-        sequence_output = keras.layers.Dropout(
-            dropout, dtype=backbone.dtype_policy, name="output_dropout"
-        )(sequence_output)
-        logits = keras.layers.Dense(
-            num_classes,
-            kernel_initializer=bert_kernel_initializer(),
-            dtype=backbone.dtype_policy,
-            name="logits",
-        )(sequence_output)  # [batch, seq, num_classes]
-        logits = keras.layers.Activation("linear", dtype="float32", name="float32_logits")(logits)
+        logits = float32_logits(
+            dropout_dense(sequence_output, num_classes, backbone.dtype_policy, dropout, "logits")
+        )  # [batch, seq, num_classes]
         super().__init__(backbone, inputs=inputs, outputs=logits, **kwargs)
         self.num_classes = num_classes
         self.dropout = dropout
