@@ -37,7 +37,7 @@ _SEED = flags.DEFINE_integer("seed", 12345, "Random seed.")
 def main(argv):
     del argv
     _check_flags()
-    from bert_keras.training.classification import ClassificationRun
+    from bert_keras.finetuning.classification import ClassificationRun
 
     run = ClassificationRun(
         task_name=_TASK_NAME.value,
