@@ -6,6 +6,7 @@ import pathlib
 import subprocess
 import sys
 
+import keras
 import pytest
 
 from bert_keras.finetuning.classification import ClassificationRun
@@ -19,14 +20,19 @@ def _minilm_directory():
 
 
 @pytest.mark.skipif(not (SST2 / "train.tsv").exists(), reason=f"SST-2 is not at {SST2}")
+@pytest.mark.skipif(
+    keras.backend.backend() != "jax",
+    reason="a real fine-tuning run takes minutes on 2 cores: it runs once, under the jax "
+    "backend; tests/checkpoints pin the other backends' MiniLM numerics to transformers",
+)
 def test_minilm_fine_tuned_on_part_of_sst2_beats_chance_on_dev(tmp_path):
     run = ClassificationRun("SST-2", str(SST2), _minilm_directory(), str(tmp_path), max_seq_length=48)
-    run.train(batch_size=32, learning_rate=1e-4, num_epochs=1, limit=960, verbose=0)
+    run.train(batch_size=32, learning_rate=1e-4, num_epochs=2, limit=1000, verbose=0)
     results = run.evaluate("dev", batch_size=64)
     written = json.loads((tmp_path / "eval_results.json").read_text())
     assert written == results and results["examples"] == 872
-    # 960 examples, one epoch; chance is 0.51 ± 0.017 on these 872.
-    assert results["accuracy"] > 0.60, results
+    # 1,000 examples, two epochs: 0.80 measured; chance is 0.51 ± 0.017 on these 872.
+    assert results["accuracy"] > 0.72, results
     predictions = (tmp_path / "predictions_dev.tsv").read_text().splitlines()
     assert len(predictions) == 873 and predictions[1].split("\t")[1] in ("0", "1")
 

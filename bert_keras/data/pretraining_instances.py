@@ -1,0 +1,724 @@
+"""BERT's pretraining instances: documents -> sentence pairs -> masked tokens.
+
+The algorithm of google-research/bert `create_pretraining_data.py`, on token
+id arrays instead of lists of strings: a document is cut into chunks of
+sentences up to a target length, segment A is a random prefix of the chunk,
+segment B its continuation or (half the time, always for a one-sentence chunk)
+a span of another document, the pair is truncated to fit, and some tokens are
+masked. Pairs are kept as spans into one flat token array, so truncation,
+assembly and (token-level) masking are numpy operations on all the instances
+of a shard at once.
+
+Departures from the original, and why:
+
+* The random next segment comes from another document of the same shard (a
+  bounded window of about `input_mb_per_shard` of text) rather than the whole
+  corpus, and instances are shuffled within the shard rather than globally:
+  memory stays bounded by the work in flight. It is never the document itself
+  (the original falls back to it after ten unlucky draws) unless the shard
+  holds a single document.
+* Whole-word masking decides [MASK] / random / unchanged once per word (the
+  original decides per piece, so a word could come out half masked), and a
+  "##" piece right after [SEP] starts a word (the original glues it to the
+  last word of segment A).
+* Truncation draws how many of a segment's removed tokens come off the front
+  as one binomial draw; the distribution is the original's, the random stream
+  is not (no run of this code reproduces the original's bytes anyway).
+* The random generators are numpy's and Python's, seeded from
+  (random_seed, shard index, pass), so every shard is the same whatever the
+  number of worker processes.
+
+This module needs only numpy (worker processes import it without TensorFlow);
+`encode_examples` writes `tf.train.Example` bytes by hand, identical to
+`SerializeToString(deterministic=True)`.
+"""
+
+import dataclasses
+import pickle
+import queue
+import random
+import threading
+import traceback
+
+import numpy as np
+
+# Ids written by the original for padding, whatever the vocabulary says.
+PADDING_ID = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class InstanceOptions:
+    """How documents become masked sentence pairs (the original's flags).
+
+    Example:
+    >>> InstanceOptions(max_seq_length=64).max_num_tokens
+    61
+    >>> InstanceOptions(masked_lm_prob=1.5).validate()
+    Traceback (most recent call last):
+    ...
+    ValueError: --masked_lm_prob is 1.5 but must be in (0, 1).
+    """
+
+    max_seq_length: int = 128
+    max_predictions_per_seq: int = 20
+    masked_lm_prob: float = 0.15
+    short_seq_prob: float = 0.1
+    do_whole_word_mask: bool = False
+    dupe_factor: int = 10
+    random_seed: int = 12345
+
+    @property
+    def max_num_tokens(self):
+        """Tokens of A and B together: [CLS] A [SEP] B [SEP] fills the rest."""
+        return self.max_seq_length - 3
+
+    def validate(self):
+        """Raises ValueError naming the first flag that is out of range."""
+        if self.max_seq_length < 5:
+            raise ValueError(
+                f"--max_seq_length is {self.max_seq_length} but must be at least "
+                "5: [CLS] A [SEP] B [SEP] needs a token in each of A and B."
+            )
+        if not 0 < self.masked_lm_prob < 1:
+            raise ValueError(
+                f"--masked_lm_prob is {self.masked_lm_prob} but must be in (0, 1)."
+            )
+        if not 0 <= self.short_seq_prob <= 1:
+            raise ValueError(
+                f"--short_seq_prob is {self.short_seq_prob} but must be in [0, 1]."
+            )
+        if self.max_predictions_per_seq < 1:
+            raise ValueError(
+                f"--max_predictions_per_seq is {self.max_predictions_per_seq} "
+                "but must be at least 1."
+            )
+        if self.dupe_factor < 1:
+            raise ValueError(
+                f"--dupe_factor is {self.dupe_factor} but must be at least 1."
+            )
+        if self.random_seed < 0:
+            raise ValueError(
+                f"--random_seed is {self.random_seed} but must be >= 0."
+            )
+
+
+@dataclasses.dataclass(frozen=True)
+class SpecialTokens:
+    """The ids the algorithm needs from the vocabulary.
+
+    `is_continuation[id]` is True for "##" pieces (whole-word masking only).
+
+    Example:
+    >>> SpecialTokens(cls_id=2, sep_id=3, mask_id=4, vocabulary_size=10).sep_id
+    3
+    """
+
+    cls_id: int
+    sep_id: int
+    mask_id: int
+    vocabulary_size: int
+    is_continuation: np.ndarray = None
+
+
+@dataclasses.dataclass
+class Documents:
+    """Tokenized documents as flat arrays.
+
+    Args:
+        tokens: [num_tokens] int32, every sentence of every document.
+        sentence_starts: [num_sentences + 1], where each sentence starts in
+            `tokens` (the last entry is `len(tokens)`).
+        document_starts: [num_documents + 1], where each document starts in
+            sentences.
+
+    Example:
+    >>> documents = Documents.from_lists([[[5, 6], [7]], [[8, 9, 10]]])
+    >>> documents.num_documents, documents.sentence_starts.tolist()
+    (2, [0, 2, 3, 6])
+    """
+
+    tokens: np.ndarray
+    sentence_starts: np.ndarray
+    document_starts: np.ndarray
+
+    @classmethod
+    def from_lists(cls, documents):
+        """Builds from documents given as lists of sentences of token ids."""
+        sentences = [sentence for document in documents for sentence in document]
+        lengths = [len(sentence) for sentence in sentences]
+        return cls(
+            tokens=np.array([t for s in sentences for t in s], np.int32),
+            sentence_starts=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+            document_starts=np.concatenate(
+                [[0], np.cumsum([len(document) for document in documents])]
+            ).astype(np.int64),
+        )
+
+    @property
+    def num_documents(self):
+        return len(self.document_starts) - 1
+
+
+@dataclasses.dataclass
+class Instances:
+    """Masked sentence pairs as padded arrays, one row per instance.
+
+    Arrays: `input_ids` (int32), `input_mask`, `segment_ids` (uint8)
+    [n, max_seq_length]; `masked_lm_positions`, `masked_lm_ids` (int32),
+    `masked_lm_weights` (float32) [n, max_predictions_per_seq];
+    `next_sentence_labels` [n]
+    (1 = B is a random span). `masking_counts` counts the replacements drawn:
+    [MASK], random token, unchanged.
+
+    Example:
+    >>> documents = Documents.from_lists([[[5, 6], [7, 8]], [[9, 10, 11]]] * 2)
+    >>> tokens = SpecialTokens(cls_id=2, sep_id=3, mask_id=4, vocabulary_size=12)
+    >>> instances = create_instances(documents, tokens, InstanceOptions(
+    ...     max_seq_length=8, max_predictions_per_seq=2), shard_index=0)
+    >>> instances.input_ids.shape[1], len(instances) > 0
+    (8, True)
+    """
+
+    input_ids: np.ndarray
+    input_mask: np.ndarray
+    segment_ids: np.ndarray
+    masked_lm_positions: np.ndarray
+    masked_lm_ids: np.ndarray
+    masked_lm_weights: np.ndarray
+    next_sentence_labels: np.ndarray
+    masking_counts: np.ndarray
+
+    def __len__(self):
+        return len(self.input_ids)
+
+    def take(self, rows):
+        """The instances at `rows`, in that order."""
+        fields = {
+            field.name: getattr(self, field.name)[rows]
+            for field in dataclasses.fields(self)
+            if field.name != "masking_counts"
+        }
+        return Instances(masking_counts=self.masking_counts, **fields)
+
+    def statistics(self):
+        """Counts for the run's summary (all plain ints).
+
+        Example:
+        >>> documents = Documents.from_lists([[[5, 6], [7, 8]], [[9, 10]]])
+        >>> tokens = SpecialTokens(2, 3, 4, 12)
+        >>> stats = create_instances(documents, tokens, InstanceOptions(
+        ...     max_seq_length=8), shard_index=0).statistics()
+        >>> sorted(stats)  # doctest: +NORMALIZE_WHITESPACE
+        ['examples', 'kept_tokens', 'mask_tokens', 'maskable_tokens',
+         'masked_tokens', 'random_next', 'random_tokens', 'tokens']
+        """
+        mask, random_token, kept = (int(count) for count in self.masking_counts)
+        tokens = int(self.input_mask.sum())
+        return {
+            "examples": len(self),
+            "tokens": tokens,
+            "maskable_tokens": tokens - 3 * len(self),
+            "masked_tokens": int(self.masked_lm_weights.sum()),
+            "mask_tokens": mask,
+            "random_tokens": random_token,
+            "kept_tokens": kept,
+            "random_next": int(self.next_sentence_labels.sum()),
+        }
+
+
+def _pass_generators(random_seed, shard_index, pass_index):
+    """A Python and a numpy generator for one pass over one shard."""
+    seed = np.random.SeedSequence(random_seed, spawn_key=(shard_index, pass_index))
+    python_seed = int.from_bytes(seed.generate_state(4).tobytes(), "little")
+    return random.Random(python_seed), np.random.default_rng(seed)
+
+
+def _pairs_of_document(documents, document_index, options, rng, pairs):
+    """Appends (a_start, a_end, b_start, b_end, is_random_next) token spans.
+
+    The original's `create_instances_from_document`, on sentence offsets.
+    """
+    starts = documents.sentence_starts  # a list here, for fast indexing
+    first = documents.document_starts[document_index]
+    last = documents.document_starts[document_index + 1]  # exclusive
+    target_length = options.max_num_tokens
+    if rng.random() < options.short_seq_prob:
+        target_length = rng.randint(2, options.max_num_tokens)
+    chunk_first = first
+    sentence = first
+    while sentence < last:
+        chunk_length = starts[sentence + 1] - starts[chunk_first]
+        if sentence == last - 1 or chunk_length >= target_length:
+            chunk_sentences = sentence + 1 - chunk_first
+            a_end = chunk_first + 1
+            if chunk_sentences >= 2:
+                a_end = chunk_first + rng.randint(1, chunk_sentences - 1)
+            a_length = starts[a_end] - starts[chunk_first]
+            if chunk_sentences == 1 or rng.random() < 0.5:
+                b_start, b_end = _random_span(
+                    documents, document_index, target_length - a_length, rng
+                )
+                pairs.append((starts[chunk_first], starts[a_end], b_start, b_end, 1))
+                # The chunk's unused sentences go back for the next chunk.
+                sentence = a_end - 1
+            else:
+                pairs.append(
+                    (starts[chunk_first], starts[a_end], starts[a_end],
+                     starts[sentence + 1], 0)
+                )
+            chunk_first = sentence + 1
+        sentence += 1
+
+
+def _random_span(documents, document_index, target_length, rng):
+    """Sentences of another document from a random one until target_length."""
+    num_documents = documents.num_documents
+    other = document_index
+    if num_documents > 1:
+        other = rng.randrange(num_documents - 1)
+        other += other >= document_index
+    first = documents.document_starts[other]
+    last = documents.document_starts[other + 1]
+    starts = documents.sentence_starts
+    sentence = rng.randint(first, last - 1)
+    b_start = starts[sentence]
+    while sentence < last - 1 and starts[sentence + 1] - b_start < target_length:
+        sentence += 1
+    return b_start, starts[sentence + 1]
+
+
+def truncated_lengths(a_lengths, b_lengths, max_num_tokens):
+    """Lengths after the original's `truncate_seq_pair`, without the loop.
+
+    The loop drops a token from the longer segment (B on a tie) until the
+    pair fits; its end state has a closed form.
+
+    Example:
+    >>> truncated_lengths(np.array([10, 2, 9]), np.array([3, 10, 9]), 8)
+    (array([5, 2, 4]), array([3, 6, 4]))
+    """
+    too_long = a_lengths + b_lengths > max_num_tokens
+    half_up = (max_num_tokens + 1) // 2
+    a_kept = np.minimum(a_lengths, np.maximum(half_up, max_num_tokens - b_lengths))
+    a_final = np.where(too_long, a_kept, a_lengths)
+    b_final = np.where(too_long, np.minimum(b_lengths, max_num_tokens - a_final), b_lengths)
+    return a_final, b_final
+
+
+def _assemble(documents, spans, special_tokens, options, np_rng):
+    """Token ids, mask and segments [n, max_seq_length] of truncated pairs."""
+    a_start, a_end, b_start, b_end = (spans[:, column] for column in range(4))
+    a_length, b_length = truncated_lengths(
+        a_end - a_start, b_end - b_start, options.max_num_tokens
+    )
+    # Each removed token came off the front or the back with probability 1/2.
+    a_start = a_start + np_rng.binomial(a_end - a_start - a_length, 0.5)
+    b_start = b_start + np_rng.binomial(b_end - b_start - b_length, 0.5)
+
+    position = np.arange(options.max_seq_length)[np.newaxis, :]  # [1, seq]
+    a_length, b_length = a_length[:, np.newaxis], b_length[:, np.newaxis]
+    a_start, b_start = a_start[:, np.newaxis], b_start[:, np.newaxis]
+    b_first = a_length + 2  # position of B's first token
+    length = b_first + b_length + 1  # [n, 1], with [CLS] and both [SEP]
+    in_a = (position >= 1) & (position <= a_length)
+    in_b = (position >= b_first) & (position < length - 1)
+    source = np.where(in_a, a_start + position - 1, np.where(in_b, b_start + position - b_first, 0))
+    input_ids = np.where(in_a | in_b, documents.tokens[source], PADDING_ID)  # [n, seq]
+    input_ids[:, 0] = special_tokens.cls_id
+    rows = np.arange(len(spans))
+    input_ids[rows, a_length[:, 0] + 1] = special_tokens.sep_id
+    input_ids[rows, length[:, 0] - 1] = special_tokens.sep_id
+    input_mask = position < length
+    segment_ids = (position >= b_first) & input_mask
+    return input_ids.astype(np.int32), input_mask, segment_ids, in_a | in_b
+
+
+def num_predictions(lengths, options):
+    """The original's count: min(max_predictions, max(1, round(len * prob))).
+
+    `lengths` count [CLS] and [SEP], as the original's `len(tokens)` does.
+
+    Example:
+    >>> num_predictions(np.array([5, 40, 128]), InstanceOptions())
+    array([ 1,  6, 19])
+    """
+    wanted = np.round(lengths * options.masked_lm_prob).astype(np.int64)
+    return np.minimum(options.max_predictions_per_seq, np.maximum(1, wanted))
+
+
+def _choose_replacements(input_ids, rows, positions, special_tokens, np_rng, counts):
+    """80% [MASK], 10% random token, 10% unchanged, drawn per position."""
+    draw = np_rng.random(len(rows))
+    random_ids = np_rng.integers(0, special_tokens.vocabulary_size, len(rows))
+    replacement = np.where(
+        draw < 0.8,
+        special_tokens.mask_id,
+        np.where(draw < 0.9, input_ids[rows, positions], random_ids),
+    )
+    counts += [(draw < 0.8).sum(), (draw >= 0.9).sum(), ((draw >= 0.8) & (draw < 0.9)).sum()]
+    return replacement
+
+
+def _mask_tokens(input_ids, candidates, options, special_tokens, np_rng):
+    """Token-level masking of all rows at once; returns sorted positions.
+
+    A random key per candidate position; the positions with the smallest
+    keys, as many as `num_predictions`, are a uniform random choice.
+    """
+    num_rows, _ = input_ids.shape
+    lengths = candidates.sum(axis=1) + 3
+    wanted = np.minimum(num_predictions(lengths, options), lengths - 3)  # [n]
+    keys = np.where(candidates, np_rng.random(candidates.shape), 2.0)
+    predictions = min(options.max_predictions_per_seq, keys.shape[1])
+    # The `predictions` smallest keys of each row, then in increasing order.
+    smallest = np.argpartition(keys, predictions - 1, axis=1)[:, :predictions]
+    by_key = np.argsort(np.take_along_axis(keys, smallest, axis=1), axis=1)
+    order = np.take_along_axis(smallest, by_key, axis=1)
+    # More predictions than positions: the extra slots are never chosen.
+    order = np.pad(order, ((0, 0), (0, options.max_predictions_per_seq - predictions)))
+    slot = np.arange(order.shape[1])[np.newaxis, :]
+    chosen = slot < wanted[:, np.newaxis]  # [n, predictions]
+    # Chosen positions in increasing order, padding (seq length) after them.
+    positions = np.sort(np.where(chosen, order, input_ids.shape[1]), axis=1)
+    positions = np.where(chosen, positions, 0).astype(np.int32)
+    counts = np.zeros(3, np.int64)
+    rows = np.repeat(np.arange(num_rows), chosen.sum(axis=1))
+    flat_positions = positions[chosen]
+    labels = np.zeros_like(positions)
+    labels[chosen] = input_ids[rows, flat_positions]
+    input_ids[rows, flat_positions] = _choose_replacements(
+        input_ids, rows, flat_positions, special_tokens, np_rng, counts
+    )
+    return positions, labels, chosen, counts
+
+
+def _mask_whole_words(input_ids, candidates, options, special_tokens, np_rng):
+    """Whole-word masking, one row at a time: the word decides 80/10/10."""
+    num_rows, _ = input_ids.shape
+    predictions = options.max_predictions_per_seq
+    positions = np.zeros((num_rows, predictions), np.int32)
+    labels = np.zeros((num_rows, predictions), np.int32)
+    chosen = np.zeros((num_rows, predictions), bool)
+    counts = np.zeros(3, np.int64)
+    is_continuation = special_tokens.is_continuation
+    wanted = num_predictions(candidates.sum(axis=1) + 3, options)
+    for row in range(num_rows):
+        candidate_positions = np.flatnonzero(candidates[row])
+        ids = input_ids[row, candidate_positions]
+        # A word starts at a non-"##" piece or right after [CLS] / [SEP].
+        starts_word = ~is_continuation[ids] | (np.diff(candidate_positions, prepend=-1) > 1)
+        word_bounds = np.append(np.flatnonzero(starts_word), len(candidate_positions))
+        taken = []
+        for word in np_rng.permutation(len(word_bounds) - 1):
+            if len(taken) >= wanted[row]:
+                break
+            word_positions = candidate_positions[word_bounds[word] : word_bounds[word + 1]]
+            if len(taken) + len(word_positions) > wanted[row]:
+                continue
+            taken.extend(_mask_word(input_ids[row], word_positions, special_tokens, np_rng, counts))
+        taken.sort()
+        count = len(taken)
+        positions[row, :count] = [position for position, _ in taken]
+        labels[row, :count] = [label for _, label in taken]
+        chosen[row, :count] = True
+    return positions, labels, chosen, counts
+
+
+def _mask_word(row_ids, word_positions, special_tokens, np_rng, counts):
+    """Replaces one word's pieces in `row_ids`; returns (position, label)."""
+    labels = row_ids[word_positions].copy()
+    draw = np_rng.random()
+    if draw < 0.8:
+        row_ids[word_positions] = special_tokens.mask_id
+        counts[0] += len(word_positions)
+    elif draw < 0.9:
+        counts[2] += len(word_positions)
+    else:
+        row_ids[word_positions] = np_rng.integers(
+            0, special_tokens.vocabulary_size, len(word_positions)
+        )
+        counts[1] += len(word_positions)
+    return list(zip(word_positions.tolist(), labels.tolist()))
+
+
+def _instances_of_pass(documents, special_tokens, options, shard_index, pass_index):
+    """One pass of the original's loop over the documents of a shard."""
+    py_rng, np_rng = _pass_generators(options.random_seed, shard_index, pass_index)
+    # Python lists index faster than numpy arrays in the per-sentence loop.
+    lists = Documents(
+        documents.tokens, documents.sentence_starts.tolist(), documents.document_starts.tolist()
+    )
+    pairs = []
+    for document_index in range(documents.num_documents):
+        _pairs_of_document(lists, document_index, options, py_rng, pairs)
+    spans = np.array(pairs, np.int64).reshape(-1, 5)
+    input_ids, input_mask, segment_ids, candidates = _assemble(
+        documents, spans, special_tokens, options, np_rng
+    )
+    mask = _mask_whole_words if options.do_whole_word_mask else _mask_tokens
+    positions, labels, chosen, counts = mask(input_ids, candidates, options, special_tokens, np_rng)
+    return Instances(
+        input_ids=input_ids,
+        input_mask=input_mask.astype(np.uint8),
+        segment_ids=segment_ids.astype(np.uint8),
+        masked_lm_positions=positions,
+        masked_lm_ids=labels,
+        masked_lm_weights=chosen.astype(np.float32),
+        next_sentence_labels=spans[:, 4],
+        masking_counts=counts,
+    )
+
+
+def create_instances(documents, special_tokens, options, shard_index):
+    """All `dupe_factor` passes over a shard's documents, shuffled together.
+
+    Args:
+        documents: a `Documents` (empty sentences and documents removed).
+        special_tokens: a `SpecialTokens`.
+        options: an `InstanceOptions`.
+        shard_index: the shard's number; with `options.random_seed` it seeds
+            every random choice, so a shard never depends on which process
+            made it.
+
+    Returns:
+        An `Instances`.
+
+    Example:
+    >>> documents = Documents.from_lists([[[5, 6, 7], [8, 9]], [[10, 11]]])
+    >>> tokens = SpecialTokens(cls_id=2, sep_id=3, mask_id=4, vocabulary_size=12)
+    >>> options = InstanceOptions(max_seq_length=10, dupe_factor=2)
+    >>> instances = create_instances(documents, tokens, options, shard_index=0)
+    >>> bool((instances.input_ids[:, 0] == 2).all())
+    True
+    """
+    passes = [
+        _instances_of_pass(documents, special_tokens, options, shard_index, pass_index)
+        for pass_index in range(options.dupe_factor)
+    ]
+    merged = Instances(
+        masking_counts=sum(instances.masking_counts for instances in passes),
+        **{
+            field.name: np.concatenate([getattr(instances, field.name) for instances in passes])
+            for field in dataclasses.fields(Instances)
+            if field.name != "masking_counts"
+        },
+    )
+    shuffle_rng = np.random.default_rng(
+        np.random.SeedSequence(options.random_seed, spawn_key=(shard_index,))
+    )
+    return merged.take(shuffle_rng.permutation(len(merged)))
+
+
+def shard_records(documents, special_tokens, options, shard_index, rows_per_batch=2048):
+    """A shard's statistics and its serialized records, batch by batch.
+
+    A worker's whole job. The records are encoded lazily, `rows_per_batch`
+    at a time, so that whoever writes them holds one batch at a time.
+
+    Returns:
+        `(statistics, batches)`: a dict of counts and an iterator of lists
+        of serialized `tf.train.Example`s.
+
+    Example:
+    >>> documents = Documents.from_lists([[[5, 6], [7, 8]], [[9, 10]]])
+    >>> statistics, batches = shard_records(documents, SpecialTokens(2, 3, 4, 12),
+    ...     InstanceOptions(max_seq_length=8, dupe_factor=1), shard_index=0)
+    >>> sum(len(batch) for batch in batches) == statistics["examples"]
+    True
+    """
+    if documents.num_documents == 0:
+        return {}, iter([])
+    instances = create_instances(documents, special_tokens, options, shard_index)
+    batches = (
+        encode_examples(instances.take(slice(start, start + rows_per_batch)))
+        for start in range(0, len(instances), rows_per_batch)
+    )
+    return instances.statistics(), batches
+
+
+def shard_task(documents, special_tokens, options, shard_index):
+    """A `shard_records` call as plain types, for a worker process.
+
+    Example:
+    >>> documents = Documents.from_lists([[[5, 6], [7, 8]], [[9, 10]]])
+    >>> task = shard_task(documents, SpecialTokens(2, 3, 4, 12), InstanceOptions(), 7)
+    >>> task[-1]
+    7
+    """
+    arrays = (documents.tokens, documents.sentence_starts, documents.document_starts)
+    return arrays, dataclasses.asdict(special_tokens), dataclasses.asdict(options), shard_index
+
+
+def _run_task(payload, send):
+    """Runs a `shard_task` payload, sending its messages with `send`."""
+    (tokens, sentence_starts, document_starts), special_tokens, options, shard_index = payload
+    statistics, batches = shard_records(
+        Documents(tokens, sentence_starts, document_starts),
+        SpecialTokens(**special_tokens),
+        InstanceOptions(**options),
+        shard_index,
+    )
+    send(("statistics", statistics))
+    for batch in batches:
+        send(("records", batch))
+    send(("end", None))
+
+
+def serve(tasks, results):
+    """A worker process's loop: pickled tasks in, pickled messages out.
+
+    Reads `shard_task` payloads from the binary stream `tasks` until it ends;
+    for each writes ("statistics", dict), then ("records", list) batches and
+    ("end", None), or ("error", traceback) on failure. A thread keeps
+    reading tasks while one is computed, so a sender never blocks on a full
+    pipe while this process writes results. Workers load this file on its
+    own (no `bert_keras` package, no Keras or TensorFlow), which keeps them
+    small and quick to start.
+    """
+    inbox = queue.Queue()
+
+    def read_tasks():
+        while True:
+            try:
+                inbox.put(pickle.load(tasks))
+            except (EOFError, OSError):
+                inbox.put(None)
+                return
+
+    def send(message):
+        pickle.dump(message, results, protocol=pickle.HIGHEST_PROTOCOL)
+        results.flush()
+
+    threading.Thread(target=read_tasks, daemon=True).start()
+    while (payload := inbox.get()) is not None:
+        try:
+            _run_task(payload, send)
+        except Exception:  # the main process reports it with the shard  # noqa: BLE001
+            send(("error", traceback.format_exc()))
+
+
+# --- tf.train.Example bytes, written by hand -------------------------------
+# Example{features=1: Features{feature=1: map<string, Feature>}}, Feature's
+# float_list=2 / int64_list=3, each a packed `value=1`. Map entries are in key
+# order, as SerializeToString(deterministic=True) writes them.
+_INT64_LIST, _FLOAT_LIST = 0x1A, 0x12
+
+
+def _varint(value):
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _delimited(tag, payload):
+    return bytes([tag]) + _varint(len(payload)) + payload
+
+
+def _packed_varints(values):
+    """Varint bytes (uint8) of the rows of non-negative [n, k] ints, row sizes."""
+    largest = int(values.max()) if values.size else 0
+    if values.size and (values.min() < 0 or largest >= 1 << 32):
+        raise ValueError(f"Feature values must be in [0, 2**32), got {values.min()}..{largest}.")
+    if largest < 0x80:  # one byte each: the value itself
+        return values.astype(np.uint8).reshape(-1), np.full(len(values), values.shape[1])
+    values = values.astype(np.uint32)
+    num_groups = (largest.bit_length() + 6) // 7
+    num_bytes = np.ones(values.shape, np.uint8)
+    for group in range(1, num_groups):
+        num_bytes += values >= 1 << (7 * group)
+    groups = np.empty(values.shape + (num_groups,), np.uint8)
+    for group in range(num_groups):
+        more = (num_bytes > group + 1).astype(np.uint8) << 7
+        groups[..., group] = ((values >> (7 * group)) & 0x7F).astype(np.uint8) | more
+    kept = np.arange(num_groups, dtype=np.uint8) < num_bytes[..., np.newaxis]
+    return groups[kept], num_bytes.sum(axis=1, dtype=np.int64)
+
+
+def _feature_header(key, kind, payload_size):
+    """Map entry bytes up to the packed payload of one feature."""
+    packed = bytes([0x0A]) + _varint(payload_size)
+    feature = bytes([kind]) + _varint(len(packed) + payload_size) + packed
+    entry_tail = bytes([0x12]) + _varint(len(feature) + payload_size) + feature
+    entry = _delimited(0x0A, key.encode()) + entry_tail
+    return bytes([0x0A]) + _varint(len(entry) + payload_size) + entry
+
+
+def _gather_ranges(source, starts, lengths):
+    """source[starts[0]:starts[0]+lengths[0]] + ... as one array, vectorized."""
+    output_starts = np.cumsum(lengths) - lengths
+    index = np.repeat(starts - output_starts, lengths) + np.arange(lengths.sum())
+    return source[index]
+
+
+def _encoded_feature(key, kind, payload, sizes):
+    """Sources, starts and lengths [rows, 2] of a feature's header + payload."""
+    unique_sizes, size_index = np.unique(sizes, return_inverse=True)
+    headers = [np.frombuffer(_feature_header(key, kind, int(size)), np.uint8) for size in unique_sizes]
+    header_lengths = np.array([len(header) for header in headers])
+    header_starts = np.cumsum(header_lengths) - header_lengths
+    starts = np.stack([header_starts[size_index], np.cumsum(sizes) - sizes], axis=1)
+    lengths = np.stack([header_lengths[size_index], sizes], axis=1)
+    return [np.concatenate(headers), payload], starts, lengths
+
+
+def _encode_rows(instances):
+    """Serialized examples of all the rows of `instances` (a few thousand)."""
+    int_features = {
+        "input_ids": instances.input_ids,
+        "input_mask": instances.input_mask,
+        "masked_lm_ids": instances.masked_lm_ids,
+        "masked_lm_positions": instances.masked_lm_positions,
+        "next_sentence_labels": instances.next_sentence_labels[:, np.newaxis],
+        "segment_ids": instances.segment_ids,
+    }
+    sources, starts, lengths = [], [], []
+    for key in sorted(list(int_features) + ["masked_lm_weights"]):
+        if key == "masked_lm_weights":
+            weights = np.ascontiguousarray(instances.masked_lm_weights, "<f4")
+            payload = weights.view(np.uint8).reshape(-1)
+            sizes = np.full(len(weights), weights.shape[1] * 4)
+            feature = _encoded_feature(key, _FLOAT_LIST, payload, sizes)
+        else:
+            payload, sizes = _packed_varints(int_features[key])
+            feature = _encoded_feature(key, _INT64_LIST, payload, sizes)
+        feature_sources, feature_starts, feature_lengths = feature
+        # Both sources of the feature go after those already listed.
+        base = sum(len(source) for source in sources)
+        feature_starts[:, 1] += len(feature_sources[0])
+        sources += feature_sources
+        starts.append(feature_starts + base)
+        lengths.append(feature_lengths)
+    features_size = sum(length.sum(axis=1) for length in lengths)  # [rows]
+    # Each example starts with tag 0x0A and the varint size of its features.
+    size_bytes, size_lengths = _packed_varints(features_size[:, np.newaxis])
+    base = sum(len(source) for source in sources)
+    sources += [np.concatenate([[0x0A], size_bytes]).astype(np.uint8)]
+    rows = len(features_size)
+    starts.insert(0, np.stack([np.full(rows, base), base + 1 + np.cumsum(size_lengths) - size_lengths], 1))
+    lengths.insert(0, np.stack([np.ones(rows, np.int64), size_lengths], 1))
+    starts, lengths = np.concatenate(starts, axis=1), np.concatenate(lengths, axis=1)  # [rows, 16]
+    data = _gather_ranges(np.concatenate(sources), starts.reshape(-1), lengths.reshape(-1)).tobytes()
+    ends = np.cumsum(lengths.sum(axis=1)).tolist()
+    return [data[begin:end] for begin, end in zip([0] + ends[:-1], ends)]
+
+
+def encode_examples(instances, rows_per_batch=2048):
+    """Serialized `tf.train.Example`s in the original's schema, one per row.
+
+    Example:
+    >>> documents = Documents.from_lists([[[5, 6], [7, 8]], [[9, 10]]])
+    >>> instances = create_instances(documents, SpecialTokens(2, 3, 4, 12),
+    ...     InstanceOptions(max_seq_length=8, dupe_factor=1), shard_index=0)
+    >>> records = encode_examples(instances)
+    >>> len(records) == len(instances), b"masked_lm_weights" in records[0]
+    (True, True)
+    """
+    records = []
+    for start in range(0, len(instances), rows_per_batch):
+        records += _encode_rows(instances.take(slice(start, start + rows_per_batch)))
+    return records

@@ -1,0 +1,187 @@
+"""The pretraining record schema of google-research/bert, and a reader for it.
+
+Files written by `tools/create_pretraining_data.py` (and by the original
+program) hold one `tf.train.Example` per sentence pair, zero padded:
+
+| feature                | dtype   | length                  |
+|------------------------|---------|-------------------------|
+| `input_ids`            | int64   | max_seq_length          |
+| `input_mask`           | int64   | max_seq_length          |
+| `segment_ids`          | int64   | max_seq_length          |
+| `masked_lm_positions`  | int64   | max_predictions_per_seq |
+| `masked_lm_ids`        | int64   | max_predictions_per_seq |
+| `masked_lm_weights`    | float32 | max_predictions_per_seq |
+| `next_sentence_labels` | int64   | 1 (0 = B follows A)     |
+
+`pretraining_dataset` reads them as the `(features, labels)` batches that
+`bert_keras.models.BertPretrainer` trains on, under any Keras backend.
+"""
+
+import tensorflow as tf
+
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def original_feature_spec(max_seq_length, max_predictions_per_seq):
+    """The parse spec of the original `run_pretraining.py` `input_fn_builder`.
+
+    Example:
+    >>> spec = original_feature_spec(128, 20)
+    >>> spec["masked_lm_weights"]
+    FixedLenFeature(shape=[20], dtype=tf.float32, default_value=None)
+    """
+    return {
+        "input_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+        "input_mask": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+        "segment_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+        "masked_lm_positions": tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64),
+        "masked_lm_ids": tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64),
+        "masked_lm_weights": tf.io.FixedLenFeature([max_predictions_per_seq], tf.float32),
+        "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64),
+    }
+
+
+def record_compression(path):
+    """"GZIP" when the file starts with gzip's magic bytes, else "".
+
+    Example:
+    >>> import gzip, os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "records")
+    >>> with gzip.open(path, "wb") as file:
+    ...     _ = file.write(b"x")
+    >>> record_compression(path)
+    'GZIP'
+    """
+    with tf.io.gfile.GFile(path, "rb") as file:
+        return "GZIP" if file.read(2) == _GZIP_MAGIC else ""
+
+
+def _record_lengths(path, compression):
+    """(max_seq_length, max_predictions_per_seq) of the file's first record."""
+    for record in tf.data.TFRecordDataset(path, compression_type=compression).take(1):
+        feature = tf.train.Example.FromString(record.numpy()).features.feature
+        return (
+            len(feature["input_ids"].int64_list.value),
+            len(feature["masked_lm_ids"].int64_list.value),
+        )
+    return None
+
+
+def check_record_lengths(paths, max_seq_length, max_predictions_per_seq, compression):
+    """Raises ValueError naming the first file whose records have other lengths.
+
+    Example:
+    >>> check_record_lengths([], 128, 20, "")
+    """
+    for path in paths:
+        lengths = _record_lengths(path, compression)
+        if lengths is None:
+            continue
+        seq_length, predictions = lengths
+        if seq_length != max_seq_length:
+            raise ValueError(
+                f"{path}: records have max_seq_length {seq_length} but "
+                f"{max_seq_length} was expected."
+            )
+        if predictions != max_predictions_per_seq:
+            raise ValueError(
+                f"{path}: records have max_predictions_per_seq {predictions} but "
+                f"{max_predictions_per_seq} was expected."
+            )
+
+
+def _to_model_inputs(examples):
+    """Parsed int64 examples -> (features, labels) with int32 ids."""
+    def as_int32(name):
+        return tf.cast(examples[name], tf.int32)
+
+    features = {
+        "token_ids": as_int32("input_ids"),  # [batch, seq]
+        "segment_ids": as_int32("segment_ids"),
+        "padding_mask": as_int32("input_mask"),
+        "masked_positions": as_int32("masked_lm_positions"),  # [batch, predictions]
+    }
+    labels = {
+        "masked_lm_ids": as_int32("masked_lm_ids"),
+        "masked_lm_weights": examples["masked_lm_weights"],
+        "next_sentence_labels": as_int32("next_sentence_labels")[:, 0],  # [batch]
+    }
+    return features, labels
+
+
+def pretraining_dataset(
+    file_pattern,
+    max_seq_length,
+    max_predictions_per_seq,
+    batch_size,
+    shuffle=False,
+    repeat=False,
+    seed=None,
+    drop_remainder=True,
+):
+    """Batches of pretraining records as `(features, labels)`.
+
+    `features`: "token_ids", "segment_ids", "padding_mask" [batch, seq] and
+    "masked_positions" [batch, predictions], int32. `labels`:
+    "masked_lm_ids" (int32) and "masked_lm_weights" (float32)
+    [batch, predictions], "next_sentence_labels" [batch] (int32). Gzip files
+    are recognised by their first bytes. Every file's first record is checked
+    against the expected lengths before reading starts.
+
+    Args:
+        file_pattern: a glob, a comma-separated list of globs, or a list.
+        max_seq_length: the records' sequence length.
+        max_predictions_per_seq: the records' number of masked positions.
+        batch_size: examples per batch.
+        shuffle: shuffle file order and examples (in a 10,000-example buffer).
+        repeat: repeat forever.
+        seed: seed of the shuffles.
+        drop_remainder: drop a last, smaller batch.
+
+    Example:
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "records.tfrecord")
+    >>> example = tf.train.Example()
+    >>> for name, spec in original_feature_spec(8, 2).items():
+    ...     values = [1] * spec.shape[0]
+    ...     if spec.dtype == tf.float32:
+    ...         example.features.feature[name].float_list.value.extend(values)
+    ...     else:
+    ...         example.features.feature[name].int64_list.value.extend(values)
+    >>> with tf.io.TFRecordWriter(path) as writer:
+    ...     writer.write(example.SerializeToString())
+    >>> features, labels = next(iter(pretraining_dataset(path, 8, 2, batch_size=1)))
+    >>> features["token_ids"].shape, labels["next_sentence_labels"].shape
+    (TensorShape([1, 8]), TensorShape([1]))
+    >>> pretraining_dataset(path, 16, 2, batch_size=1)
+    Traceback (most recent call last):
+    ...
+    ValueError: ...records.tfrecord: records have max_seq_length 8 but 16 was expected.
+    """
+    patterns = file_pattern.split(",") if isinstance(file_pattern, str) else file_pattern
+    paths = sorted(path for pattern in patterns for path in tf.io.gfile.glob(pattern))
+    if not paths:
+        raise FileNotFoundError(f"No file matches {file_pattern!r}.")
+    compression = record_compression(paths[0])
+    check_record_lengths(paths, max_seq_length, max_predictions_per_seq, compression)
+    files = tf.data.Dataset.from_tensor_slices(paths)
+    if shuffle:
+        files = files.shuffle(len(paths), seed=seed)
+    dataset = files.interleave(
+        lambda path: tf.data.TFRecordDataset(path, compression_type=compression),
+        cycle_length=min(len(paths), 8),
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=not shuffle,
+    )
+    if repeat:
+        dataset = dataset.repeat()
+    if shuffle:
+        dataset = dataset.shuffle(10_000, seed=seed)
+    spec = original_feature_spec(max_seq_length, max_predictions_per_seq)
+    return (
+        dataset.batch(batch_size, drop_remainder=drop_remainder)
+        .map(lambda records: tf.io.parse_example(records, spec), num_parallel_calls=tf.data.AUTOTUNE)
+        .map(_to_model_inputs, num_parallel_calls=tf.data.AUTOTUNE)
+        .prefetch(tf.data.AUTOTUNE)
+    )
+

@@ -1,0 +1,55 @@
+"""Dynamic masking from raw text: fresh masks each pass, the records' layout."""
+
+import numpy as np
+import pytest
+
+from benchmarks.create_pretraining_data import docstring_corpus
+from benchmarks.create_pretraining_data import vocab_file
+from bert_keras.data.dynamic_masking import dynamic_masking_dataset
+from bert_keras.models.bert_backbone import BertBackbone
+from bert_keras.models.bert_pretrainer import BertPretrainer
+from bert_keras.text.tokenizer import BertTokenizer
+
+SEQ_LENGTH, PREDICTIONS = 32, 5
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    corpus = str(tmp_path_factory.mktemp("text") / "corpus.txt")
+    docstring_corpus(corpus, 15_000)
+    tokenizer = BertTokenizer(vocab_file(), lowercase=True)
+    return dynamic_masking_dataset(corpus, tokenizer, max_seq_length=SEQ_LENGTH,
+                                   max_predictions_per_seq=PREDICTIONS, batch_size=16)
+
+
+def test_masks_are_drawn_afresh_each_pass(dataset):
+    first = [features["masked_positions"].numpy() for features, _ in dataset]
+    second = [features["masked_positions"].numpy() for features, _ in dataset]
+    assert len(first) > 3
+    assert not any(np.array_equal(a, b) for a, b in zip(first, second))
+
+
+def test_layout_and_rates(dataset):
+    batches = list(dataset)
+    features, labels = batches[0]
+    assert {name: tuple(t.shape) for name, t in features.items()} == {
+        "token_ids": (16, SEQ_LENGTH), "segment_ids": (16, SEQ_LENGTH),
+        "padding_mask": (16, SEQ_LENGTH), "masked_positions": (16, PREDICTIONS)}
+    assert tuple(labels["next_sentence_labels"].shape) == (16,)
+    weights = np.concatenate([labels["masked_lm_weights"].numpy() for _, labels in batches])
+    token_ids = np.concatenate([features["token_ids"].numpy() for features, _ in batches])
+    positions = np.concatenate([features["masked_positions"].numpy() for features, _ in batches])
+    shown = token_ids[np.nonzero(weights)[0], positions[weights > 0]]
+    assert 0.7 < (shown == 103).mean() < 0.9
+    assert not np.isin(token_ids[:, 0], [103]).any()  # [CLS] is never masked
+    next_labels = np.concatenate([labels["next_sentence_labels"].numpy() for _, labels in batches])
+    assert 0.3 < next_labels.mean() < 0.7
+
+
+def test_a_pretrainer_fits_on_it(dataset):
+    backbone = BertBackbone(vocabulary_size=30522, num_layers=1, num_heads=2, hidden_dim=8,
+                            intermediate_dim=16, max_sequence_length=SEQ_LENGTH)
+    pretrainer = BertPretrainer(backbone)
+    pretrainer.compile(optimizer="adam")
+    history = pretrainer.fit(dataset.take(2), epochs=2, verbose=0)
+    assert np.isfinite(history.history["loss"]).all()

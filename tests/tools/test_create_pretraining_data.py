@@ -1,0 +1,203 @@
+"""tools/create_pretraining_data.py on a real corpus (installed docstrings)."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from absl import flags
+
+from benchmarks.create_pretraining_data import docstring_corpus
+from benchmarks.create_pretraining_data import vocab_file
+from bert_keras.data.pretraining_instances import InstanceOptions
+from bert_keras.data.pretraining_instances import num_predictions
+from bert_keras.data.pretraining_records import original_feature_spec
+from tools import create_pretraining_data
+
+REPOSITORY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SEQ_LENGTH, PREDICTIONS = 128, 20
+
+
+def run_tool(*arguments):
+    """Parses `arguments` as the program's flags, runs main; returns its exit message."""
+    flags.FLAGS.unparse_flags()
+    argv = flags.FLAGS(["create_pretraining_data", *arguments])
+    try:
+        create_pretraining_data.main(argv)
+    except SystemExit as exit:
+        return str(exit.code)
+    finally:
+        flags.FLAGS.unparse_flags()
+    return None
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("corpus") / "docstrings.txt")
+    docstring_corpus(path, 300_000)
+    return path
+
+
+def tool_flags(corpus, output, *extra):
+    return [f"--input_file={corpus}", f"--output_file={output}", f"--vocab_file={vocab_file()}",
+            "--dupe_factor=2", "--input_mb_per_shard=0.05", *extra]
+
+
+@pytest.fixture(scope="module")
+def one_worker_output(corpus, tmp_path_factory):
+    output = str(tmp_path_factory.mktemp("one_worker") / "examples.tfrecord")
+    assert run_tool(*tool_flags(corpus, output, "--num_workers=1")) is None
+    return output
+
+
+def shard_files(output):
+    return sorted(tf.io.gfile.glob(output + "-*"))
+
+
+def parsed_records(output, compression=""):
+    spec = original_feature_spec(SEQ_LENGTH, PREDICTIONS)
+    dataset = tf.data.TFRecordDataset(shard_files(output), compression_type=compression)
+    batches = [tf.io.parse_example(batch, spec) for batch in dataset.batch(4096)]
+    return {name: np.concatenate([batch[name].numpy() for batch in batches]) for name in spec}
+
+
+def test_records_parse_with_the_original_spec(one_worker_output):
+    records = parsed_records(one_worker_output)
+    assert len(shard_files(one_worker_output)) >= 4
+    lengths = records["input_mask"].sum(axis=1)
+    assert records["input_ids"].shape == (len(lengths), SEQ_LENGTH)
+    assert (records["input_ids"][records["input_mask"] == 0] == 0).all()
+    assert (records["segment_ids"][records["input_mask"] == 0] == 0).all()
+    assert set(np.unique(records["next_sentence_labels"])) == {0, 1}
+
+
+def test_statistics_follow_the_original(one_worker_output):
+    records = parsed_records(one_worker_output)
+    lengths = records["input_mask"].sum(axis=1)
+    weights = records["masked_lm_weights"]
+    # Exactly the original's count per example; about 0.15 of the non-special tokens.
+    expected = num_predictions(lengths, InstanceOptions())
+    np.testing.assert_array_equal(weights.sum(axis=1), expected)
+    assert 0.148 < weights.sum() / (lengths - 3).sum() < 0.16
+    real = weights > 0
+    rows = np.nonzero(real)[0]
+    shown = records["input_ids"][rows, records["masked_lm_positions"][real]]
+    labels = records["masked_lm_ids"][real]
+    mask_id = 103
+    assert abs((shown == mask_id).mean() - 0.8) < 0.01
+    assert abs((shown == labels).mean() - 0.1) < 0.01
+    assert abs(((shown != mask_id) & (shown != labels)).mean() - 0.1) < 0.01
+    assert not np.isin(labels, [101, 102]).any()  # never [CLS] or [SEP]
+    # Half the pairs are random, more where chunks are single sentences.
+    assert 0.5 < records["next_sentence_labels"].mean() < 0.6
+
+
+def test_same_bytes_with_one_or_two_workers(corpus, one_worker_output, tmp_path):
+    output = str(tmp_path / "examples.tfrecord")
+    assert run_tool(*tool_flags(corpus, output, "--num_workers=2")) is None
+    ours, reference = shard_files(output), shard_files(one_worker_output)
+    assert [os.path.basename(path) for path in ours] == [os.path.basename(path) for path in reference]
+    for path, reference_path in zip(ours, reference):
+        with open(path, "rb") as file, open(reference_path, "rb") as reference_file:
+            assert file.read() == reference_file.read(), path
+
+
+def test_gzip_output_reads_back(corpus, tmp_path):
+    output = str(tmp_path / "examples.tfrecord")
+    assert run_tool(*tool_flags(corpus, output, "--compression=gzip", "--dupe_factor=1")) is None
+    records = parsed_records(output, compression="GZIP")
+    assert len(records["input_ids"]) > 100
+
+
+def test_a_killed_run_resumes_where_it_stopped(corpus, one_worker_output, tmp_path):
+    output = str(tmp_path / "examples.tfrecord")
+    command = [sys.executable, "-m", "tools.create_pretraining_data",
+               *tool_flags(corpus, output, "--num_workers=1", "--input_mb_per_shard=0.01")]
+    environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    process = subprocess.Popen(command, cwd=REPOSITORY, env=environment,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    progress = output + ".progress"
+    while process.poll() is None:
+        if os.path.exists(progress) and len(open(progress).read().splitlines()) >= 3:
+            process.send_signal(signal.SIGKILL)
+            break
+        time.sleep(0.01)
+    assert process.wait() == -signal.SIGKILL, "the run ended before it could be killed"
+    finished = {path: os.stat(path).st_mtime_ns for path in shard_files(output)}
+    assert finished
+    subprocess.run(command, cwd=REPOSITORY, env=environment, check=True, capture_output=True)
+    for path, modified in finished.items():
+        assert os.stat(path).st_mtime_ns == modified, f"{path} was written again"
+    uninterrupted = str(tmp_path / "uninterrupted.tfrecord")
+    assert run_tool(*tool_flags(corpus, uninterrupted, "--num_workers=1", "--input_mb_per_shard=0.01")) is None
+    ours, reference = shard_files(output), shard_files(uninterrupted)
+    assert len(ours) == len(reference) > len(finished)
+    for path, reference_path in zip(ours, reference):
+        with open(path, "rb") as file, open(reference_path, "rb") as reference_file:
+            assert file.read() == reference_file.read(), path
+    assert not [name for name in os.listdir(tmp_path) if name.endswith(".incomplete")]
+
+
+def test_other_flags_do_not_mix_with_finished_shards(corpus, tmp_path):
+    output = str(tmp_path / "examples.tfrecord")
+    assert run_tool(*tool_flags(corpus, output, "--dupe_factor=1", "--num_workers=1")) is None
+    message = run_tool(*tool_flags(corpus, output, "--dupe_factor=1", "--masked_lm_prob=0.2"))
+    assert "other settings (masked_lm_prob: 0.15 then, 0.2 now)" in message
+
+
+def write(path, data):
+    with open(path, "wb") as file:
+        file.write(data)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "extra, expected",
+    [
+        (["--max_seq_length=3"], "--max_seq_length is 3 but must be at least 5"),
+        (["--masked_lm_prob=0"], "--masked_lm_prob is 0.0 but must be in (0, 1)"),
+        (["--masked_lm_prob=1"], "--masked_lm_prob is 1.0 but must be in (0, 1)"),
+        (["--vocab_file=/no/vocab.txt"], "--vocab_file: '/no/vocab.txt' does not exist"),
+        (["--input_file=/no/corpus.txt"], "--input_file: no file matches '/no/corpus.txt'"),
+        (["--num_workers=0"], "--num_workers is 0 but must be at least 1"),
+    ],
+)
+def test_bad_flags_fail_clearly_and_write_nothing(extra, expected, tmp_path):
+    corpus = write(tmp_path / "corpus.txt", b"One sentence.\nTwo sentences.\n\nThree.\nFour.\n")
+    output = tmp_path / "out" / "examples.tfrecord"
+    output.parent.mkdir()
+    message = run_tool(*tool_flags(corpus, output), *extra)
+    assert expected in message
+    assert os.listdir(output.parent) == []
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (b"", "The corpus holds 0 documents"),
+        (b"\n\n  \n", "The corpus holds 0 documents"),
+        (b"One document.\nOf two sentences.\n", "The corpus holds 1 document;"),
+    ],
+)
+def test_too_small_corpora_fail_clearly_and_write_nothing(text, expected, tmp_path):
+    corpus = write(tmp_path / "corpus.txt", text)
+    output = tmp_path / "out" / "examples.tfrecord"
+    output.parent.mkdir()
+    assert expected in run_tool(*tool_flags(corpus, output, "--num_workers=1"))
+    assert os.listdir(output.parent) == []
+
+
+def test_invalid_utf8_and_single_sentence_documents_are_reported(tmp_path, capsys):
+    corpus = write(tmp_path / "corpus.txt",
+                   b"A first sentence.\nA second one.\n\nAlone here.\n\n"
+                   b"Good line.\n\xff\xfe broken line.\nAnother good line.\n")
+    output = str(tmp_path / "examples.tfrecord")
+    assert run_tool(*tool_flags(corpus, output, "--num_workers=1", "--max_seq_length=16")) is None
+    printed = capsys.readouterr().out
+    assert f"Skipped 1 lines that are not valid UTF-8 (the first at {corpus}:7)" in printed
+    assert f"1 documents have a single sentence (the first at {corpus}:4)" in printed
+    assert "Random next segments:" in printed
