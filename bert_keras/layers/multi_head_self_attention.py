@@ -84,12 +84,11 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     def call(self, inputs, attention_mask=None, training=None):
         batch_size, seq_length = ops.shape(inputs)[0], ops.shape(inputs)[1]
         query_key_value = self.query_key_value(inputs)  # [batch, seq, 3 * hidden]
-        query_key_value = ops.reshape(
-            query_key_value,
-            (batch_size, seq_length, 3, self.num_heads, self.head_dim),
-        )
         # Each [batch, seq, heads, head_dim].
-        query, key, value = ops.unstack(query_key_value, 3, axis=2)
+        query, key, value = (
+            ops.reshape(part, (batch_size, seq_length, self.num_heads, self.head_dim))
+            for part in ops.split(query_key_value, 3, axis=-1)
+        )
         if attention_mask is not None:
             attention_mask = ops.cast(attention_mask, "bool")
         if not (training and self.dropout > 0):
