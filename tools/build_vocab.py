@@ -18,9 +18,9 @@ from absl import flags
 from absl import logging
 
 _INPUT_FILE = flags.DEFINE_string(
-    "input_file", None, "Comma-separated text files or globs.", required=True
+    "input_file", None, "Comma-separated text files or globs."
 )
-_OUTPUT_FILE = flags.DEFINE_string("output_file", None, "Where vocab.txt goes.", required=True)
+_OUTPUT_FILE = flags.DEFINE_string("output_file", None, "Where vocab.txt goes.")
 _VOCAB_SIZE = flags.DEFINE_integer("vocab_size", 30522, "Largest vocabulary size.")
 _DO_LOWER_CASE = flags.DEFINE_boolean(
     "do_lower_case", True, "Uncased (lower-case, strip accents) or cased vocabulary."
@@ -64,4 +64,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    flags.mark_flags_as_required(["input_file", "output_file"])
     app.run(main)

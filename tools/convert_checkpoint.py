@@ -24,7 +24,6 @@ _FORMAT = flags.DEFINE_enum(
     "format", "auto", ("auto",) + FORMATS, "Format of --source; auto detects it by its files."
 )
 _OVERWRITE = flags.DEFINE_bool("overwrite", False, "Replace a non-empty --output_dir.")
-flags.mark_flags_as_required(["source", "output_dir"])
 
 
 def main(argv):
@@ -44,4 +43,6 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    # Marked here, not on import, so tests that import this module parse other flags freely.
+    flags.mark_flags_as_required(["source", "output_dir"])
     app.run(main)

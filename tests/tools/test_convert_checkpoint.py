@@ -103,8 +103,10 @@ def test_pickled_source_gets_the_conversion_hint(tmp_path):
     assert "pytorch_model.bin, a pickle" in message and "save_pretrained" in message
 
 
-def test_required_flags():
-    flags.FLAGS.unparse_flags()
-    with pytest.raises(flags.IllegalFlagValueError, match="source"):
-        flags.FLAGS(["convert_checkpoint", "--output_dir=/tmp/x"])
-    flags.FLAGS.unparse_flags()
+def test_required_flags(tmp_path):
+    completed = subprocess.run(
+        [sys.executable, "-m", "tools.convert_checkpoint", f"--output_dir={tmp_path}/x"],
+        capture_output=True, text=True,
+    )
+    assert completed.returncode != 0
+    assert "--source must have a value other than None" in completed.stderr
