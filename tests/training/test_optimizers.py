@@ -46,3 +46,17 @@ def test_recipe_settings():
 def test_unknown_optimizer():
     with pytest.raises(ValueError, match="one of \\['adamw', 'lamb'\\], got 'sgd'"):
         create_optimizer(1e-4, 100, 10, optimizer="sgd")
+
+
+def test_schedule_counts_optimizer_steps_when_accumulating():
+    optimizer = create_optimizer(1e-3, 10, 4, gradient_accumulation_steps=3)
+    variable = keras.Variable(np.ones(2, "float32"))
+    rates = []
+    for _ in range(12 * 3):
+        optimizer.apply_gradients([(ops.ones(2, "float32"), variable)])
+        rates.append(float(ops.convert_to_numpy(optimizer.learning_rate)))
+    # After 2 optimizer steps (6 batches) warmup is half done; after 10 the rate is 0.
+    assert int(optimizer.iterations) == 12
+    np.testing.assert_allclose(rates[5], 1e-3 * 2 / 4, rtol=1e-6)
+    np.testing.assert_allclose(rates[3 * 7 - 1], 1e-3 * (10 - 7) / 6, rtol=1e-6)
+    assert rates[3 * 10 - 1] == 0.0
