@@ -1,29 +1,24 @@
 """One fine-tuning run for sentence(-pair) classification: data, model, metrics, files."""
 
 import glob
-import json
 import math
 import os
 
-import keras
 import numpy as np
-from absl import logging
 
-from bert_keras.checkpoints.preset import load_checkpoint
-from bert_keras.checkpoints.preset import set_backbone_weights
 from bert_keras.data.classification_dataset import classification_dataset
 from bert_keras.data.glue import GLUE_TASKS
 from bert_keras.data.glue import read_generic
 from bert_keras.data.glue import read_glue
 from bert_keras.evaluation.glue_metrics import accuracy
 from bert_keras.evaluation.glue_metrics import glue_metrics
-from bert_keras.models.bert_backbone import BertBackbone
+from bert_keras.finetuning.run import FineTuningRun
+from bert_keras.models.bert_backbone import BertBackbone  # Used by the example.
 from bert_keras.models.bert_classifier import BertClassifier
 from bert_keras.text.preprocessor import BertPreprocessor
-from bert_keras.text.tokenizer import BertTokenizer
 
 
-class ClassificationRun:
+class ClassificationRun(FineTuningRun):
     """Reads a task, builds a `BertClassifier` from a checkpoint, trains, scores.
 
     Args:
@@ -51,28 +46,15 @@ class ClassificationRun:
     """
 
     def __init__(self, task_name, data_dir, init_checkpoint, output_dir, max_seq_length=128, seed=0):
-        keras.utils.set_random_seed(seed)
         self.task_name = task_name.lower()
-        self.data_dir = data_dir
-        self.output_dir = output_dir
-        self.seed = seed
-        os.makedirs(output_dir, exist_ok=True)
+        super().__init__(data_dir, init_checkpoint, output_dir, max_seq_length, seed)
         label_names = self._read("train").label_names if self._has("train") else None
-        self.checkpoint = load_checkpoint(init_checkpoint)
-        tokenizer = BertTokenizer.from_preset(self.checkpoint.directory)
-        self.preprocessor = BertPreprocessor(tokenizer, sequence_length=max_seq_length)
+        self.preprocessor = BertPreprocessor(self.tokenizer, sequence_length=max_seq_length)
         self.label_names = label_names or GLUE_TASKS[self.task_name].labels
-        self.model = self._build_model(max(len(self.label_names), 1))
-
-    def _build_model(self, num_classes):
-        backbone = BertBackbone.from_config(self.checkpoint.backbone_config)
-        set_backbone_weights(backbone, self.checkpoint)
-        model = BertClassifier(backbone, num_classes=num_classes)
-        head = self.checkpoint.head_weights.get("classifier")
-        if head and head["kernel"].shape[-1] == num_classes:
-            model.get_layer("logits").set_weights([head["kernel"], head["bias"]])
-            logging.info("Loaded the checkpoint's classifier head.")
-        return model
+        num_classes = max(len(self.label_names), 1)
+        self.model = self.build_model(
+            lambda backbone: BertClassifier(backbone, num_classes=num_classes), "classifier"
+        )
 
     def _has(self, split):
         return self.task_name in GLUE_TASKS or bool(self._generic_path(split))
@@ -98,24 +80,13 @@ class ClassificationRun:
     ):
         """Fine-tunes on the train split with the paper's AdamW recipe; returns the history."""
         examples = self._read("train", limit=limit)
-        steps_per_epoch = math.ceil(len(examples) / batch_size)
-        self.model.compile(
-            learning_rate=learning_rate,
-            num_train_steps=max(1, int(steps_per_epoch * num_epochs)),
-            warmup_proportion=warmup_proportion,
-        )
         dataset = classification_dataset(
             self.preprocessor, examples, batch_size, shuffle=True, seed=self.seed
         )
-        total_steps = max(1, int(steps_per_epoch * num_epochs))
-        history = self.model.fit(
-            dataset.repeat(),
-            epochs=math.ceil(num_epochs),
-            steps_per_epoch=math.ceil(total_steps / math.ceil(num_epochs)),
-            shuffle=False,  # the dataset reshuffles itself each epoch
-            verbose=verbose,
+        return self.fit(
+            self.model, dataset, len(examples), batch_size, learning_rate, num_epochs,
+            warmup_proportion, verbose,
         )
-        return history.history
 
     def evaluate(self, split, batch_size):
         """Scores `split` with the task's GLUE metrics; writes eval_results.json."""
@@ -130,7 +101,7 @@ class ClassificationRun:
         else:
             results = glue_metrics("sts-b", examples.labels, predictions)
         results = {**results, "examples": len(examples)}
-        self._write_json("eval_results.json", results)
+        self.write_results(results)
         self._write_predictions(split, predictions)
         return results
 
@@ -150,14 +121,4 @@ class ClassificationRun:
         lines = ["index\tprediction"] + [
             f"{i}\t{names[p] if names else float(p)}" for i, p in enumerate(predictions)
         ]
-        _write_atomically(os.path.join(self.output_dir, f"predictions_{split}.tsv"), "\n".join(lines) + "\n")
-
-    def _write_json(self, name, value):
-        _write_atomically(os.path.join(self.output_dir, name), json.dumps(value, indent=2) + "\n")
-
-
-def _write_atomically(path, text):
-    temporary = path + ".tmp"
-    with open(temporary, "w", encoding="utf-8") as file:
-        file.write(text)
-    os.replace(temporary, path)
+        self.write_file(f"predictions_{split}.tsv", "\n".join(lines) + "\n")
