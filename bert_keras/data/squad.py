@@ -1,0 +1,405 @@
+"""SQuAD v1.1 / v2.0 files → examples → windowed features, as the original run_squad.py.
+
+`read_squad` reads the JSON the SQuAD site distributes; `squad_features` turns
+each question into one or more packed inputs `[CLS] question [SEP] window
+[SEP]`, sliding a window of context tokens with the original's doc stride.
+Unlike the original, which splits the context on whitespace and re-joins
+tokens to find answer text, every token carries its character span in the
+original context (the tokenizer's offsets, the ones `BertPreprocessor` packs),
+so an answer is mapped to tokens, and tokens back to text, by character
+positions alone.
+"""
+
+import dataclasses
+import json
+import unicodedata
+
+import numpy as np
+
+from bert_keras.text.tokenizer import BertTokenizer  # Used by the examples.
+
+# Questions and contexts are tokenized this many at a time: bounded memory,
+# few eager TensorFlow calls.
+_TOKENIZE_BATCH = 1024
+
+
+@dataclasses.dataclass(frozen=True)
+class SquadAnswer:
+    """An answer's text and the character where it starts in the context."""
+
+    text: str
+    start: int
+
+    @property
+    def end(self):
+        """Character after the answer's last one."""
+        return self.start + len(self.text)
+
+
+@dataclasses.dataclass(frozen=True)
+class SquadExample:
+    """One question about one context.
+
+    Attributes:
+        question_id: the "id" of the question in the file.
+        question: question text.
+        context: the paragraph's text, untouched.
+        answers: tuple of `SquadAnswer`; empty for unanswerable (v2.0) or
+            unlabelled questions. Training uses the first.
+        is_impossible: v2.0's "is_impossible".
+    """
+
+    question_id: str
+    question: str
+    context: str
+    answers: tuple = ()
+    is_impossible: bool = False
+
+
+def read_squad(path, version_2_with_negative=False, is_training=False):
+    """Reads a SQuAD JSON file (`{"data": [{"paragraphs": [...]}]}`).
+
+    Args:
+        path: the .json file.
+        version_2_with_negative: read v2.0's "is_impossible".
+        is_training: every answerable question must have an answer (the
+            first is trained on).
+
+    Returns:
+        A list of `SquadExample`, in file order.
+
+    Raises:
+        ValueError: a malformed entry, named by file and question id: missing
+            fields, an answer whose text is not at its answer_start, an
+            unanswerable question outside v2.0, a training question without
+            an answer, a repeated id.
+
+    Example:
+    >>> import json, tempfile
+    >>> path = tempfile.mkdtemp() + "/dev.json"
+    >>> qa = {"id": "q1", "question": "Where?",
+    ...       "answers": [{"text": "Paris", "answer_start": 3}]}
+    >>> _ = open(path, "w").write(json.dumps({"data": [{"paragraphs": [
+    ...     {"context": "In Paris.", "qas": [qa]}]}]}))
+    >>> read_squad(path)[0].answers
+    (SquadAnswer(text='Paris', start=3),)
+    """
+    with open(path, encoding="utf-8") as file:
+        try:
+            dataset = json.load(file)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path} is not valid JSON: {error}") from None
+    if not isinstance(dataset, dict) or not isinstance(dataset.get("data"), list):
+        raise ValueError(f'{path} has no "data" list; expected SQuAD JSON.')
+    examples, seen_ids = [], set()
+    for article_index, article in enumerate(dataset["data"]):
+        for paragraph_index, paragraph in enumerate(article.get("paragraphs", ())):
+            where = f"{path}, data[{article_index}].paragraphs[{paragraph_index}]"
+            context = paragraph.get("context")
+            if not isinstance(context, str):
+                raise ValueError(f'{where} has no "context" string.')
+            for qa in paragraph.get("qas", ()):
+                example = _read_question(
+                    qa, context, where, version_2_with_negative, is_training
+                )
+                if example.question_id in seen_ids:
+                    raise ValueError(f"{where}: question id {example.question_id!r} is repeated.")
+                seen_ids.add(example.question_id)
+                examples.append(example)
+    return examples
+
+
+def _read_question(qa, context, where, version_2_with_negative, is_training):
+    question_id = qa.get("id")
+    if not isinstance(question_id, str) or not question_id:
+        raise ValueError(f'{where} has a question without an "id": {str(qa)[:200]}')
+    where = f"{where}, question {question_id!r}"
+    if not isinstance(qa.get("question"), str):
+        raise ValueError(f'{where} has no "question" string.')
+    is_impossible = bool(qa.get("is_impossible", False))
+    if is_impossible and not version_2_with_negative:
+        raise ValueError(
+            f"{where} is marked is_impossible, a SQuAD v2.0 question; read it "
+            "with version_2_with_negative (--version_2_with_negative)."
+        )
+    answers = () if is_impossible else tuple(
+        _read_answer(answer, context, where) for answer in qa.get("answers", ())
+    )
+    if is_training and not is_impossible and not answers:
+        raise ValueError(f"{where} has no answer; every training question needs one.")
+    return SquadExample(question_id, qa["question"], context, answers, is_impossible)
+
+
+def _read_answer(answer, context, where):
+    text, start = answer.get("text"), answer.get("answer_start")
+    if not isinstance(text, str) or not isinstance(start, int):
+        raise ValueError(f'{where}: answer {answer} needs a "text" string and an "answer_start" int.')
+    if context[start:start + len(text)] != text:
+        raise ValueError(
+            f"{where}: answer {text!r} is not at answer_start {start}; the "
+            f"context there reads {context[start:start + len(text)]!r}."
+        )
+    if not text.strip():
+        raise ValueError(f"{where}: answer at {start} is empty or whitespace.")
+    return SquadAnswer(text, start)
+
+
+@dataclasses.dataclass
+class SquadFeatures:
+    """Packed windows of examples, as parallel numpy arrays (one row per window).
+
+    Attributes:
+        token_ids, segment_ids, padding_mask: int32 `[windows, seq]`, the
+            backbone's inputs.
+        start_positions, end_positions: int32 `[windows]`, the answer's
+            first and last token in the window; 0 ([CLS]) when the question
+            is unanswerable or the answer is not wholly in the window.
+        example_index: int32 `[windows]`, the example each window is from.
+        token_starts, token_ends: int32 `[windows, seq]`, each context
+            token's character span in its example's context
+            (`context[start:end]`); -1 on [CLS], the question, [SEP] and
+            padding.
+        token_is_max_context: bool `[windows, seq]`, whether this window is
+            the one where the token has the most context on both sides (the
+            original's `_check_is_max_context`); False off the context.
+    """
+
+    token_ids: np.ndarray
+    segment_ids: np.ndarray
+    padding_mask: np.ndarray
+    start_positions: np.ndarray
+    end_positions: np.ndarray
+    example_index: np.ndarray
+    token_starts: np.ndarray
+    token_ends: np.ndarray
+    token_is_max_context: np.ndarray
+
+    def __len__(self):
+        return len(self.token_ids)
+
+    def inputs(self):
+        """The model's inputs: dict of `token_ids`, `segment_ids`, `padding_mask`."""
+        return {
+            "token_ids": self.token_ids,
+            "segment_ids": self.segment_ids,
+            "padding_mask": self.padding_mask,
+        }
+
+    def labels(self):
+        """`BertQuestionAnswerer`'s targets: dict of `start_logits`, `end_logits` positions."""
+        return {"start_logits": self.start_positions, "end_logits": self.end_positions}
+
+
+def squad_features(
+    examples,
+    tokenizer,
+    max_seq_length=384,
+    doc_stride=128,
+    max_query_length=64,
+    is_training=False,
+):
+    """Windows, packs and labels examples as the original `convert_examples_to_features`.
+
+    The question keeps its first `max_query_length` tokens. The context's
+    tokens are covered by windows of up to `max_seq_length - question - 3`
+    tokens, each starting `doc_stride` tokens after the previous one, the last
+    ending at the context's end. A window's answer positions are those of
+    the first answer when it lies wholly inside the window, else 0.
+
+    Args:
+        examples: `SquadExample`s.
+        tokenizer: a `BertTokenizer`.
+        max_seq_length: tokens per packed window.
+        doc_stride: tokens between the starts of consecutive windows.
+        max_query_length: most question tokens kept.
+        is_training: label answer positions (otherwise all 0).
+
+    Returns:
+        `SquadFeatures`.
+
+    Raises:
+        ValueError: impossible lengths, or an answer that spans no token
+            (named by question id).
+
+    Example:
+    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+    ...                            "who", "a", "b", "c", "d"])
+    >>> example = SquadExample("q1", "who", "a b c d", (SquadAnswer("c", 4),))
+    >>> features = squad_features([example], tokenizer, max_seq_length=6,
+    ...                           doc_stride=1, max_query_length=2, is_training=True)
+    >>> features.token_ids.tolist()
+    [[2, 5, 3, 6, 7, 3], [2, 5, 3, 7, 8, 3], [2, 5, 3, 8, 9, 3]]
+    >>> features.start_positions.tolist(), features.token_is_max_context[1].tolist()
+    ([0, 4, 3], [False, False, False, False, True, False])
+    """
+    if doc_stride < 1:
+        raise ValueError(f"doc_stride must be at least 1, got {doc_stride}.")
+    if max_seq_length - max_query_length - 3 < 1:
+        raise ValueError(
+            f"max_seq_length {max_seq_length} leaves no room for context after a "
+            f"question of max_query_length {max_query_length} tokens, [CLS] and two [SEP]."
+        )
+    examples = list(examples)
+    question_ids = _tokenize(tokenizer, [example.question for example in examples])
+    contexts = sorted({example.context for example in examples})
+    context_index = {context: index for index, context in enumerate(contexts)}
+    context_tokens = _tokenize_with_offsets(tokenizer, contexts)
+    rows = []
+    for index, example in enumerate(examples):
+        query = question_ids[index][:max_query_length]
+        doc_ids, doc_starts, doc_ends = context_tokens[context_index[example.context]]
+        answer_tokens = None
+        if is_training and example.answers:
+            answer_tokens = _answer_token_span(example, doc_starts, doc_ends)
+        spans = _window_spans(len(doc_ids), max_seq_length - len(query) - 3, doc_stride)
+        for span_index in range(len(spans)):
+            rows.append(
+                _pack_window(
+                    tokenizer, query, (doc_ids, doc_starts, doc_ends), spans, span_index,
+                    answer_tokens, max_seq_length, index,
+                )
+            )
+    return _stack(rows, max_seq_length, tokenizer.pad_token_id)
+
+
+def _tokenize(tokenizer, texts):
+    token_ids = []
+    for begin in range(0, len(texts), _TOKENIZE_BATCH):
+        token_ids += tokenizer.tokenize(texts[begin:begin + _TOKENIZE_BATCH]).to_list()
+    return token_ids
+
+
+def _tokenize_with_offsets(tokenizer, texts):
+    """[(ids, starts, ends) numpy arrays] per text, character offsets."""
+    tokens = []
+    for begin in range(0, len(texts), _TOKENIZE_BATCH):
+        ids, starts, ends = tokenizer.tokenize_with_offsets(
+            texts[begin:begin + _TOKENIZE_BATCH], unit="character"
+        )
+        for text, row_ids, row_starts, row_ends in zip(
+            texts[begin:begin + _TOKENIZE_BATCH], ids, starts, ends
+        ):
+            row_ends = _over_combining_marks(text, row_ends.numpy())
+            tokens.append((row_ids.numpy(), row_starts.numpy(), row_ends))
+    return tokens
+
+
+def _over_combining_marks(text, ends):
+    """Token ends moved past the combining marks (category Mn) that follow them.
+
+    Accent stripping drops a combining accent, so the tokenizer's span of
+    "Chloe\u0301" stops before the accent; the accent belongs to the letter
+    before it, and the answer text needs it.
+    """
+    if text.isascii():
+        return ends
+    # next_kept[i]: the first index >= i that is not a combining mark.
+    next_kept = np.arange(len(text) + 1)
+    for index in range(len(text) - 1, -1, -1):
+        if unicodedata.category(text[index]) == "Mn":
+            next_kept[index] = next_kept[index + 1]
+    return next_kept[ends]
+
+
+def _answer_token_span(example, token_starts, token_ends):
+    """First and last context token overlapping the first answer's characters."""
+    answer = example.answers[0]
+    overlapping = np.flatnonzero((token_starts < answer.end) & (token_ends > answer.start))
+    if not len(overlapping):
+        raise ValueError(
+            f"Question {example.question_id!r}: answer {answer.text!r} at character "
+            f"{answer.start} covers no token of the context (only characters the "
+            "tokenizer drops)."
+        )
+    return int(overlapping[0]), int(overlapping[-1])
+
+
+def _window_spans(num_tokens, max_window_tokens, doc_stride):
+    """(start, length) of each window, as the original's `doc_spans` (at least one)."""
+    spans, start = [], 0
+    while True:
+        length = min(num_tokens - start, max_window_tokens)
+        spans.append((start, length))
+        if start + length >= num_tokens:
+            return spans
+        start += min(length, doc_stride)
+
+
+def is_max_context(spans, span_index, position):
+    """Whether window `span_index` gives token `position` the most context.
+
+    The original's `_check_is_max_context`: among the windows holding the
+    token, the best has the largest min(left, right) context plus 0.01 × its
+    length; the first wins a tie.
+
+    Args:
+        spans: (start, length) of every window, in context tokens.
+        span_index: the window asked about.
+        position: a context token index.
+
+    Example:
+    >>> spans = [(0, 4), (2, 4)]
+    >>> is_max_context(spans, 0, 2), is_max_context(spans, 1, 2)
+    (True, False)
+    """
+    best_score, best_index = None, None
+    for index, (start, length) in enumerate(spans):
+        end = start + length - 1
+        if not start <= position <= end:
+            continue
+        score = min(position - start, end - position) + 0.01 * length
+        if best_score is None or score > best_score:
+            best_score, best_index = score, index
+    return span_index == best_index
+
+
+def _pack_window(tokenizer, query, doc, spans, span_index, answer_tokens, max_seq_length,
+                 example_index):
+    doc_ids, doc_starts, doc_ends = doc
+    window_start, window_length = spans[span_index]
+    window = slice(window_start, window_start + window_length)
+    doc_offset = len(query) + 2  # [CLS] question [SEP]
+    token_ids = [tokenizer.cls_token_id, *query, tokenizer.sep_token_id,
+                 *doc_ids[window], tokenizer.sep_token_id]
+    segment_ids = [0] * doc_offset + [1] * (window_length + 1)
+    off_context = [-1] * doc_offset
+    token_starts = off_context + doc_starts[window].tolist()
+    token_ends = off_context + doc_ends[window].tolist()
+    max_context = [False] * doc_offset + [
+        is_max_context(spans, span_index, position)
+        for position in range(window_start, window_start + window_length)
+    ]
+    start_position = end_position = 0
+    if answer_tokens is not None:
+        first, last = answer_tokens
+        if window_start <= first and last < window_start + window_length:
+            start_position = first - window_start + doc_offset
+            end_position = last - window_start + doc_offset
+    return (token_ids, segment_ids, token_starts, token_ends, max_context,
+            start_position, end_position, example_index)
+
+
+def _stack(rows, max_seq_length, pad_token_id):
+    count = len(rows)
+
+    def padded(column, fill, dtype):  # [windows, seq]
+        array = np.full((count, max_seq_length), fill, dtype)
+        for row_index, row in enumerate(rows):
+            array[row_index, :len(row[column])] = row[column]
+        return array
+
+    def scalars(column):  # [windows]
+        return np.array([row[column] for row in rows], "int32").reshape(count)
+
+    lengths = np.array([len(row[0]) for row in rows], "int32").reshape(count, 1)
+    return SquadFeatures(
+        token_ids=padded(0, pad_token_id, "int32"),
+        segment_ids=padded(1, 0, "int32"),
+        padding_mask=(np.arange(max_seq_length) < lengths).astype("int32"),
+        start_positions=scalars(5),
+        end_positions=scalars(6),
+        example_index=scalars(7),
+        token_starts=padded(2, -1, "int32"),
+        token_ends=padded(3, -1, "int32"),
+        token_is_max_context=padded(4, False, "bool"),
+    )

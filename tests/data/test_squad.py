@@ -1,0 +1,249 @@
+"""SQuAD files → examples → windows: positions, offsets and max context as the original run_squad.py."""
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from bert_keras.data.squad import SquadAnswer
+from bert_keras.data.squad import SquadExample
+from bert_keras.data.squad import read_squad
+from bert_keras.data.squad import squad_features
+from bert_keras.text.tokenizer import SPECIAL_TOKENS
+from bert_keras.text.tokenizer import BertTokenizer
+
+# Accents (precomposed and combining), quotes and punctuation touching
+# answers, runs of spaces and a tab, CJK ideographs and kana, a word split
+# into WordPiece pieces.
+CONTEXTS = [
+    "The café «Zoë» opened in 1895, near the Seine.  Its owner,   Renée Dupont,\tsold crêpes!",
+    "東京は日本の首都です。Tokyo is big; Chloe\u0301's (1901–1950) shop is there.",
+]
+ANSWERS = [
+    ("q_quoted", 0, "Zoë"),
+    ("q_comma", 0, "1895"),
+    ("q_spaces", 0, "Renée Dupont"),
+    ("q_pieces", 0, "crêpes"),
+    ("q_sentence", 0, "near the Seine"),
+    ("q_cjk", 1, "日本"),
+    ("q_kana", 1, "首都です"),
+    ("q_combining", 1, "Chloe\u0301"),
+    ("q_parenthesised", 1, "1901"),
+]
+LONG_CONTEXT = " ".join(f"t{index}" for index in range(30))
+QUESTION = "where is it?"
+
+
+def _vocabulary():
+    words = BertTokenizer(list(SPECIAL_TOKENS) + ["x"]).split_words(
+        CONTEXTS + [LONG_CONTEXT, QUESTION]
+    ).flat_values.numpy()
+    # "crepes" becomes two pieces, so an answer ends inside a word's pieces.
+    words = sorted({word.decode() for word in words} - {"crepes"}) + ["crep", "##es"]
+    return list(SPECIAL_TOKENS) + words
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return BertTokenizer(_vocabulary())
+
+
+def _squad_json(paragraphs):
+    return {"version": "1.1", "data": [{"title": "t", "paragraphs": paragraphs}]}
+
+
+def _qa(question_id, context, answer_text, occurrence=0):
+    start = -1
+    for _ in range(occurrence + 1):
+        start = context.index(answer_text, start + 1)
+    return {"id": question_id, "question": QUESTION,
+            "answers": [{"text": answer_text, "answer_start": start}]}
+
+
+def _write(tmp_path, value, name="squad.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(value, ensure_ascii=False), encoding="utf-8")
+    return str(path)
+
+
+def _hand_made_file(tmp_path):
+    paragraphs = [
+        {"context": context,
+         "qas": [_qa(qid, context, text) for qid, index, text in ANSWERS if index == number]}
+        for number, context in enumerate(CONTEXTS)
+    ]
+    return _write(tmp_path, _squad_json(paragraphs))
+
+
+def _window_text(features, examples, window):
+    """The context text of a window's labelled answer, by offsets alone."""
+    start, end = features.start_positions[window], features.end_positions[window]
+    context = examples[features.example_index[window]].context
+    return context[features.token_starts[window, start]:features.token_ends[window, end]]
+
+
+def test_reads_every_question_with_its_answer(tmp_path):
+    examples = read_squad(_hand_made_file(tmp_path), is_training=True)
+    assert [example.question_id for example in examples] == [qid for qid, _, _ in ANSWERS]
+    for example, (_, index, text) in zip(examples, ANSWERS):
+        assert example.context == CONTEXTS[index] and example.answers[0].text == text
+        assert not example.is_impossible
+
+
+@pytest.mark.parametrize("max_seq_length, doc_stride", [(384, 128), (24, 5), (16, 3)])
+def test_offsets_give_back_every_training_answer_exactly(tmp_path, tokenizer, max_seq_length,
+                                                         doc_stride):
+    examples = read_squad(_hand_made_file(tmp_path), is_training=True)
+    features = squad_features(examples, tokenizer, max_seq_length, doc_stride,
+                              max_query_length=6, is_training=True)
+    found = set()
+    for window in range(len(features)):
+        if features.start_positions[window] == 0:
+            continue
+        example = examples[features.example_index[window]]
+        assert _window_text(features, examples, window) == example.answers[0].text
+        found.add(example.question_id)
+    # Every answer lies wholly inside at least one window.
+    assert found == {qid for qid, _, _ in ANSWERS}
+
+
+def test_packing_is_cls_question_sep_window_sep(tokenizer):
+    example = SquadExample("q", QUESTION, CONTEXTS[0])
+    features = squad_features([example], tokenizer, max_seq_length=64, max_query_length=8)
+    question = tokenizer.tokenize(QUESTION).numpy().tolist()
+    context = tokenizer.tokenize(CONTEXTS[0]).numpy().tolist()
+    cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
+    packed = [cls, *question, sep, *context, sep]
+    assert features.token_ids[0, :len(packed)].tolist() == packed
+    assert (features.token_ids[0, len(packed):] == tokenizer.pad_token_id).all()
+    assert features.segment_ids[0].tolist() == (
+        [0] * (len(question) + 2) + [1] * (len(context) + 1) + [0] * (64 - len(packed))
+    )
+    assert features.padding_mask[0].sum() == len(packed)
+    # Offsets only on context tokens.
+    in_context = features.token_starts[0] >= 0
+    assert np.flatnonzero(in_context).tolist() == list(range(len(question) + 2, len(packed) - 1))
+
+
+def test_windows_slide_by_doc_stride_and_label_answers_inside_them(tokenizer):
+    # "where is it ?" is 4 tokens: windows of 16 - 4 - 3 = 9 of the 30 context
+    # tokens, starting every 4 tokens until one reaches the end: 0, 4, ..., 24.
+    answer = SquadAnswer("t8 t9", LONG_CONTEXT.index("t8 t9"))
+    example = SquadExample("q", QUESTION, LONG_CONTEXT, (answer,))
+    features = squad_features([example], tokenizer, max_seq_length=16, doc_stride=4,
+                              max_query_length=8, is_training=True)
+    doc_offset = 6  # [CLS] where is it ? [SEP]
+    starts = (0, 4, 8, 12, 16, 20, 24)
+    for row, start in zip(features.token_ids, starts):
+        expected = [f"t{i}" for i in range(start, min(start + 9, 30))] + ["[SEP]"]
+        window = row[doc_offset:doc_offset + len(expected)]
+        assert [tokenizer.id_to_token(int(i)) for i in window] == expected
+    assert len(features) == len(starts) and features.padding_mask[-1].sum() == doc_offset + 7
+    # t8 t9 is cut by the first window's border (t8 is its last token), whole
+    # in the second and third, absent later.
+    assert features.start_positions.tolist() == [0, doc_offset + 4, doc_offset + 0, 0, 0, 0, 0]
+    assert features.end_positions.tolist() == [0, doc_offset + 5, doc_offset + 1, 0, 0, 0, 0]
+    assert features.example_index.tolist() == [0] * 7
+
+
+def test_each_token_has_max_context_in_exactly_one_window(tokenizer):
+    example = SquadExample("q", QUESTION, LONG_CONTEXT)
+    features = squad_features([example], tokenizer, max_seq_length=16, doc_stride=4,
+                              max_query_length=8)
+    doc_offset = 6
+    owners = {}
+    for window in range(len(features)):
+        for position in np.flatnonzero(features.token_is_max_context[window]):
+            token = int(features.token_starts[window, position])
+            assert token not in owners
+            owners[token] = (window, position - doc_offset)
+    assert sorted(owners) == [match.start() for match in re.finditer(r"\S+", LONG_CONTEXT)]
+    # t9 (windows 1 and 2 hold it): 5 tokens left and 3 right in window 1
+    # beat 1 left and 7 right in window 2.
+    assert owners[LONG_CONTEXT.index("t9 ")] == (1, 5)
+    # t6: window 0 has 6 left and 2 right, window 1 2 and 6: a tie goes to the first.
+    assert owners[LONG_CONTEXT.index("t6 ")] == (0, 6)
+
+
+def test_long_questions_keep_their_first_max_query_length_tokens(tokenizer):
+    example = SquadExample("q", LONG_CONTEXT, "t1 t2")
+    features = squad_features([example], tokenizer, max_seq_length=16, max_query_length=5)
+    assert [tokenizer.id_to_token(int(i)) for i in features.token_ids[0, :7]] == [
+        "[CLS]", "t0", "t1", "t2", "t3", "t4", "[SEP]"]
+
+
+def test_version_2_impossible_questions_point_at_cls(tmp_path, tokenizer):
+    context = CONTEXTS[0]
+    impossible = {"id": "q_none", "question": QUESTION, "answers": [], "is_impossible": True,
+                  "plausible_answers": [{"text": "Zoë", "answer_start": context.index("Zoë")}]}
+    path = _write(tmp_path, _squad_json([{"context": context, "qas": [
+        impossible, _qa("q_some", context, "Seine")]}]))
+    examples = read_squad(path, version_2_with_negative=True, is_training=True)
+    assert examples[0].is_impossible and examples[0].answers == ()
+    features = squad_features(examples, tokenizer, max_seq_length=16, doc_stride=3,
+                              max_query_length=6, is_training=True)
+    impossible_windows = features.example_index == 0
+    assert impossible_windows.sum() > 1
+    assert (features.start_positions[impossible_windows] == 0).all()
+    assert (features.end_positions[impossible_windows] == 0).all()
+    assert (features.start_positions[~impossible_windows] > 0).any()
+
+
+def test_prediction_files_need_no_answers(tmp_path, tokenizer):
+    path = _write(tmp_path, _squad_json([{"context": CONTEXTS[0], "qas": [
+        {"id": "q_test", "question": QUESTION}]}]))
+    (example,) = read_squad(path)
+    assert example.answers == ()
+    features = squad_features([example], tokenizer, max_seq_length=64, max_query_length=8)
+    assert features.start_positions.tolist() == [0]
+
+
+def test_an_empty_context_still_gets_a_window(tokenizer):
+    features = squad_features([SquadExample("q", QUESTION, "  ")], tokenizer, 16, 4, 6)
+    assert len(features) == 1 and not features.token_is_max_context.any()
+
+
+def _paragraph(qa, context="In Paris."):
+    return _squad_json([{"context": context, "qas": [qa]}])
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("{not json", "is not valid JSON"),
+        ({"version": "1.1"}, 'has no "data" list'),
+        (_squad_json([{"qas": []}]), 'data[0].paragraphs[0] has no "context"'),
+        (_paragraph({"question": "Where?", "answers": []}), 'a question without an "id"'),
+        (_paragraph({"id": "q7", "answers": []}), "question 'q7' has no \"question\""),
+        (_paragraph({"id": "q7", "question": "Where?",
+                     "answers": [{"text": "Paris", "answer_start": 2}]}),
+         "question 'q7': answer 'Paris' is not at answer_start 2; the context there reads ' Pari'"),
+        (_paragraph({"id": "q7", "question": "Where?", "answers": [{"text": "Paris"}]}),
+         "question 'q7': answer {'text': 'Paris'} needs"),
+        (_paragraph({"id": "q7", "question": "Where?", "answers": [], "is_impossible": True}),
+         "question 'q7' is marked is_impossible"),
+        (_paragraph({"id": "q7", "question": "Where?", "answers": []}),
+         "question 'q7' has no answer; every training question needs one"),
+        (_squad_json([{"context": "a", "qas": [{"id": "q7", "question": "?", "answers": []}] * 2}]),
+         "question id 'q7' is repeated"),
+    ],
+)
+def test_malformed_files_are_named_with_the_question(tmp_path, content, message):
+    path = tmp_path / "bad.json"
+    path.write_text(content if isinstance(content, str) else json.dumps(content))
+    with pytest.raises(ValueError) as error:
+        read_squad(str(path), is_training="training" in message)
+    assert message in str(error.value) and str(path) in str(error.value)
+
+
+def test_answers_the_tokenizer_drops_are_named(tokenizer):
+    context = "ok \u0000 ok"  # NUL is dropped by the tokenizer
+    example = SquadExample("q9", QUESTION, context, (SquadAnswer("\u0000", 3),))
+    with pytest.raises(ValueError, match="Question 'q9': answer '\\\\x00' at character 3"):
+        squad_features([example], tokenizer, 16, 4, 6, is_training=True)
+
+
+def test_lengths_that_leave_no_context_are_refused(tokenizer):
+    with pytest.raises(ValueError, match="max_seq_length 10 leaves no room"):
+        squad_features([], tokenizer, max_seq_length=10, max_query_length=7)
