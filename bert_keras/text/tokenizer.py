@@ -26,6 +26,15 @@ small ops instead:
    (tensorflow-text's `FastWordpieceTokenizer`, which gives the original's
    greedy longest-match-first pieces in linear time).
 
+Token ids of plain text (printable ASCII, tab, newline, carriage return: most
+English text) take a shortcut: there only lower-casing and the split on
+whitespace and punctuation change anything, and `FastWordpieceTokenizer` in
+its end-to-end mode does that split itself, exactly like the original, with
+its byte limit equal to the character limit. So plain texts take
+`tf.strings.lower` and one tensorflow-text op (about 2.4 times less work than
+the rules one by one); a mask sends every other text through the rules, in the
+same graph.
+
 Offsets are UTF-8 byte offsets into the original string by default (pass
 `unit="character"` for code-point offsets).
 
@@ -83,6 +92,19 @@ _CJK_IDEOGRAPH = (
     r"\x{F900}-\x{FAFF}\x{2F800}-\x{2FA1F}]"
 )
 _NONSPACING_MARK = r"\p{Mn}"
+# Plain text: printable ASCII, tab, newline and carriage return. In it the
+# only rules that change anything are lower-casing and the split on whitespace
+# and punctuation, and there tensorflow-text's end-to-end
+# `FastWordpieceTokenizer` splits words exactly like the original
+# (tests/text/test_tokenizer.py checks every ASCII character).
+_PLAIN_TEXT = r"[\t\n\r -~]*"
+# Special tokens written in plain text, each name's first letter captured:
+# "[MASK]" -> "M". The first letters tell the special tokens apart.
+_SPECIAL_TOKEN_INITIAL = r"\[(?:{})\]".format(
+    "|".join(f"({token[1]}){token[2:-1]}" for token in SPECIAL_TOKENS)
+)
+# Control characters, which plain text cannot hold.
+_CONTROL_CHARACTERS = [chr(code) for code in [*range(1, 9), *range(14, 32)]]
 _CONTINUATION_PREFIX = "##"
 
 
@@ -217,9 +239,43 @@ class BertTokenizer(keras.layers.Layer):
             unknown_token=UNK_TOKEN,
             no_pretokenization=True,
         )
+        self._build_plain_text_path(tokens)
         self._word_splitter = tf_text.WhitespaceTokenizer()
         self._special_token_pattern = "|".join(
             _escape_regex(token) for token in SPECIAL_TOKENS
+        )
+
+    def _build_plain_text_path(self, tokens):
+        """Prepares the one-op tokenization of plain text (see `_PLAIN_TEXT`).
+
+        A special token in plain text becomes a two-character word: a control
+        character that appears in no token, then the initial of the special
+        token's name. The end-to-end WordPiece learns these words as extra
+        tokens, whose ids past the vocabulary map to the special tokens' ids.
+        """
+        # The words of special tokens need a limit of two characters at least.
+        if self.max_input_chars_per_word < 2:
+            self._plain_text_wordpiece = None
+            return
+        marker = _unused_control_character(tokens)
+        self._special_token_rewrite = " {}{} ".format(
+            marker, "".join(f"\\{i + 1}" for i in range(len(SPECIAL_TOKENS)))
+        )
+        special_words = [marker + token[1] for token in SPECIAL_TOKENS]
+        if self.lowercase:  # Plain text is lower-cased after the rewrite.
+            special_words = [word.lower() for word in special_words]
+        # On ASCII a byte is a character, so its word limit is the original's.
+        self._plain_text_wordpiece = tf_text.FastWordpieceTokenizer(
+            tokens + special_words,
+            suffix_indicator=_CONTINUATION_PREFIX,
+            max_bytes_per_word=self.max_input_chars_per_word,
+            token_out_type=tf.int32,
+            unknown_token=UNK_TOKEN,
+        )
+        self._plain_text_token_ids = tf.constant(
+            list(range(len(tokens)))
+            + [self._token_ids[token] for token in SPECIAL_TOKENS],
+            tf.int32,
         )
 
     @classmethod
@@ -424,11 +480,59 @@ class BertTokenizer(keras.layers.Layer):
                 "BertTokenizer takes a string or a 1-D batch of strings, got "
                 f"a tensor of shape {texts.shape}."
             )
-        if self.special_tokens_in_strings:
-            return self._tokenize_around_special_tokens(texts, unit)
         if unit is None:
             return self._token_ids_of_texts(texts), None, None
+        if self.special_tokens_in_strings:
+            return self._tokenize_around_special_tokens(texts, unit)
         return self._tokenize_texts(texts, unit)
+
+    def _token_ids_of_texts(self, texts):
+        """Token ids of a [batch] of texts."""
+        if self._plain_text_wordpiece is None:
+            return self._token_ids_by_every_rule(texts)
+        # Most text is plain, and one tensorflow-text op does all the work
+        # there. Masks, not Python branches, pick the path of each text, so
+        # one graph serves every batch.
+        is_plain = tf.strings.regex_full_match(texts, _PLAIN_TEXT)
+        is_other = tf.logical_not(is_plain)
+        return _stitch_rows(
+            [
+                (
+                    is_plain,
+                    self._token_ids_of_plain_texts(
+                        tf.boolean_mask(texts, is_plain)
+                    ),
+                ),
+                (
+                    is_other,
+                    self._token_ids_by_every_rule(
+                        tf.boolean_mask(texts, is_other)
+                    ),
+                ),
+            ]
+        )
+
+    def _token_ids_of_plain_texts(self, texts):
+        """Token ids of a [batch] of plain texts (see `_PLAIN_TEXT`)."""
+        if self.special_tokens_in_strings:
+            texts = tf.strings.regex_replace(
+                texts, _SPECIAL_TOKEN_INITIAL, self._special_token_rewrite
+            )
+        if self.lowercase:
+            texts = tf.strings.lower(texts)
+        # [batch, (tokens)]
+        token_ids = self._plain_text_wordpiece.tokenize(texts)
+        if not self.special_tokens_in_strings:
+            return token_ids
+        return token_ids.with_flat_values(
+            tf.gather(self._plain_text_token_ids, token_ids.flat_values)
+        )
+
+    def _token_ids_by_every_rule(self, texts):
+        """Token ids of a [batch] of texts, every rule in turn."""
+        if self.special_tokens_in_strings:
+            return self._tokenize_around_special_tokens(texts, unit=None)[0]
+        return self._token_ids_of_normalized_words(texts)
 
     def _tokenize_around_special_tokens(self, texts, unit):
         """Tokenizes the text between special tokens; those map to their id."""
@@ -448,7 +552,7 @@ class BertTokenizer(keras.layers.Layer):
         # Ordinary segments give their tokens, special ones none ...
         ordinary_segments = tf.where(is_special, "", flat_segments)
         if unit is None:
-            token_ids = self._token_ids_of_texts(ordinary_segments)
+            token_ids = self._token_ids_of_normalized_words(ordinary_segments)
         else:
             token_ids, starts, ends = self._tokenize_texts(
                 ordinary_segments, unit
@@ -495,7 +599,7 @@ class BertTokenizer(keras.layers.Layer):
         ends += tf.expand_dims(segment_offsets, 1)
         return token_ids, regroup(starts), regroup(ends)
 
-    def _token_ids_of_texts(self, texts):
+    def _token_ids_of_normalized_words(self, texts):
         """Token ids of a [batch] of texts, no special tokens, no offsets."""
         # [batch, (words)]
         words = self._word_splitter.tokenize(self._normalize_text(texts))
@@ -647,6 +751,36 @@ class BertTokenizer(keras.layers.Layer):
             tf.where(piece_of_long_word, word_byte_lengths, ends.flat_values)
         )
         return piece_ids, starts, ends
+
+
+def _unused_control_character(tokens):
+    """A control character that plain text and the tokens do not hold."""
+    used = set("".join(tokens))
+    for character in _CONTROL_CHARACTERS:
+        if character not in used:
+            return character
+    raise ValueError(
+        "The vocabulary holds every control character U+0001..U+0008, "
+        "U+000E..U+001F; BertTokenizer needs one that no token holds."
+    )
+
+
+def _stitch_rows(masks_and_rows):
+    """Puts the rows of several ragged tensors back in their places.
+
+    Args:
+        masks_and_rows: pairs `(mask, rows)`: `rows` holds, in order, the rows
+            of the result where the [batch] bool `mask` is true. The masks
+            cover every row of the result once.
+
+    Returns:
+        The [batch, (n)] ragged tensor.
+    """
+    positions = tf.concat(
+        [tf.where(mask)[:, 0] for mask, _ in masks_and_rows], axis=0
+    )
+    rows = tf.concat([rows for _, rows in masks_and_rows], axis=0)
+    return tf.gather(rows, tf.math.invert_permutation(positions))
 
 
 def _character_offsets(texts, byte_offsets):

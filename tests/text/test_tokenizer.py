@@ -9,6 +9,7 @@ CJK range, context-free lower-casing of "Σ"), the test says so.
 
 import json
 import os
+import re
 import unicodedata
 
 import pytest
@@ -41,6 +42,12 @@ def uncased_tokens():
 def corpus(uncased_tokens):
     words = [token for token in uncased_tokens if token.isalpha()]
     return unicode_corpus.generate_corpus(words, num_bytes=1_000_000)
+
+
+@pytest.fixture(scope="session")
+def plain_corpus(uncased_tokens):
+    words = [token for token in uncased_tokens if token.isalpha()]
+    return unicode_corpus.generate_plain_corpus(words, num_bytes=300_000)
 
 
 @pytest.fixture(scope="session")
@@ -85,6 +92,15 @@ def _reference(vocabulary_path, lowercase, strip_accents=None):
 
 def _tokens(tokenizer, text):
     return [tokenizer.id_to_token(i) for i in tokenizer(text).numpy()]
+
+
+def _mismatched_ids(ours, reference_encodings, lines):
+    """Indices of lines whose ids differ (token ids path)."""
+    token_ids = ours(lines).to_list()
+    return [
+        index for index, encoding in enumerate(reference_encodings)
+        if token_ids[index] != encoding.ids
+    ]
 
 
 def _mismatched_lines(ours, reference_encodings, lines):
@@ -143,12 +159,74 @@ def test_corpus_matches_reference(casing, corpus, cased_vocabulary):
     mismatched = _mismatched_lines(ours, expected, corpus)
     assert not mismatched, _describe(corpus, mismatched, ours, reference)
     # Token ids alone take a shorter path (whole texts normalized at once).
-    token_ids = ours(corpus).to_list()
-    mismatched = [
-        index for index, encoding in enumerate(expected)
-        if token_ids[index] != encoding.ids
-    ]
+    mismatched = _mismatched_ids(ours, expected, corpus)
     assert not mismatched, _describe(corpus, mismatched, ours, reference)
+
+
+def test_plain_corpus_is_mostly_plain_and_hard(plain_corpus):
+    plain = [
+        re.fullmatch(r"[\t\n\r -~]*", line) is not None for line in plain_corpus
+    ]
+    assert 0.7 < sum(plain) / len(plain) < 0.95
+    words = " ".join(plain_corpus).split()
+    assert any(len(word) == 101 for word in words)
+    assert all(token in " ".join(plain_corpus) for token in SPECIAL_TOKENS)
+
+
+@pytest.mark.parametrize("casing", ["uncased", "cased"])
+def test_plain_text_matches_reference(
+    casing, plain_corpus, corpus, cased_vocabulary
+):
+    """Plain ASCII text takes one tensorflow-text op for token ids; lines of
+    both paths, interleaved, keep their places in the batch."""
+    vocabulary = _vocabulary_path(casing, cased_vocabulary)
+    lowercase = casing == "uncased"
+    ours = BertTokenizer(
+        vocabulary,
+        lowercase=lowercase,
+        special_tokens_in_strings=True,
+        max_input_chars_per_word=REFERENCE_WORD_LIMIT,
+    )
+    reference = _reference(vocabulary, lowercase)
+    lines = [line for pair in zip(plain_corpus, corpus) for line in pair]
+    lines += plain_corpus[len(corpus):]
+    expected = reference.encode_batch(lines, add_special_tokens=False)
+    mismatched = _mismatched_ids(ours, expected, lines)
+    assert not mismatched, _describe(lines, mismatched, ours, reference)
+    if lowercase:  # Offsets take the general path; once is enough.
+        mismatched = _mismatched_lines(ours, expected, lines)
+        assert not mismatched, _describe(lines, mismatched, ours, reference)
+
+
+@pytest.mark.parametrize("casing", ["uncased", "cased"])
+@pytest.mark.parametrize("special_tokens_in_strings", [True, False])
+def test_every_ascii_character_matches_reference(
+    casing, special_tokens_in_strings, cased_vocabulary
+):
+    vocabulary = _vocabulary_path(casing, cased_vocabulary)
+    lowercase = casing == "uncased"
+    lines = []
+    for character in map(chr, range(128)):
+        lines += [
+            character,
+            f"x{character}y",
+            f"{character}{character}Ab{character} z",
+            f"A{character}[MASK]{character}[SEP]",
+            f"[SEP{character}] [{character}CLS]",
+        ]
+    ours = BertTokenizer(
+        vocabulary,
+        lowercase=lowercase,
+        special_tokens_in_strings=special_tokens_in_strings,
+        max_input_chars_per_word=REFERENCE_WORD_LIMIT,
+    )
+    if special_tokens_in_strings:
+        reference = _reference(vocabulary, lowercase)
+    else:
+        reference = _reference_without_special_tokens(vocabulary, lowercase)
+    expected = reference.encode_batch(lines, add_special_tokens=False)
+    mismatched = _mismatched_ids(ours, expected, lines)
+    assert not mismatched, _describe(lines, mismatched, ours, reference)
 
 
 @pytest.mark.parametrize(
@@ -171,25 +249,32 @@ def test_strip_accents_override_matches_reference(
     assert not mismatched, _describe(lines, mismatched, ours, reference)
 
 
-def test_special_tokens_split_like_text_by_default(corpus):
-    """Without the flag, "[MASK]" is text; the reference then is the same
-    pipeline with no added tokens."""
-    lines = corpus[:1000]
+def _reference_without_special_tokens(vocabulary_path, lowercase):
+    """The reference's pipeline with no added tokens: "[MASK]" is text."""
     reference = tokenizers.Tokenizer(
         tokenizers.models.WordPiece.from_file(
-            UNCASED_VOCABULARY,
+            vocabulary_path,
             unk_token="[UNK]",
             max_input_chars_per_word=REFERENCE_WORD_LIMIT,
         )
     )
     reference.normalizer = tokenizers.normalizers.BertNormalizer(
-        lowercase=True
+        lowercase=lowercase
     )
     reference.pre_tokenizer = tokenizers.pre_tokenizers.BertPreTokenizer()
+    return reference
+
+
+def test_special_tokens_split_like_text_by_default(corpus, plain_corpus):
+    """Without the flag, "[MASK]" is text."""
+    lines = [line for pair in zip(corpus, plain_corpus[:1000]) for line in pair]
+    reference = _reference_without_special_tokens(UNCASED_VOCABULARY, True)
     ours = BertTokenizer(
         UNCASED_VOCABULARY, max_input_chars_per_word=REFERENCE_WORD_LIMIT
     )
     expected = reference.encode_batch(lines, add_special_tokens=False)
+    mismatched = _mismatched_ids(ours, expected, lines)
+    assert not mismatched, _describe(lines, mismatched, ours, reference)
     mismatched = _mismatched_lines(ours, expected, lines)
     assert not mismatched, _describe(lines, mismatched, ours, reference)
 
@@ -307,6 +392,28 @@ def test_word_length_limit():
     assert _tokens(original, "a" * 200) != ["[UNK]"]
     # The limit counts characters, not bytes.
     assert _tokens(original, "é" * 150) != ["[UNK]"]
+    # Special tokens are no words: no limit keeps them from being found.
+    for limit in [1, 2]:
+        tokenizer = BertTokenizer(
+            UNCASED_VOCABULARY,
+            max_input_chars_per_word=limit,
+            special_tokens_in_strings=True,
+        )
+        assert _tokens(tokenizer, "a [MASK]b,[SEP] ab abc") == [
+            "a", "[MASK]", "b", ",", "[SEP]", "[UNK]" if limit == 1 else "ab",
+            "[UNK]"]
+
+
+def test_control_characters_in_the_vocabulary():
+    """Plain text marks special tokens with a control character (which the
+    tokenizer drops from text) that no token holds."""
+    tokens = list(SPECIAL_TOKENS) + ["\x01", "\x01m", "\x02m", "a"]
+    tokenizer = BertTokenizer(tokens, special_tokens_in_strings=True)
+    assert tokenizer(["a [MASK] a", "a \x01m"]).to_list() == [
+        [8, 4, 8], [8, 1]]
+    every_control = [chr(code) for code in [*range(1, 9), *range(14, 32)]]
+    with pytest.raises(ValueError, match="control character"):
+        BertTokenizer(list(SPECIAL_TOKENS) + every_control)
 
 
 def test_byte_offsets_point_into_the_original(uncased):
