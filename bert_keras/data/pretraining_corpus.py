@@ -40,6 +40,7 @@ only (about 60 MB each, not the 700+ MB of a TensorFlow process).
 
 import collections
 import contextlib
+from concurrent import futures
 import dataclasses
 import hashlib
 import json
@@ -515,25 +516,31 @@ def create_pretraining_data(
         paths, output_files, vocab_file, do_lower_case, options, compression, input_mb_per_shard
     )
     log = ProgressLog(output_files[0] + ".progress", settings)
-    tokenize, special_tokens = _tokenizer(vocab_file, do_lower_case, options.do_whole_word_mask)
 
     statistics = ReadStatistics()
     progress = _Progress(statistics, sum(s for _, s in settings["input_files"] if s), progress_interval)
     shard_statistics = dict(log.finished)
     pending = collections.deque()
     start = time.monotonic()
-    with _worker_pool(num_workers) as submit:
+    # The workers start while the tokenizer is built. One thread writes the
+    # shards, in order, while this one tokenizes the next: both spend their
+    # time in TensorFlow ops, which release the GIL.
+    with _worker_pool(num_workers) as submit, futures.ThreadPoolExecutor(1) as writer:
+        tokenize, special_tokens = _tokenizer(vocab_file, do_lower_case, options.do_whole_word_mask)
         for shard in text_shards(read_documents(paths, statistics), input_mb_per_shard * 1e6):
             path = shard_path(output_files, shard.index)
             if shard.index in log.finished and os.path.exists(path):
                 continue
             documents = tokenize_shard(tokenize, shard)
-            pending.append((shard.index, path, submit(documents, special_tokens, options, shard.index)))
+            reply = submit(documents, special_tokens, options, shard.index)
+            pending.append(
+                writer.submit(_finish_shard, (shard.index, path, reply), compression, log, shard_statistics)
+            )
             while len(pending) >= _IN_FLIGHT_PER_WORKER * num_workers:
-                _finish_shard(pending.popleft(), compression, log, shard_statistics)
+                pending.popleft().result()
             progress.update(len(shard_statistics))
         while pending:
-            _finish_shard(pending.popleft(), compression, log, shard_statistics)
+            pending.popleft().result()
     return _summary(statistics, shard_statistics, time.monotonic() - start)
 
 

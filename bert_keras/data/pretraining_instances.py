@@ -33,7 +33,9 @@ This module needs only numpy (worker processes import it without TensorFlow);
 `SerializeToString(deterministic=True)`.
 """
 
+import bisect
 import dataclasses
+import functools
 import pickle
 import queue
 import random
@@ -233,58 +235,59 @@ def _pass_generators(random_seed, shard_index, pass_index):
     return random.Random(python_seed), np.random.default_rng(seed)
 
 
-def _pairs_of_document(documents, document_index, options, rng, pairs):
-    """Appends (a_start, a_end, b_start, b_end, is_random_next) token spans.
+def _sentence_pairs(sentence_starts, document_starts, options, rng):
+    """[pairs, 5] (a_start, a_end, b_start, b_end, is_random_next) token spans.
 
-    The original's `create_instances_from_document`, on sentence offsets.
+    The original's `create_instances_from_document`, for every document, on
+    sentence offsets (Python lists: they index faster than numpy arrays). A
+    chunk ends at the first sentence that brings it to the target length,
+    found by bisection. `below(n)` is `random.randrange(n)` and makes the same
+    draws, without its argument checks, which cost more than the draw.
     """
-    starts = documents.sentence_starts  # a list here, for fast indexing
-    first = documents.document_starts[document_index]
-    last = documents.document_starts[document_index + 1]  # exclusive
-    target_length = options.max_num_tokens
-    if rng.random() < options.short_seq_prob:
-        target_length = rng.randint(2, options.max_num_tokens)
-    chunk_first = first
-    sentence = first
-    while sentence < last:
-        chunk_length = starts[sentence + 1] - starts[chunk_first]
-        if sentence == last - 1 or chunk_length >= target_length:
-            chunk_sentences = sentence + 1 - chunk_first
+    starts, random_float, getrandbits = sentence_starts, rng.random, rng.getrandbits
+
+    def below(n):
+        bits = n.bit_length()
+        value = getrandbits(bits)
+        while value >= n:
+            value = getrandbits(bits)
+        return value
+
+    max_num_tokens, short_seq_prob = options.max_num_tokens, options.short_seq_prob
+    num_documents = len(document_starts) - 1
+    pairs = []
+    for document_index in range(num_documents):
+        first, last = document_starts[document_index], document_starts[document_index + 1]
+        target_length = max_num_tokens
+        if random_float() < short_seq_prob:
+            target_length = 2 + below(max_num_tokens - 1)
+        chunk_first = first
+        while chunk_first < last:
+            chunk_start = starts[chunk_first]
+            chunk_end = bisect.bisect_left(starts, chunk_start + target_length, chunk_first + 1, last)
+            chunk_sentences = chunk_end - chunk_first
             a_end = chunk_first + 1
             if chunk_sentences >= 2:
-                a_end = chunk_first + rng.randint(1, chunk_sentences - 1)
-            a_length = starts[a_end] - starts[chunk_first]
-            if chunk_sentences == 1 or rng.random() < 0.5:
-                b_start, b_end = _random_span(
-                    documents, document_index, target_length - a_length, rng
-                )
-                pairs.append((starts[chunk_first], starts[a_end], b_start, b_end, 1))
+                a_end += below(chunk_sentences - 1)
+            a_stop = starts[a_end]
+            if chunk_sentences == 1 or random_float() < 0.5:
+                # B: sentences of another document, from a random one on.
+                other = document_index
+                if num_documents > 1:
+                    other = below(num_documents - 1)
+                    other += other >= document_index
+                other_first, other_last = document_starts[other], document_starts[other + 1]
+                sentence = other_first + below(other_last - other_first)
+                b_start = starts[sentence]
+                b_length = target_length - (a_stop - chunk_start)
+                b_end = bisect.bisect_left(starts, b_start + b_length, sentence + 1, other_last)
+                pairs.append((chunk_start, a_stop, b_start, starts[b_end], 1))
                 # The chunk's unused sentences go back for the next chunk.
-                sentence = a_end - 1
+                chunk_first = a_end
             else:
-                pairs.append(
-                    (starts[chunk_first], starts[a_end], starts[a_end],
-                     starts[sentence + 1], 0)
-                )
-            chunk_first = sentence + 1
-        sentence += 1
-
-
-def _random_span(documents, document_index, target_length, rng):
-    """Sentences of another document from a random one until target_length."""
-    num_documents = documents.num_documents
-    other = document_index
-    if num_documents > 1:
-        other = rng.randrange(num_documents - 1)
-        other += other >= document_index
-    first = documents.document_starts[other]
-    last = documents.document_starts[other + 1]
-    starts = documents.sentence_starts
-    sentence = rng.randint(first, last - 1)
-    b_start = starts[sentence]
-    while sentence < last - 1 and starts[sentence + 1] - b_start < target_length:
-        sentence += 1
-    return b_start, starts[sentence + 1]
+                pairs.append((chunk_start, a_stop, a_stop, starts[chunk_end], 0))
+                chunk_first = chunk_end
+    return np.array(pairs, np.int64).reshape(-1, 5)
 
 
 def truncated_lengths(a_lengths, b_lengths, max_num_tokens):
@@ -315,22 +318,27 @@ def _assemble(documents, spans, special_tokens, options, np_rng):
     a_start = a_start + np_rng.binomial(a_end - a_start - a_length, 0.5)
     b_start = b_start + np_rng.binomial(b_end - b_start - b_length, 0.5)
 
-    position = np.arange(options.max_seq_length)[np.newaxis, :]  # [1, seq]
-    a_length, b_length = a_length[:, np.newaxis], b_length[:, np.newaxis]
-    a_start, b_start = a_start[:, np.newaxis], b_start[:, np.newaxis]
-    b_first = a_length + 2  # position of B's first token
+    # int32 from here on: a shard's token offsets fit, and the [n, seq]
+    # arrays below are half the size.
+    position = np.arange(options.max_seq_length, dtype=np.int32)  # [seq]
+    a_length, b_length, a_start, b_start = (
+        values.astype(np.int32)[:, np.newaxis] for values in (a_length, b_length, a_start, b_start)
+    )
+    b_first = a_length + 2  # [n, 1], position of B's first token
     length = b_first + b_length + 1  # [n, 1], with [CLS] and both [SEP]
-    in_a = (position >= 1) & (position <= a_length)
-    in_b = (position >= b_first) & (position < length - 1)
-    source = np.where(in_a, a_start + position - 1, np.where(in_b, b_start + position - b_first, 0))
-    input_ids = np.where(in_a | in_b, documents.tokens[source], PADDING_ID)  # [n, seq]
+    in_b_part = position >= b_first  # [n, seq]: B, its [SEP] and the padding
+    source = np.where(in_b_part, b_start - b_first, a_start - 1) + position  # [n, seq]
+    is_text = (position != 0) & (position != b_first - 1) & (position < length - 1)
+    source[~is_text] = 0
+    input_ids = documents.tokens[source]  # [n, seq]
+    input_ids[~is_text] = PADDING_ID
     input_ids[:, 0] = special_tokens.cls_id
     rows = np.arange(len(spans))
     input_ids[rows, a_length[:, 0] + 1] = special_tokens.sep_id
     input_ids[rows, length[:, 0] - 1] = special_tokens.sep_id
     input_mask = position < length
-    segment_ids = (position >= b_first) & input_mask
-    return input_ids.astype(np.int32), input_mask, segment_ids, in_a | in_b
+    segment_ids = in_b_part & input_mask
+    return input_ids.astype(np.int32, copy=False), input_mask, segment_ids, is_text
 
 
 def num_predictions(lengths, options):
@@ -363,29 +371,29 @@ def _mask_tokens(input_ids, candidates, options, special_tokens, np_rng):
     """Token-level masking of all rows at once; returns sorted positions.
 
     A random key per candidate position; the positions with the smallest
-    keys, as many as `num_predictions`, are a uniform random choice.
+    keys, as many as `num_predictions`, are a uniform random choice. They are
+    the keys up to each row's `wanted`-th smallest, found by partitioning only
+    values (cheaper than argpartition), and come out in position order.
     """
     num_rows, _ = input_ids.shape
     lengths = candidates.sum(axis=1) + 3
-    wanted = np.minimum(num_predictions(lengths, options), lengths - 3)  # [n]
-    keys = np.where(candidates, np_rng.random(candidates.shape), 2.0)
+    wanted = np.minimum(num_predictions(lengths, options), lengths - 3)  # [n], >= 1
+    keys = np_rng.random(candidates.shape)  # [n, seq]
+    keys[~candidates] = 2.0
     predictions = min(options.max_predictions_per_seq, keys.shape[1])
-    # The `predictions` smallest keys of each row, then in increasing order.
-    smallest = np.argpartition(keys, predictions - 1, axis=1)[:, :predictions]
-    by_key = np.argsort(np.take_along_axis(keys, smallest, axis=1), axis=1)
-    order = np.take_along_axis(smallest, by_key, axis=1)
-    # More predictions than positions: the extra slots are never chosen.
-    order = np.pad(order, ((0, 0), (0, options.max_predictions_per_seq - predictions)))
-    slot = np.arange(order.shape[1])[np.newaxis, :]
-    chosen = slot < wanted[:, np.newaxis]  # [n, predictions]
-    # Chosen positions in increasing order, padding (seq length) after them.
-    positions = np.sort(np.where(chosen, order, input_ids.shape[1]), axis=1)
-    positions = np.where(chosen, positions, 0).astype(np.int32)
-    counts = np.zeros(3, np.int64)
-    rows = np.repeat(np.arange(num_rows), chosen.sum(axis=1))
-    flat_positions = positions[chosen]
+    smallest = np.sort(np.partition(keys, predictions - 1, axis=1)[:, :predictions], axis=1)
+    threshold = smallest[np.arange(num_rows), wanted - 1]  # [n], a candidate's key
+    is_chosen = keys <= threshold[:, np.newaxis]  # [n, seq]
+    if is_chosen.sum() != wanted.sum():  # equal keys (about once in 10**12 rows)
+        is_chosen &= np.cumsum(is_chosen, axis=1) <= wanted[:, np.newaxis]
+    rows, flat_positions = np.nonzero(is_chosen)  # row by row, positions increasing
+    slot = np.arange(options.max_predictions_per_seq)[np.newaxis, :]
+    chosen = slot < wanted[:, np.newaxis]  # [n, max_predictions]
+    positions = np.zeros(chosen.shape, np.int32)
+    positions[chosen] = flat_positions
     labels = np.zeros_like(positions)
     labels[chosen] = input_ids[rows, flat_positions]
+    counts = np.zeros(3, np.int64)
     input_ids[rows, flat_positions] = _choose_replacements(
         input_ids, rows, flat_positions, special_tokens, np_rng, counts
     )
@@ -444,14 +452,9 @@ def _mask_word(row_ids, word_positions, special_tokens, np_rng, counts):
 def _instances_of_pass(documents, special_tokens, options, shard_index, pass_index):
     """One pass of the original's loop over the documents of a shard."""
     py_rng, np_rng = _pass_generators(options.random_seed, shard_index, pass_index)
-    # Python lists index faster than numpy arrays in the per-sentence loop.
-    lists = Documents(
-        documents.tokens, documents.sentence_starts.tolist(), documents.document_starts.tolist()
+    spans = _sentence_pairs(
+        documents.sentence_starts.tolist(), documents.document_starts.tolist(), options, py_rng
     )
-    pairs = []
-    for document_index in range(documents.num_documents):
-        _pairs_of_document(lists, document_index, options, py_rng, pairs)
-    spans = np.array(pairs, np.int64).reshape(-1, 5)
     input_ids, input_mask, segment_ids, candidates = _assemble(
         documents, spans, special_tokens, options, np_rng
     )
@@ -601,7 +604,16 @@ def serve(tasks, results):
 # Example{features=1: Features{feature=1: map<string, Feature>}}, Feature's
 # float_list=2 / int64_list=3, each a packed `value=1`. Map entries are in key
 # order, as SerializeToString(deterministic=True) writes them.
+#
+# Each record is first a row of "units": little-endian uint32s holding 0 to 4
+# of its bytes (a varint, four one-byte values, a float, four header bytes).
+# Dropping the unused bytes of all rows at once leaves the records, one after
+# the other, without a Python loop over values.
 _INT64_LIST, _FLOAT_LIST = 0x1A, 0x12
+_UNIT_BYTES = 4
+_VARINT_LIMIT = 1 << 21  # three varint bytes: vocabularies and positions fit
+# The unit's bytes that hold data, by the unit's size, as booleans in a uint32.
+_USED_BYTES = np.array([0, 0x1, 0x101, 0x10101, 0x1010101], "<u4")
 
 
 def _varint(value):
@@ -619,26 +631,37 @@ def _delimited(tag, payload):
     return bytes([tag]) + _varint(len(payload)) + payload
 
 
-def _packed_varints(values):
-    """Varint bytes (uint8) of the rows of non-negative [n, k] ints, row sizes."""
-    largest = int(values.max()) if values.size else 0
-    if values.size and (values.min() < 0 or largest >= 1 << 32):
-        raise ValueError(f"Feature values must be in [0, 2**32), got {values.min()}..{largest}.")
-    if largest < 0x80:  # one byte each: the value itself
-        return values.astype(np.uint8).reshape(-1), np.full(len(values), values.shape[1])
+def _varint_units(values):
+    """Each value's varint as a unit: ([n, k] uint32, [n, k] byte counts)."""
     values = values.astype(np.uint32)
-    num_groups = (largest.bit_length() + 6) // 7
-    num_bytes = np.ones(values.shape, np.uint8)
-    for group in range(1, num_groups):
-        num_bytes += values >= 1 << (7 * group)
-    groups = np.empty(values.shape + (num_groups,), np.uint8)
-    for group in range(num_groups):
-        more = (num_bytes > group + 1).astype(np.uint8) << 7
-        groups[..., group] = ((values >> (7 * group)) & 0x7F).astype(np.uint8) | more
-    kept = np.arange(num_groups, dtype=np.uint8) < num_bytes[..., np.newaxis]
-    return groups[kept], num_bytes.sum(axis=1, dtype=np.int64)
+    two, three = values >= 1 << 7, values >= 1 << 14
+    units = (values & 0x7F) | ((values << 1) & 0x7F00) | ((values << 2) & 0x7F0000)
+    units |= (two.astype(np.uint32) << 7) | (three.astype(np.uint32) << 15)
+    return units, (1 + two.astype(np.uint8) + three)
 
 
+def _byte_units(values):
+    """Values below 0x80 (one varint byte each), four to a unit."""
+    num_rows, width = values.shape
+    num_units = -(-width // _UNIT_BYTES)
+    packed = np.zeros((num_rows, num_units * _UNIT_BYTES), np.uint8)
+    packed[:, :width] = values
+    sizes = np.clip(width - _UNIT_BYTES * np.arange(num_units), 0, _UNIT_BYTES).astype(np.uint8)
+    return packed.view("<u4"), np.broadcast_to(sizes, (num_rows, num_units))
+
+
+def _int64_units(values):
+    """Units of the packed varints of non-negative [n, k] ints, k per row."""
+    if values.size and (values.min() < 0 or values.max() >= _VARINT_LIMIT):
+        raise ValueError(
+            f"Feature values must be in [0, {_VARINT_LIMIT}), got {values.min()}..{values.max()}."
+        )
+    if not values.size or values.max() < 0x80:
+        return _byte_units(values)
+    return _varint_units(values)
+
+
+@functools.lru_cache(maxsize=4096)
 def _feature_header(key, kind, payload_size):
     """Map entry bytes up to the packed payload of one feature."""
     packed = bytes([0x0A]) + _varint(payload_size)
@@ -648,63 +671,53 @@ def _feature_header(key, kind, payload_size):
     return bytes([0x0A]) + _varint(len(entry) + payload_size) + entry
 
 
-def _gather_ranges(source, starts, lengths):
-    """source[starts[0]:starts[0]+lengths[0]] + ... as one array, vectorized."""
-    output_starts = np.cumsum(lengths) - lengths
-    index = np.repeat(starts - output_starts, lengths) + np.arange(lengths.sum())
-    return source[index]
-
-
-def _encoded_feature(key, kind, payload, sizes):
-    """Sources, starts and lengths [rows, 2] of a feature's header + payload."""
-    unique_sizes, size_index = np.unique(sizes, return_inverse=True)
-    headers = [np.frombuffer(_feature_header(key, kind, int(size)), np.uint8) for size in unique_sizes]
-    header_lengths = np.array([len(header) for header in headers])
-    header_starts = np.cumsum(header_lengths) - header_lengths
-    starts = np.stack([header_starts[size_index], np.cumsum(sizes) - sizes], axis=1)
-    lengths = np.stack([header_lengths[size_index], sizes], axis=1)
-    return [np.concatenate(headers), payload], starts, lengths
+def _header_units(key, kind, payload_sizes):
+    """Units of each row's feature header, which depends on its payload size."""
+    unique_sizes, size_index = np.unique(payload_sizes, return_inverse=True)
+    headers = [_feature_header(key, kind, int(size)) for size in unique_sizes]
+    num_units = -(-max(len(header) for header in headers) // _UNIT_BYTES)
+    table = np.zeros((len(headers), num_units * _UNIT_BYTES), np.uint8)
+    for row, header in enumerate(headers):
+        table[row, : len(header)] = np.frombuffer(header, np.uint8)
+    lengths = np.array([len(header) for header in headers])[:, np.newaxis]
+    sizes = np.clip(lengths - _UNIT_BYTES * np.arange(num_units), 0, _UNIT_BYTES).astype(np.uint8)
+    return table.view("<u4")[size_index], sizes[size_index]
 
 
 def _encode_rows(instances):
     """Serialized examples of all the rows of `instances` (a few thousand)."""
-    int_features = {
-        "input_ids": instances.input_ids,
-        "input_mask": instances.input_mask,
-        "masked_lm_ids": instances.masked_lm_ids,
-        "masked_lm_positions": instances.masked_lm_positions,
-        "next_sentence_labels": instances.next_sentence_labels[:, np.newaxis],
-        "segment_ids": instances.segment_ids,
+    payloads = {
+        "input_ids": _int64_units(instances.input_ids),
+        "input_mask": _int64_units(instances.input_mask),
+        "masked_lm_ids": _int64_units(instances.masked_lm_ids),
+        "masked_lm_positions": _int64_units(instances.masked_lm_positions),
+        "masked_lm_weights": _float_units(instances.masked_lm_weights),
+        "next_sentence_labels": _int64_units(instances.next_sentence_labels[:, np.newaxis]),
+        "segment_ids": _int64_units(instances.segment_ids),
     }
-    sources, starts, lengths = [], [], []
-    for key in sorted(list(int_features) + ["masked_lm_weights"]):
-        if key == "masked_lm_weights":
-            weights = np.ascontiguousarray(instances.masked_lm_weights, "<f4")
-            payload = weights.view(np.uint8).reshape(-1)
-            sizes = np.full(len(weights), weights.shape[1] * 4)
-            feature = _encoded_feature(key, _FLOAT_LIST, payload, sizes)
-        else:
-            payload, sizes = _packed_varints(int_features[key])
-            feature = _encoded_feature(key, _INT64_LIST, payload, sizes)
-        feature_sources, feature_starts, feature_lengths = feature
-        # Both sources of the feature go after those already listed.
-        base = sum(len(source) for source in sources)
-        feature_starts[:, 1] += len(feature_sources[0])
-        sources += feature_sources
-        starts.append(feature_starts + base)
-        lengths.append(feature_lengths)
-    features_size = sum(length.sum(axis=1) for length in lengths)  # [rows]
-    # Each example starts with tag 0x0A and the varint size of its features.
-    size_bytes, size_lengths = _packed_varints(features_size[:, np.newaxis])
-    base = sum(len(source) for source in sources)
-    sources += [np.concatenate([[0x0A], size_bytes]).astype(np.uint8)]
-    rows = len(features_size)
-    starts.insert(0, np.stack([np.full(rows, base), base + 1 + np.cumsum(size_lengths) - size_lengths], 1))
-    lengths.insert(0, np.stack([np.ones(rows, np.int64), size_lengths], 1))
-    starts, lengths = np.concatenate(starts, axis=1), np.concatenate(lengths, axis=1)  # [rows, 16]
-    data = _gather_ranges(np.concatenate(sources), starts.reshape(-1), lengths.reshape(-1)).tobytes()
-    ends = np.cumsum(lengths.sum(axis=1)).tolist()
+    units, sizes = [None], [None]  # the example's own header goes first
+    for key in sorted(payloads):
+        payload_units, payload_sizes = payloads[key]
+        kind = _FLOAT_LIST if key == "masked_lm_weights" else _INT64_LIST
+        header_units, header_sizes = _header_units(key, kind, payload_sizes.sum(axis=1))
+        units += [header_units, payload_units]
+        sizes += [header_sizes, payload_sizes]
+    features_size = sum(size.sum(axis=1, dtype=np.int64) for size in sizes[1:])  # [rows]
+    size_units, size_sizes = _varint_units(features_size[:, np.newaxis])
+    # Tag 0x0A and the varint size of the features, in one unit.
+    units[0], sizes[0] = 0x0A | (size_units << 8), size_sizes + 1
+    units = np.concatenate(units, axis=1).astype("<u4", copy=False)  # [rows, units]
+    sizes = np.concatenate(sizes, axis=1)
+    used = _USED_BYTES[sizes].reshape(-1).view(np.bool_)  # [rows * units * 4]
+    data = units.reshape(-1).view(np.uint8)[used].tobytes()
+    ends = np.cumsum(sizes.sum(axis=1, dtype=np.int64)).tolist()
     return [data[begin:end] for begin, end in zip([0] + ends[:-1], ends)]
+
+
+def _float_units(values):
+    """float32 values, one to a unit."""
+    units = np.ascontiguousarray(values, "<f4").view("<u4")
+    return units, np.full(units.shape, _UNIT_BYTES, np.uint8)
 
 
 def encode_examples(instances, rows_per_batch=2048):

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert_keras.data import pretraining_instances
 from bert_keras.data.pretraining_instances import Documents
 from bert_keras.data.pretraining_instances import InstanceOptions
 from bert_keras.data.pretraining_instances import SpecialTokens
@@ -50,12 +51,24 @@ def test_truncated_lengths_match_the_original_loop():
             assert list(zip(a_final.tolist(), b_final.tolist())) == expected
 
 
-@pytest.mark.parametrize("whole_words", [False, True])
-def test_records_are_the_bytes_tensorflow_writes(whole_words):
-    options = InstanceOptions(max_seq_length=32, max_predictions_per_seq=5, dupe_factor=1,
+@pytest.mark.parametrize(
+    "whole_words, vocabulary_size, max_seq_length",
+    # Ids and positions of one, two and three varint bytes.
+    [(False, VOCABULARY_SIZE, 32), (True, VOCABULARY_SIZE, 32), (False, 40_000, 200)],
+)
+def test_records_are_the_bytes_tensorflow_writes(whole_words, vocabulary_size, max_seq_length):
+    options = InstanceOptions(max_seq_length=max_seq_length, max_predictions_per_seq=5, dupe_factor=1,
                               do_whole_word_mask=whole_words)
-    instances = create_instances(_random_documents(30), _special_tokens(), options, shard_index=0)
-    records = encode_examples(instances)
+    rng = np.random.default_rng(1)
+    documents = Documents.from_lists([
+        [list(rng.integers(5, vocabulary_size, rng.integers(1, 90))) for _ in range(rng.integers(1, 10))]
+        for _ in range(30)
+    ])
+    special_tokens = SpecialTokens(CLS, SEP, MASK, vocabulary_size, np.arange(vocabulary_size) >= 900)
+    instances = create_instances(documents, special_tokens, options, shard_index=0)
+    assert instances.input_ids.max() >= 128 and (vocabulary_size < 16384 or instances.input_ids.max() >= 16384)
+    records = encode_examples(instances, rows_per_batch=16)
+    assert len(records) == len(instances)
     for row in range(0, len(instances), 7):
         example = tf.train.Example()
         feature = example.features.feature
@@ -146,6 +159,66 @@ def _original_random_next_labels(documents, options, rng):
                 chunk, length = [], 0
             i += 1
     return labels
+
+
+def _original_pairs(documents, options, rng):
+    """The original's loop, as token spans, drawing the random document among the others.
+
+    google-research/bert `create_instances_from_document` (the one documented
+    departure: the other document is `randrange(n - 1)`, skipping this one).
+    """
+    offsets, offset = [], 0
+    for document in documents:
+        offsets.append([])
+        for sentence in document:
+            offsets[-1].append(offset)
+            offset += len(sentence)
+
+    def span(document_index, first, last):  # sentences first..last inclusive
+        end = offsets[document_index][last] + len(documents[document_index][last])
+        return offsets[document_index][first], end
+
+    pairs = []
+    for document_index, document in enumerate(documents):
+        target_seq_length = options.max_num_tokens
+        if rng.random() < options.short_seq_prob:
+            target_seq_length = rng.randint(2, options.max_num_tokens)
+        chunk, length, i = [], 0, 0
+        while i < len(document):
+            chunk.append(i)
+            length += len(document[i])
+            if i == len(document) - 1 or length >= target_seq_length:
+                a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
+                a_start, a_stop = span(document_index, chunk[0], chunk[a_end - 1])
+                if len(chunk) == 1 or rng.random() < 0.5:
+                    target_b_length = target_seq_length - (a_stop - a_start)
+                    other = rng.randrange(len(documents) - 1)
+                    other += other >= document_index
+                    random_start = rng.randint(0, len(documents[other]) - 1)
+                    b_length = 0
+                    for j in range(random_start, len(documents[other])):
+                        b_length += len(documents[other][j])
+                        if b_length >= target_b_length:
+                            break
+                    pairs.append((a_start, a_stop, *span(other, random_start, j), 1))
+                    i -= len(chunk) - a_end
+                else:
+                    pairs.append((a_start, a_stop, *span(document_index, chunk[a_end], chunk[-1]), 0))
+                chunk, length = [], 0
+            i += 1
+    return pairs
+
+
+def test_sentence_pairs_are_the_original_loops_draw_for_draw():
+    rng = random.Random(3)
+    documents = [[[7] * rng.randint(1, 70) for _ in range(rng.randint(1, 12))] for _ in range(300)]
+    options = InstanceOptions(max_seq_length=64, short_seq_prob=0.3)
+    flat = Documents.from_lists(documents)
+    ours = pretraining_instances._sentence_pairs(
+        flat.sentence_starts.tolist(), flat.document_starts.tolist(), options, random.Random(5)
+    )
+    assert ours.tolist() == [list(pair) for pair in _original_pairs(documents, options, random.Random(5))]
+    assert 0 < ours[:, 4].mean() < 1
 
 
 def test_next_sentence_fraction_follows_the_original():
