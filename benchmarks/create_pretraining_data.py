@@ -9,15 +9,17 @@ after the other on the same corpus and flags (dupe_factor 10 unless told),
   (tf-models-official 2.20.0, installed with `--no-deps` plus tf-keras 2.21.0
   into its own virtual environment, .venv-modelgarden, made on first use),
 
-and prints for each the throughput in MB of input text per minute, the peak
-resident memory of its largest process and of its whole process tree, and
-the ratio of the throughputs.
+and prints for each the throughput in MB of input text per minute, the CPU
+seconds of its whole process tree (user + system: steadier than the wall time
+on a shared machine), the peak resident memory of its largest process and of
+its whole process tree, and the ratio of the throughputs.
 
 The packages installed in .venv hold about 11.7 MB of such prose; a bigger
 --corpus_megabytes gets that much.
 
     python -m benchmarks.create_pretraining_data --corpus_megabytes=10
-    python -m benchmarks.create_pretraining_data --corpus_megabytes=2 --skip_model_garden
+    python -m benchmarks.create_pretraining_data --corpus_megabytes=2 --skip_model_garden \
+        --benchmark_num_workers=1 --baseline_checkout=/tmp/old
 """
 
 import ast
@@ -38,6 +40,10 @@ _DUPE_FACTOR = flags.DEFINE_integer("benchmark_dupe_factor", 10, "--dupe_factor 
 _NUM_WORKERS = flags.DEFINE_integer("benchmark_num_workers", None, "--num_workers of ours (default: all cores).")
 _SKIP_MODEL_GARDEN = flags.DEFINE_bool("skip_model_garden", False, "Run only our tool.")
 _WORK_DIR = flags.DEFINE_string("benchmark_dir", None, "Where the corpus and outputs go (default: a temp dir).")
+_BASELINE = flags.DEFINE_string(
+    "baseline_checkout", None, "Another checkout of this repository (e.g. `git worktree add /tmp/old HEAD~1`) "
+    "whose tool runs too, right after ours, with the same flags."
+)
 
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODEL_GARDEN_VENV = os.path.join(REPOSITORY, ".venv-modelgarden")
@@ -140,12 +146,12 @@ def _tree_rss_bytes(pid):
     return total
 
 
-def run_measured(command, environment):
-    """Runs `command`; returns (seconds, largest process peak RSS, tree peak RSS)."""
+def run_measured(command, environment, cwd=REPOSITORY):
+    """Runs `command`; returns (seconds, CPU seconds, largest and tree peak RSS, stdout)."""
     start = time.perf_counter()
     process = subprocess.Popen(
-        ["/usr/bin/time", "-f", "%M", *command],
-        env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        ["/usr/bin/time", "-f", "%M %U %S", *command],
+        env=environment, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     peak_tree = [0]
 
@@ -161,8 +167,21 @@ def run_measured(command, environment):
     sampler.join()
     if process.returncode != 0:
         raise RuntimeError(f"{command[:3]} failed:\n{stderr[-3000:]}")
-    largest_kb = int(stderr.strip().splitlines()[-1])
-    return seconds, largest_kb * 1024, peak_tree[0], stdout
+    largest_kb, user, system = stderr.strip().splitlines()[-1].split()
+    return seconds, float(user) + float(system), int(largest_kb) * 1024, peak_tree[0], stdout
+
+
+def _same_files(directory, prefix, other_prefix):
+    """Whether the shards `prefix-*` and `other_prefix-*` hold the same bytes."""
+    names = sorted(name for name in os.listdir(directory) if name.startswith(prefix + "-"))
+    for name in names:
+        other = os.path.join(directory, other_prefix + name[len(prefix):])
+        if not os.path.exists(other):
+            return False
+        with open(os.path.join(directory, name), "rb") as file, open(other, "rb") as other_file:
+            if file.read() != other_file.read():
+                return False
+    return bool(names)
 
 
 def ensure_model_garden():
@@ -208,19 +227,27 @@ def main(argv):
     if _NUM_WORKERS.value:
         ours.append(f"--num_workers={_NUM_WORKERS.value}")
     results = {"bert_keras": run_measured(ours, environment)}
+    if _BASELINE.value:
+        baseline = [part.replace("ours.tfrecord", "baseline.tfrecord") for part in ours]
+        results["baseline"] = run_measured(
+            baseline, {**environment, "PYTHONPATH": _BASELINE.value}, cwd=_BASELINE.value
+        )
     if not _SKIP_MODEL_GARDEN.value:
         python, script = ensure_model_garden()
         theirs = [python, script, *common_flags(
             corpus, os.path.join(work_dir, "model_garden.tfrecord"), vocabulary, _DUPE_FACTOR.value)]
         results["model_garden"] = run_measured(theirs, {**environment, "PYTHONPATH": ""})
-    print(f"{'tool':<14}{'seconds':>10}{'MB/min':>10}{'peak RSS MB':>14}{'tree RSS MB':>14}")
-    for name, (seconds, largest, tree, _) in results.items():
-        print(f"{name:<14}{seconds:>10.1f}{megabytes / seconds * 60:>10.2f}"
+    print(f"{'tool':<14}{'seconds':>10}{'MB/min':>10}{'CPU s':>10}{'peak RSS MB':>14}{'tree RSS MB':>14}")
+    for name, (seconds, cpu_seconds, largest, tree, _) in results.items():
+        print(f"{name:<14}{seconds:>10.1f}{megabytes / seconds * 60:>10.2f}{cpu_seconds:>10.1f}"
               f"{largest / 2**20:>14.0f}{tree / 2**20:>14.0f}")
-    if "model_garden" in results:
-        print(f"Throughput ratio (ours / Model Garden): "
-              f"{results['model_garden'][0] / results['bert_keras'][0]:.1f}x")
-    print(results["bert_keras"][3])
+    for other, label in (("model_garden", "ours / Model Garden"), ("baseline", "ours / baseline")):
+        if other in results:
+            print(f"Throughput ratio ({label}): {results[other][0] / results['bert_keras'][0]:.2f}x "
+                  f"(CPU seconds: {results[other][1] / results['bert_keras'][1]:.2f}x)")
+    if "baseline" in results:
+        print(f"Same output bytes as the baseline: {_same_files(work_dir, 'ours.tfrecord', 'baseline.tfrecord')}")
+    print(results["bert_keras"][-1])
 
 
 if __name__ == "__main__":

@@ -498,18 +498,23 @@ def create_instances(documents, special_tokens, options, shard_index):
         _instances_of_pass(documents, special_tokens, options, shard_index, pass_index)
         for pass_index in range(options.dupe_factor)
     ]
-    merged = Instances(
-        masking_counts=sum(instances.masking_counts for instances in passes),
-        **{
-            field.name: np.concatenate([getattr(instances, field.name) for instances in passes])
-            for field in dataclasses.fields(Instances)
-            if field.name != "masking_counts"
-        },
-    )
     shuffle_rng = np.random.default_rng(
         np.random.SeedSequence(options.random_seed, spawn_key=(shard_index,))
     )
-    return merged.take(shuffle_rng.permutation(len(merged)))
+    order = shuffle_rng.permutation(sum(len(instances) for instances in passes))
+    masking_counts = sum(instances.masking_counts for instances in passes)
+    columns = {}
+    for field in dataclasses.fields(Instances):
+        if field.name == "masking_counts":
+            continue
+        # A field at a time, each pass's array let go once copied: the shard's
+        # instances are held about twice at the peak, not three times.
+        column = np.concatenate([getattr(instances, field.name) for instances in passes])
+        for instances in passes:
+            setattr(instances, field.name, None)
+        columns[field.name] = column[order]
+        del column
+    return Instances(masking_counts=masking_counts, **columns)
 
 
 def shard_records(documents, special_tokens, options, shard_index, rows_per_batch=2048):
