@@ -222,6 +222,12 @@ class SquadRun(FineTuningRun):
     def __init__(self, init_checkpoint, output_dir, max_seq_length=384, doc_stride=128,
                  max_query_length=64, version_2_with_negative=False, seed=0):
         super().__init__(None, init_checkpoint, output_dir, max_seq_length, seed)
+        positions = self.checkpoint.backbone_config["max_sequence_length"]
+        if max_seq_length > positions:
+            raise ValueError(
+                f"max_seq_length is {max_seq_length} but the checkpoint {init_checkpoint} "
+                f"has position embeddings for {positions} tokens."
+            )
         self.doc_stride = doc_stride
         self.max_query_length = max_query_length
         self.version_2_with_negative = version_2_with_negative
