@@ -218,6 +218,10 @@ def main(argv):
     else:
         size = docstring_corpus(corpus, wanted)
     megabytes = size / 1e6
+    for name in os.listdir(work_dir):
+        if name.split(".tfrecord")[0] in ("ours", "baseline", "model_garden"):
+            # Outputs of an earlier run: ours would resume from them and skip the work.
+            os.remove(os.path.join(work_dir, name))
     vocabulary = vocab_file()
     environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": REPOSITORY}
     print(f"Corpus: {megabytes:.1f} MB of docstring prose in {corpus}; dupe_factor {_DUPE_FACTOR.value}; "
