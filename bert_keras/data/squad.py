@@ -133,7 +133,9 @@ def _read_question(qa, context, where, version_2_with_negative, is_training):
 def _read_answer(answer, context, where):
     text, start = answer.get("text"), answer.get("answer_start")
     if not isinstance(text, str) or not isinstance(start, int):
-        raise ValueError(f'{where}: answer {answer} needs a "text" string and an "answer_start" int.')
+        raise ValueError(
+            f'{where}: answer {answer} needs a "text" string and an "answer_start" int.'
+        )
     if context[start:start + len(text)] != text:
         raise ValueError(
             f"{where}: answer {text!r} is not at answer_start {start}; the "

@@ -133,7 +133,10 @@ def best_answers(
 
 def _window_candidates(features, window, start_logits, end_logits, n_best_size,
                        max_answer_length):
-    """[(text, start logit, end logit)] of a window's valid spans, in the original's order."""
+    """[(character span, start logit, end logit)] of a window's valid spans.
+
+    In the original's order: start candidates best first, then end candidates.
+    """
     in_context = features.token_starts[window] >= 0
     max_context = features.token_is_max_context[window]
     # A stable sort keeps the original's tie order (Python's sorted).
@@ -214,7 +217,8 @@ class SquadRun(FineTuningRun):
     >>> _ = open(data + "/train.json", "w").write(json.dumps(
     ...     {"data": [{"paragraphs": [{"context": "Ada met Bob", "qas": [qa]}]}]}))
     >>> run = SquadRun(checkpoint, tempfile.mkdtemp(), max_seq_length=16, max_query_length=4)
-    >>> _ = run.train(data + "/train.json", batch_size=1, learning_rate=1e-3, num_epochs=1, verbose=0)
+    >>> _ = run.train(data + "/train.json", batch_size=1, learning_rate=1e-3,
+    ...               num_epochs=1, verbose=0)
     >>> sorted(run.predict(data + "/train.json", batch_size=1))
     ['exact_match', 'f1', 'total']
     """
