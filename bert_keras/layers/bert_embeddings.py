@@ -2,6 +2,7 @@
 
 import keras
 
+from bert_keras.layers.dropout import Dropout
 from bert_keras.layers.initializers import bert_kernel_initializer
 from bert_keras.layers.initializers import clone_initializer
 from bert_keras.layers.position_embedding import PositionEmbedding
@@ -82,7 +83,7 @@ class BertEmbeddings(keras.layers.Layer):
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm"
         )
-        self.dropout_layer = keras.layers.Dropout(
+        self.dropout_layer = Dropout(
             dropout, dtype=self.dtype_policy, name="dropout"
         )
 

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from bert_keras.layers.dropout import Dropout
 from bert_keras.layers.initializers import bert_kernel_initializer
 from bert_keras.layers.initializers import clone_initializer
 
@@ -68,7 +69,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         self.query_key_value.build(inputs_shape)
         self.attention_output = self._dense(hidden_dim, "attention_output")
         self.attention_output.build(inputs_shape)
-        self.dropout_layer = keras.layers.Dropout(
+        self.dropout_layer = Dropout(
             self.dropout, dtype=self.dtype_policy, name="attention_dropout"
         )
 

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from bert_keras.layers.activations import get_activation
+from bert_keras.layers.dropout import Dropout
 from bert_keras.layers.initializers import bert_kernel_initializer
 from bert_keras.layers.initializers import clone_initializer
 from bert_keras.layers.multi_head_self_attention import MultiHeadSelfAttention
@@ -97,7 +98,7 @@ class TransformerEncoder(keras.layers.Layer):
         self.output_dense.build(tuple(inputs_shape[:-1]) + (self.intermediate_dim,))
         self.output_layer_norm = self._layer_norm("output_layer_norm")
         self.output_layer_norm.build(inputs_shape)
-        self.dropout_layer = keras.layers.Dropout(
+        self.dropout_layer = Dropout(
             self.dropout, dtype=self.dtype_policy, name="dropout"
         )
 

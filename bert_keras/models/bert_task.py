@@ -2,6 +2,7 @@
 
 import keras
 
+from bert_keras.layers.dropout import Dropout
 from bert_keras.layers.initializers import bert_kernel_initializer
 from bert_keras.models.bert_backbone import INPUT_NAMES
 from bert_keras.training.optimizers import create_optimizer
@@ -120,7 +121,7 @@ def dropout_dense(features, units, dtype, dropout, name):
     >>> tuple(dropout_dense(features, 3, "float32", 0.1, "logits").shape)
     (None, 3)
     """
-    features = keras.layers.Dropout(dropout, dtype=dtype, name=f"{name}_dropout")(features)
+    features = Dropout(dropout, dtype=dtype, name=f"{name}_dropout")(features)
     return keras.layers.Dense(
         units, kernel_initializer=bert_kernel_initializer(), dtype=dtype, name=name
     )(features)

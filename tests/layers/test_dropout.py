@@ -1,0 +1,62 @@
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from bert_keras.layers.dropout import Dropout
+from tests.test_case import TestCase
+
+
+def _dropped(rate, shape, seed=3, dtype="float32"):
+    layer = Dropout(rate, seed=seed, dtype=dtype)
+    inputs = np.full(shape, 2.0, "float32")
+    return ops.convert_to_numpy(ops.cast(layer(inputs, training=True), "float32"))
+
+
+class TestDropout(TestCase):
+    def test_shared_checks(self):
+        self.run_layer_test(
+            Dropout,
+            {"rate": 0.1},
+            {"inputs": np.random.rand(2, 5, 8).astype("float32")},
+            expected_output_shape=(2, 5, 8),
+            expected_num_trainable_weights=0,
+        )
+
+    @pytest.mark.parametrize("rate", [0.1, 0.5])
+    def test_drops_the_rate_and_keeps_the_expectation(self, rate):
+        outputs = _dropped(rate, (250, 401))  # an odd element count
+        dropped = outputs == 0
+        # 100,250 draws: 5 standard deviations of the dropped fraction.
+        tolerance = 5 * np.sqrt(rate * (1 - rate) / outputs.size)
+        assert abs(dropped.mean() - rate) < tolerance
+        np.testing.assert_allclose(outputs[~dropped], 2.0 / (1 - rate), rtol=1e-4)
+        assert abs(outputs.mean() - 2.0) < 2.0 * tolerance / (1 - rate)
+
+    def test_masks_differ_between_calls_and_positions(self):
+        layer = Dropout(0.5, seed=0)
+        inputs = np.ones((64, 64), "float32")
+        first = ops.convert_to_numpy(layer(inputs, training=True)) == 0
+        second = ops.convert_to_numpy(layer(inputs, training=True)) == 0
+        assert 0.4 < (first != second).mean() < 0.6
+        # Neighbouring elements (two halves of one random word on JAX) are independent.
+        assert 0.4 < (first[:, 0::2] != first[:, 1::2]).mean() < 0.6
+
+    def test_inference_and_zero_rate_pass_inputs_through(self):
+        inputs = np.random.rand(3, 7).astype("float32")
+        np.testing.assert_array_equal(ops.convert_to_numpy(Dropout(0.3)(inputs)), inputs)
+        np.testing.assert_array_equal(
+            ops.convert_to_numpy(Dropout(0.0)(inputs, training=True)), inputs
+        )
+
+    def test_keeps_a_low_precision_dtype(self):
+        layer = Dropout(0.1, dtype="mixed_bfloat16")
+        outputs = layer(np.ones((4, 6), "float32"), training=True)
+        assert keras.backend.standardize_dtype(outputs.dtype) == "bfloat16"
+
+    def test_a_noise_shape_drops_whole_rows(self):
+        layer = Dropout(0.5, noise_shape=(32, 1), seed=2)
+        outputs = ops.convert_to_numpy(layer(np.ones((32, 8), "float32"), training=True))
+        rows_dropped = (outputs == 0).all(axis=1)
+        assert ((outputs == 0).any(axis=1) == rows_dropped).all()
+        assert 0 < rows_dropped.sum() < 32
