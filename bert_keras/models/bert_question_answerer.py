@@ -83,5 +83,7 @@ class SpanLogits(keras.layers.Layer):
         return start_logits - 1e9 * padding, end_logits - 1e9 * padding
 
     def compute_output_spec(self, span_logits, padding_mask):
-        spec = keras.KerasTensor(span_logits.shape[:-1], dtype="float32")
-        return spec, spec
+        # Two distinct tensors: one spec returned twice would make the
+        # Functional graph read both outputs from the same (last) slot.
+        shape = span_logits.shape[:-1]
+        return keras.KerasTensor(shape, dtype="float32"), keras.KerasTensor(shape, dtype="float32")

@@ -1,7 +1,6 @@
 """A transformers BertForQuestionAnswering checkpoint answers the same in the SQuAD run's model."""
 
 import numpy as np
-import pytest
 import torch
 from keras import ops
 
@@ -16,12 +15,6 @@ def _write_vocabulary(directory, size=40):
     (directory / "vocab.txt").write_text("\n".join(tokens))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bert_keras/models/bert_question_answerer.py: SpanLogits.compute_output_spec returns "
-    "one KerasTensor twice, so the Functional model's start_logits and end_logits are both the "
-    "end logits; remove this mark with the fix (two distinct KerasTensors)",
-)
 def test_qa_outputs_load_and_give_transformers_logits(tmp_path):
     reference = save_tiny("BertForQuestionAnswering", tmp_path / "checkpoint", num_labels=2)
     _write_vocabulary(tmp_path / "checkpoint")

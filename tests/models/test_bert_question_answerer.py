@@ -42,3 +42,16 @@ class TestBertQuestionAnswerer(TestCase):
         )
         result = reader.evaluate(INPUTS, LABELS, verbose=0, return_dict=True)
         np.testing.assert_allclose(result["loss"], expected, rtol=1e-5)
+
+    def test_start_and_end_logits_come_from_their_own_kernel_columns(self):
+        backbone = tiny_backbone(dropout=0.0)
+        reader = BertQuestionAnswerer(backbone)
+        sequence_output = ops.convert_to_numpy(backbone(INPUTS)["sequence_output"])
+        kernel, bias = (ops.convert_to_numpy(w) for w in reader.get_layer("span_logits").weights)
+        outputs = reader(INPUTS)
+        real = INPUTS["padding_mask"] == 1
+        for column, name in enumerate(("start_logits", "end_logits")):
+            expected = sequence_output @ kernel[:, column] + bias[column]
+            np.testing.assert_allclose(
+                ops.convert_to_numpy(outputs[name])[real], expected[real], atol=1e-5
+            )
