@@ -27,6 +27,7 @@ _SIZES = flags.DEFINE_list("sizes", ["bert_tiny", "bert_small"], "Presets to mea
 _BATCH_SIZE = flags.DEFINE_integer("batch_size", 32, "Sequences per batch.")
 _SEQUENCE_LENGTH = flags.DEFINE_integer("sequence_length", 128, "Tokens per sequence.")
 _REPEATS = flags.DEFINE_integer("repeats", 5, "Timed rounds per measurement; the median is kept.")
+_DTYPE = flags.DEFINE_string("dtype", "float32", "Keras dtype policy of both backbones, e.g. mixed_bfloat16.")
 _WORKER = flags.DEFINE_string("worker_backend", None, "Internal: measure in this process.")
 
 
@@ -65,20 +66,23 @@ def _build_pair(preset):
     from bert_keras.models.presets import backbone_preset_config
 
     config = backbone_preset_config(preset)
-    ours = BertBackbone(**config)
-    theirs = keras_hub.models.BertBackbone(**config)
+    ours = BertBackbone(**config, dtype=_DTYPE.value)
+    theirs = keras_hub.models.BertBackbone(**config, dtype=_DTYPE.value)
     return {"bert_keras": ours, "keras_hub": theirs}
 
 
-def _seconds_per_call(function, repeats):
-    function()  # compile / warm up
-    function()
-    timings = []
-    for _ in range(repeats):
-        start = time.perf_counter()
+def _seconds_per_call(calls, repeats):
+    """Median seconds of each of `calls` ({name: function}), rounds interleaved."""
+    for function in calls.values():
+        function()  # compile / warm up
         function()
-        timings.append(time.perf_counter() - start)
-    return statistics.median(timings)
+    timings = {name: [] for name in calls}
+    for _ in range(repeats):
+        for name, function in calls.items():
+            start = time.perf_counter()
+            function()
+            timings[name].append(time.perf_counter() - start)
+    return {name: statistics.median(seconds) for name, seconds in timings.items()}
 
 
 def _measure_in_this_process(preset):
@@ -96,7 +100,7 @@ def _measure_in_this_process(preset):
             else:
                 model = _classifier(backbone)
                 calls[name] = lambda m=model: m.train_on_batch(inputs, labels)
-        seconds = {name: _seconds_per_call(call, _REPEATS.value) for name, call in calls.items()}
+        seconds = _seconds_per_call(calls, _REPEATS.value)
         results[mode] = {name: _BATCH_SIZE.value / s for name, s in seconds.items()}
     return results
 
@@ -114,6 +118,7 @@ def _run_backend(backend):
     command = [sys.executable, "-m", "benchmarks.backbone", f"--worker_backend={backend}"]
     command += [f"--sizes={','.join(_SIZES.value)}", f"--batch_size={_BATCH_SIZE.value}"]
     command += [f"--sequence_length={_SEQUENCE_LENGTH.value}", f"--repeats={_REPEATS.value}"]
+    command += [f"--dtype={_DTYPE.value}"]
     completed = subprocess.run(command, env=environment, capture_output=True, text=True)
     for line in completed.stdout.splitlines():
         if line.startswith("RESULT "):
@@ -140,7 +145,7 @@ def main(argv):
         return
     print(
         f"batch {_BATCH_SIZE.value}, sequence length {_SEQUENCE_LENGTH.value}, "
-        f"median of {_REPEATS.value} rounds, {os.cpu_count()} CPU cores"
+        f"{_DTYPE.value}, median of {_REPEATS.value} rounds, {len(os.sched_getaffinity(0))} CPU cores"
     )
     rows = []
     for backend in FLAGS.value:
