@@ -6,8 +6,9 @@ sentences up to a target length, segment A is a random prefix of the chunk,
 segment B its continuation or (half the time, always for a one-sentence chunk)
 a span of another document, the pair is truncated to fit, and some tokens are
 masked. Pairs are kept as spans into one flat token array, so truncation,
-assembly and (token-level) masking are numpy operations on all the instances
-of a shard at once.
+assembly and masking are numpy operations on all the instances of a pass at
+once; only the chunking loop, which makes the original's random draws one by
+one, is Python.
 
 Departures from the original, and why:
 
@@ -401,52 +402,56 @@ def _mask_tokens(input_ids, candidates, options, special_tokens, np_rng):
 
 
 def _mask_whole_words(input_ids, candidates, options, special_tokens, np_rng):
-    """Whole-word masking, one row at a time: the word decides 80/10/10."""
-    num_rows, _ = input_ids.shape
-    predictions = options.max_predictions_per_seq
-    positions = np.zeros((num_rows, predictions), np.int32)
-    labels = np.zeros((num_rows, predictions), np.int32)
-    chosen = np.zeros((num_rows, predictions), bool)
-    counts = np.zeros(3, np.int64)
-    is_continuation = special_tokens.is_continuation
-    wanted = num_predictions(candidates.sum(axis=1) + 3, options)
-    for row in range(num_rows):
-        candidate_positions = np.flatnonzero(candidates[row])
-        ids = input_ids[row, candidate_positions]
-        # A word starts at a non-"##" piece or right after [CLS] / [SEP].
-        starts_word = ~is_continuation[ids] | (np.diff(candidate_positions, prepend=-1) > 1)
-        word_bounds = np.append(np.flatnonzero(starts_word), len(candidate_positions))
-        taken = []
-        for word in np_rng.permutation(len(word_bounds) - 1):
-            if len(taken) >= wanted[row]:
-                break
-            word_positions = candidate_positions[word_bounds[word] : word_bounds[word + 1]]
-            if len(taken) + len(word_positions) > wanted[row]:
-                continue
-            taken.extend(_mask_word(input_ids[row], word_positions, special_tokens, np_rng, counts))
-        taken.sort()
-        count = len(taken)
-        positions[row, :count] = [position for position, _ in taken]
-        labels[row, :count] = [label for _, label in taken]
-        chosen[row, :count] = True
+    """Whole-word masking of all rows at once: the word decides 80/10/10.
+
+    As in the original, words are visited in a random order and taken while
+    they fit in `num_predictions` (a word that does not fit is skipped). The
+    loop runs over the visiting order, each step deciding one word of every
+    row, so it takes as many steps as a row has words at most.
+    """
+    num_rows, seq_length = input_ids.shape
+    wanted = num_predictions(candidates.sum(axis=1) + 3, options)  # [n]
+    position = np.arange(seq_length)
+    # A word starts at a non-"##" piece or right after [CLS] / [SEP].
+    follows_candidate = np.pad(candidates[:, :-1], ((0, 0), (1, 0)))
+    starts_word = candidates & (~special_tokens.is_continuation[input_ids] | ~follows_candidate)
+    # [n, seq]: where the word of each piece starts.
+    word_start = np.maximum.accumulate(np.where(starts_word, position, 0), axis=1)
+    word_lengths = np.zeros((num_rows, seq_length), np.int64)  # at each word's start
+    rows, piece_positions = np.nonzero(candidates)
+    np.add.at(word_lengths, (rows, word_start[rows, piece_positions]), 1)
+    # Word starts in a random order; positions that start no word go last.
+    visiting_order = np.argsort(np.where(starts_word, np_rng.random(starts_word.shape), 2.0), axis=1)
+    lengths_in_order = np.take_along_axis(word_lengths, visiting_order, axis=1)  # [n, seq]
+    taken = np.zeros(num_rows, np.int64)
+    is_taken = np.zeros((num_rows, seq_length), bool)  # in visiting order
+    for step in range(int(starts_word.sum(axis=1).max())):
+        length = lengths_in_order[:, step]
+        fits = (length > 0) & (taken + length <= wanted)
+        is_taken[:, step] = fits
+        taken += np.where(fits, length, 0)
+    chosen_start = np.zeros((num_rows, seq_length), bool)
+    np.put_along_axis(chosen_start, visiting_order, is_taken, axis=1)
+    is_chosen = candidates & np.take_along_axis(chosen_start, word_start, axis=1)  # [n, seq]
+    # One draw per word (read at its start), random ids per piece.
+    word_draw = np.take_along_axis(np_rng.random((num_rows, seq_length)), word_start, axis=1)
+    random_ids = np_rng.integers(0, special_tokens.vocabulary_size, (num_rows, seq_length))
+    rows, flat_positions = np.nonzero(is_chosen)  # row by row, positions increasing
+    draw = word_draw[rows, flat_positions]
+    labels_flat = input_ids[rows, flat_positions]
+    input_ids[rows, flat_positions] = np.where(
+        draw < 0.8,
+        special_tokens.mask_id,
+        np.where(draw < 0.9, labels_flat, random_ids[rows, flat_positions]),
+    )
+    counts = np.array([(draw < 0.8).sum(), (draw >= 0.9).sum(), ((draw >= 0.8) & (draw < 0.9)).sum()])
+    slot = np.arange(options.max_predictions_per_seq)[np.newaxis, :]
+    chosen = slot < is_chosen.sum(axis=1)[:, np.newaxis]  # [n, max_predictions]
+    positions = np.zeros(chosen.shape, np.int32)
+    positions[chosen] = flat_positions
+    labels = np.zeros(chosen.shape, np.int32)
+    labels[chosen] = labels_flat
     return positions, labels, chosen, counts
-
-
-def _mask_word(row_ids, word_positions, special_tokens, np_rng, counts):
-    """Replaces one word's pieces in `row_ids`; returns (position, label)."""
-    labels = row_ids[word_positions].copy()
-    draw = np_rng.random()
-    if draw < 0.8:
-        row_ids[word_positions] = special_tokens.mask_id
-        counts[0] += len(word_positions)
-    elif draw < 0.9:
-        counts[2] += len(word_positions)
-    else:
-        row_ids[word_positions] = np_rng.integers(
-            0, special_tokens.vocabulary_size, len(word_positions)
-        )
-        counts[1] += len(word_positions)
-    return list(zip(word_positions.tolist(), labels.tolist()))
 
 
 def _instances_of_pass(documents, special_tokens, options, shard_index, pass_index):
