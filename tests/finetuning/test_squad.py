@@ -223,6 +223,26 @@ def test_program_learns_a_synthetic_set_far_above_chance(tmp_path):
         "eval_results.json", "nbest_predictions.json", "predictions.json"]
 
 
+def test_version_2_prediction_writes_null_odds_and_scores_has_and_no_answer(tmp_path):
+    predict_file = _synthetic_squad(tmp_path / "dev.json", 6, seed=2)
+    dataset = json.loads(open(predict_file).read())
+    for paragraph in dataset["data"][0]["paragraphs"][:2]:
+        paragraph["qas"][0].update(answers=[], is_impossible=True)
+    (tmp_path / "dev.json").write_text(json.dumps(dataset))
+    run = SquadRun(_tiny_checkpoint(tmp_path), str(tmp_path / "output"), max_seq_length=32,
+                   doc_stride=8, max_query_length=8, version_2_with_negative=True)
+    results = run.predict(predict_file, batch_size=4)
+    assert (results["HasAns_total"], results["NoAns_total"], results["total"]) == (4, 2, 6)
+    written = {name: json.loads((tmp_path / "output" / name).read_text()) for name in (
+        "predictions.json", "nbest_predictions.json", "null_odds.json", "eval_results.json")}
+    assert written["eval_results.json"] == results
+    assert sorted(written["null_odds.json"]) == sorted(written["predictions.json"]) == [
+        f"q{i}" for i in range(6)]
+    for question_id, odds in written["null_odds.json"].items():
+        assert (written["predictions.json"][question_id] == "") == (odds > 0.0)
+        assert "" in [entry["text"] for entry in written["nbest_predictions.json"][question_id]]
+
+
 def test_windows_longer_than_the_checkpoint_positions_are_refused(tmp_path):
     with pytest.raises(ValueError, match="max_seq_length is 64 but the checkpoint .* for 32 tokens"):
         SquadRun(_tiny_checkpoint(tmp_path), str(tmp_path / "output"), max_seq_length=64,
