@@ -118,6 +118,7 @@ def pretraining_dataset(
     repeat=False,
     seed=None,
     drop_remainder=True,
+    skip_batches=0,
 ):
     """Batches of pretraining records as `(features, labels)`.
 
@@ -137,6 +138,10 @@ def pretraining_dataset(
         repeat: repeat forever.
         seed: seed of the shuffles.
         drop_remainder: drop a last, smaller batch.
+        skip_batches: start after this many batches (a resumed run's
+            position). With a `seed` the order is the same on every run
+            (the file interleave is made deterministic too), so the batches
+            after the skipped ones are those an uninterrupted run would see.
 
     Example:
     >>> import os, tempfile
@@ -171,12 +176,14 @@ def pretraining_dataset(
         lambda path: tf.data.TFRecordDataset(path, compression_type=compression),
         cycle_length=min(len(paths), 8),
         num_parallel_calls=tf.data.AUTOTUNE,
-        deterministic=not shuffle,
+        deterministic=not shuffle or seed is not None,
     )
     if repeat:
         dataset = dataset.repeat()
     if shuffle:
         dataset = dataset.shuffle(10_000, seed=seed)
+    # Skipped as records, before they are parsed: cheap even deep into a run.
+    dataset = dataset.skip(skip_batches * batch_size)
     spec = original_feature_spec(max_seq_length, max_predictions_per_seq)
     return (
         dataset.batch(batch_size, drop_remainder=drop_remainder)

@@ -1,0 +1,494 @@
+"""One BERT pretraining run: records in, a resumable `fit`, history and TensorBoard logs, a preset out.
+
+Layout of `output_dir`:
+
+- `checkpoints/ckpt-{step}.weights.h5` + `.json`: model and optimizer state
+  every `save_checkpoints_steps` (see `CheckpointManager`), the last
+  `keep_checkpoint_max` kept;
+- `history.jsonl`: a line per checkpoint interval (step, loss, masked-LM
+  loss and accuracy, next-sentence loss and accuracy, learning rate,
+  examples/s), appended across resumptions, each step once;
+- `tensorboard/`: the same scalars for TensorBoard, at the training step
+  (when the `tensorboard` package is installed);
+- `export/`: the final backbone and both pretraining heads in the project's
+  checkpoint format (what `BertBackbone.save_to_preset` writes, plus the
+  heads; `BertBackbone.from_preset` and `transformers.BertForPreTraining`
+  both read it).
+
+Started again with the same settings, a run continues from its newest
+checkpoint: weights, optimizer moments and iterations (so the learning-rate
+schedule), and the data position: the input pipeline is seeded and
+deterministic, and skips the batches the checkpointed steps consumed.
+
+Two-phase pretraining (Devlin et al. §A.2: 90% of the steps at 128 tokens,
+then 10% at 512) is two runs: phase 2 has its own `output_dir`, records made
+with `--max_seq_length=512` and `init_checkpoint` set to phase 1's
+`export/`, which holds the heads too. Every preset has 512 learned positions
+from the start, so nothing is resized: phase 1 trains the first 128 and
+phase 2 all of them. `max_seq_length` above the backbone's
+`max_sequence_length` is refused before training.
+"""
+
+import dataclasses
+import importlib.util
+import inspect
+import os
+
+import keras
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from bert_keras.checkpoints import huggingface
+from bert_keras.checkpoints import original
+from bert_keras.checkpoints.preset import Checkpoint
+from bert_keras.checkpoints.preset import load_checkpoint
+from bert_keras.checkpoints.preset import save_checkpoint
+from bert_keras.checkpoints.preset import set_backbone_weights
+from bert_keras.data.pretraining_records import pretraining_dataset
+from bert_keras.models.bert_backbone import BertBackbone
+from bert_keras.models.bert_pretrainer import BertPretrainer
+from bert_keras.models.presets import backbone_preset_config
+from bert_keras.training.callbacks import JsonLinesHistory
+from bert_keras.training.callbacks import PeriodicCheckpoint
+from bert_keras.training.callbacks import StepTensorBoard
+from bert_keras.training.callbacks import TrainingProgress
+from bert_keras.training.callbacks import read_history
+from bert_keras.training.checkpoint_manager import CheckpointManager
+from bert_keras.training.checkpoint_manager import check_same
+from bert_keras.training.optimizers import OPTIMIZERS
+from bert_keras.training.optimizers import create_optimizer
+
+CHECKPOINT_DIR = "checkpoints"
+HISTORY_FILE = "history.jsonl"
+TENSORBOARD_DIR = "tensorboard"
+EXPORT_DIR = "export"
+MIXED_PRECISION_POLICIES = {"none": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
+# What makes two backbones' weights interchangeable.
+ARCHITECTURE_KEYS = (
+    "vocabulary_size",
+    "num_layers",
+    "num_heads",
+    "hidden_dim",
+    "intermediate_dim",
+    "max_sequence_length",
+    "num_segments",
+)
+HEADS = {"masked_lm": "masked_lm_head", "next_sentence": "next_sentence_head"}
+
+
+def resolve_backbone_config(preset=None, bert_config_file=None):
+    """`BertBackbone` arguments from a preset name or a config file (or None for neither).
+
+    Args:
+        preset: a name in `bert_keras.models.presets.BACKBONE_PRESETS`.
+        bert_config_file: the original release's `bert_config.json` or a
+            Hugging Face `config.json` (told apart by the file name).
+
+    Example:
+    >>> resolve_backbone_config(preset="bert_tiny")["num_layers"]
+    2
+    >>> resolve_backbone_config(preset="bert_tiny", bert_config_file="bert_config.json")
+    Traceback (most recent call last):
+    ...
+    ValueError: Give a preset or a bert_config_file, not both.
+    """
+    if preset and bert_config_file:
+        raise ValueError("Give a preset or a bert_config_file, not both.")
+    if preset:
+        return backbone_preset_config(preset)
+    if not bert_config_file:
+        return None
+    if not os.path.isfile(bert_config_file):
+        raise FileNotFoundError(f"bert_config_file {bert_config_file!r} does not exist.")
+    directory, name = os.path.split(os.path.abspath(bert_config_file))
+    if name == original.CONFIG_FILE:
+        return original.read_config(directory)
+    if name == huggingface.CONFIG_FILE:
+        return huggingface.read_config(directory)[0]
+    raise ValueError(
+        f"bert_config_file {bert_config_file!r}: expected a file named {original.CONFIG_FILE} "
+        f"(original BERT) or {huggingface.CONFIG_FILE} (Hugging Face)."
+    )
+
+
+@dataclasses.dataclass
+class PretrainingConfig:
+    """The settings of a pretraining run (the flags of `tasks/pretrain.py`).
+
+    Attributes:
+        input_file: pretraining records: globs, comma separated.
+        output_dir: checkpoints, history, TensorBoard logs and the export.
+        backbone_config: `BertBackbone` arguments; None takes
+            `init_checkpoint`'s.
+        init_checkpoint: a checkpoint directory (any format
+            `load_checkpoint` reads) whose backbone, and heads when it has
+            them, start a fresh run. Ignored when resuming.
+        vocab_file: vocab.txt copied into the export (optional).
+        do_lower_case: the vocabulary's casing, for the export.
+        max_seq_length: the records' sequence length.
+        max_predictions_per_seq: the records' masked positions per sequence.
+        train_batch_size: sequences per batch.
+        num_train_steps: optimizer steps of the run.
+        num_warmup_steps: optimizer steps of linear warmup.
+        learning_rate: peak learning rate.
+        save_checkpoints_steps: optimizer steps between checkpoints (and
+            history lines).
+        optimizer: "adamw" or "lamb".
+        weight_decay: decoupled weight decay (not on layer norms or biases).
+        mixed_precision: "none", "bfloat16" or "float16" (with loss scaling).
+        gradient_accumulation_steps: batches per optimizer step.
+        steps_per_execution: batches per compiled call.
+        seed: seeds the weights, dropout and the data order.
+        keep_checkpoint_max: checkpoints kept.
+    """
+
+    input_file: str
+    output_dir: str
+    backbone_config: dict = None
+    init_checkpoint: str = None
+    vocab_file: str = None
+    do_lower_case: bool = True
+    max_seq_length: int = 128
+    max_predictions_per_seq: int = 20
+    train_batch_size: int = 32
+    num_train_steps: int = 100_000
+    num_warmup_steps: int = 10_000
+    learning_rate: float = 1e-4
+    save_checkpoints_steps: int = 1000
+    optimizer: str = "adamw"
+    weight_decay: float = 0.01
+    mixed_precision: str = "none"
+    gradient_accumulation_steps: int = 1
+    steps_per_execution: int = 1
+    seed: int = 12345
+    keep_checkpoint_max: int = 5
+
+    def validate(self):
+        """Raises ValueError naming the first setting out of range.
+
+        Example:
+        >>> PretrainingConfig("records", "out", num_train_steps=0).validate()
+        Traceback (most recent call last):
+        ...
+        ValueError: num_train_steps is 0 but must be at least 1.
+        """
+        for name in ("max_seq_length", "max_predictions_per_seq", "train_batch_size",
+                     "num_train_steps", "save_checkpoints_steps", "gradient_accumulation_steps",
+                     "steps_per_execution", "keep_checkpoint_max"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} is {getattr(self, name)} but must be at least 1.")
+        if not 0 <= self.num_warmup_steps <= self.num_train_steps:
+            raise ValueError(
+                f"num_warmup_steps is {self.num_warmup_steps} but must be in "
+                f"[0, num_train_steps={self.num_train_steps}]."
+            )
+        if self.learning_rate <= 0:
+            raise ValueError(f"learning_rate is {self.learning_rate} but must be > 0.")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer is {self.optimizer!r} but must be one of {list(OPTIMIZERS)}.")
+        if self.mixed_precision not in MIXED_PRECISION_POLICIES:
+            raise ValueError(
+                f"mixed_precision is {self.mixed_precision!r} but must be one of "
+                f"{list(MIXED_PRECISION_POLICIES)}."
+            )
+        if self.steps_per_execution > 1 and keras.backend.backend() == "torch":
+            raise ValueError(
+                f"steps_per_execution is {self.steps_per_execution} but Keras' torch backend runs "
+                "one batch per call: use 1, or the jax or tensorflow backend."
+            )
+        for name in ("save_checkpoints_steps", "num_train_steps"):
+            batches = getattr(self, name) * self.gradient_accumulation_steps
+            if batches % self.steps_per_execution:
+                raise ValueError(
+                    f"{name} x gradient_accumulation_steps is {batches} batches, not a multiple "
+                    f"of steps_per_execution={self.steps_per_execution}."
+                )
+        if self.backbone_config is None and not self.init_checkpoint:
+            raise ValueError("Give a backbone config (a preset or bert_config_file) or an init_checkpoint.")
+        if self.vocab_file and not os.path.isfile(self.vocab_file):
+            raise FileNotFoundError(f"vocab_file {self.vocab_file!r} does not exist.")
+
+
+class PretrainingRun:
+    """Builds, resumes, trains and exports a `BertPretrainer` on pretraining records.
+
+    Everything is checked in the constructor, before training: the settings,
+    the records' lengths, an `init_checkpoint`'s or a resumed checkpoint's
+    architecture, and the data-order settings of a resumed run.
+
+    Args:
+        config: a `PretrainingConfig`.
+
+    Example:
+    >>> import os, tempfile
+    >>> from bert_keras.data.pretraining_records import original_feature_spec
+    >>> directory = tempfile.mkdtemp()
+    >>> example = tf.train.Example()
+    >>> for name, spec in original_feature_spec(8, 2).items():
+    ...     values = example.features.feature[name]
+    ...     (values.float_list if spec.dtype == tf.float32 else values.int64_list).value.extend(
+    ...         [1] * spec.shape[0])
+    >>> with tf.io.TFRecordWriter(os.path.join(directory, "records.tfrecord")) as writer:
+    ...     for _ in range(4):
+    ...         writer.write(example.SerializeToString())
+    >>> tiny = {"vocabulary_size": 10, "num_layers": 1, "num_heads": 2, "hidden_dim": 8,
+    ...         "intermediate_dim": 16, "max_sequence_length": 8}
+    >>> config = PretrainingConfig(
+    ...     input_file=os.path.join(directory, "*.tfrecord"), output_dir=os.path.join(directory, "run"),
+    ...     backbone_config=tiny, max_seq_length=8, max_predictions_per_seq=2,
+    ...     train_batch_size=2, num_train_steps=3, num_warmup_steps=1, save_checkpoints_steps=2)
+    >>> history = PretrainingRun(config).train(verbose=0)
+    >>> [record["step"] for record in history]
+    [2, 3]
+    >>> {"checkpoints", "export", "history.jsonl"} <= set(os.listdir(config.output_dir))
+    True
+    """
+
+    def __init__(self, config):
+        config.validate()
+        self.config = config
+        keras.utils.set_random_seed(config.seed)
+        self.checkpoints = CheckpointManager(
+            os.path.join(config.output_dir, CHECKPOINT_DIR), config.keep_checkpoint_max
+        )
+        if os.path.isdir(self.checkpoints.directory):
+            self.checkpoints.remove_partial_files()
+        self.resumed = self.checkpoints.latest()
+        self.input_files = _matching_files(config.input_file)
+        initial = None if self.resumed else self._init_checkpoint()
+        backbone_config = self._backbone_config(initial)
+        self._check_resumable(backbone_config)
+        self._check_sequence_length(backbone_config)
+        self.dataset(skip_batches=0)  # checks the records' lengths against the settings
+        self.model = self._build_model(backbone_config, initial)
+        self.initial_step = self.resumed.step if self.resumed else 0
+        if self.resumed:
+            self.checkpoints.restore(self.model, self.resumed)
+        if self.initial_step > config.num_train_steps:
+            raise ValueError(
+                f"{self.resumed.weights_path} is at step {self.initial_step}, past "
+                f"num_train_steps={config.num_train_steps}."
+            )
+
+    def _init_checkpoint(self):
+        if not self.config.init_checkpoint:
+            return None
+        return load_checkpoint(self.config.init_checkpoint)
+
+    def _backbone_config(self, initial):
+        config = self.config.backbone_config
+        if initial is not None:
+            if config is not None:
+                check_same(
+                    _architecture(initial.backbone_config),
+                    _architecture(config),
+                    "architecture",
+                    f"init_checkpoint {self.config.init_checkpoint}",
+                )
+            config = config or initial.backbone_config
+        elif config is None:
+            config = self.resumed.metadata["backbone_config"]
+        return {**config, "dtype": MIXED_PRECISION_POLICIES[self.config.mixed_precision]}
+
+    def _data_order(self):
+        """The settings that decide which examples form which batch at which step."""
+        return {
+            "save_checkpoints_steps": self.config.save_checkpoints_steps,
+            "input_files": self.input_files,
+            "train_batch_size": self.config.train_batch_size,
+            "gradient_accumulation_steps": self.config.gradient_accumulation_steps,
+            "max_seq_length": self.config.max_seq_length,
+            "max_predictions_per_seq": self.config.max_predictions_per_seq,
+            "seed": self.config.seed,
+        }
+
+    def _check_resumable(self, backbone_config):
+        if not self.resumed:
+            return
+        source = self.resumed.weights_path
+        check_same(self.resumed.metadata["architecture"], _architecture(backbone_config),
+                   "architecture", source)
+        check_same(self.resumed.metadata["data_order"], self._data_order(),
+                   "data order (resuming needs the same records and batching)", source)
+
+    def _check_sequence_length(self, backbone_config):
+        positions = backbone_config.get("max_sequence_length", 512)
+        if self.config.max_seq_length > positions:
+            raise ValueError(
+                f"max_seq_length is {self.config.max_seq_length} but the backbone has only "
+                f"{positions} position embeddings (max_sequence_length)."
+            )
+
+    def _build_model(self, backbone_config, initial):
+        backbone = BertBackbone.from_config(backbone_config)
+        model = BertPretrainer(backbone)
+        if initial is not None:
+            set_backbone_weights(backbone, initial)
+            for head, layer_name in HEADS.items():
+                if head in initial.head_weights:
+                    _set_layer_weights(model.get_layer(layer_name), initial.head_weights[head],
+                                       self.config.init_checkpoint)
+            logging.info("Initialised from %s (heads: %s).", self.config.init_checkpoint,
+                         sorted(initial.head_weights))
+        config = self.config
+        accumulation = config.gradient_accumulation_steps
+        model.compile(
+            optimizer=create_optimizer(
+                config.learning_rate,
+                num_train_steps=config.num_train_steps,
+                num_warmup_steps=config.num_warmup_steps,
+                optimizer=config.optimizer,
+                weight_decay=config.weight_decay,
+                gradient_accumulation_steps=accumulation if accumulation > 1 else None,
+            ),
+            steps_per_execution=config.steps_per_execution,
+        )
+        return model
+
+    def dataset(self, skip_batches):
+        """The shuffled, repeated training batches from batch `skip_batches` on."""
+        config = self.config
+        return pretraining_dataset(
+            self.input_files,
+            config.max_seq_length,
+            config.max_predictions_per_seq,
+            config.train_batch_size,
+            shuffle=True,
+            repeat=True,
+            seed=config.seed,
+            skip_batches=skip_batches,
+        )
+
+    def train(self, verbose=1):
+        """Trains from the current step to `num_train_steps`, then exports; returns the history.
+
+        Returns:
+            The records of `history.jsonl` (every step of this run and the
+            runs it resumed).
+        """
+        config = self.config
+        metadata = {
+            "architecture": _architecture(self.model.backbone.get_config()),
+            "backbone_config": self.model.backbone.get_config(),
+            "data_order": self._data_order(),
+        }
+        callbacks = [
+            TrainingProgress(config.train_batch_size, self.initial_step,
+                             config.gradient_accumulation_steps),
+            JsonLinesHistory(os.path.join(config.output_dir, HISTORY_FILE)),
+            *_tensorboard(os.path.join(config.output_dir, TENSORBOARD_DIR)),
+            PeriodicCheckpoint(self.checkpoints, metadata),
+        ]
+        for first_step, initial_epoch, epochs, steps_per_epoch in fit_plan(
+            self.initial_step, config.save_checkpoints_steps, config.num_train_steps
+        ):
+            self._fit(first_step, initial_epoch, epochs, steps_per_epoch, callbacks, verbose)
+        self.export()
+        return read_history(os.path.join(config.output_dir, HISTORY_FILE))
+
+    def _fit(self, step, initial_epoch, epochs, steps_per_epoch, callbacks, verbose):
+        accumulation = self.config.gradient_accumulation_steps
+        self.model.fit(
+            self.dataset(skip_batches=step * accumulation),
+            initial_epoch=initial_epoch,
+            epochs=epochs,
+            steps_per_epoch=steps_per_epoch * accumulation,
+            callbacks=callbacks,
+            verbose=verbose,
+        )
+
+    def export(self):
+        """Writes the backbone and both heads to `output_dir/export` (replacing it)."""
+        backbone = self.model.backbone
+        head_weights = {
+            head: _layer_weights(self.model.get_layer(layer_name)) for head, layer_name in HEADS.items()
+        }
+        checkpoint = Checkpoint(
+            backbone_config={**backbone.get_config(), "dtype": "float32"},
+            backbone_weights=_layer_weights(backbone),
+            head_weights=head_weights,
+            vocabulary_file=self.config.vocab_file,
+            tokenizer_config={"do_lower_case": self.config.do_lower_case},
+        )
+        directory = os.path.join(self.config.output_dir, EXPORT_DIR)
+        save_checkpoint(checkpoint, directory, overwrite=True)
+        logging.info("Exported the backbone and pretraining heads to %s.", directory)
+        return directory
+
+
+def fit_plan(initial_step, save_checkpoints_steps, num_train_steps):
+    """The `fit` calls that take a run from `initial_step` to `num_train_steps`.
+
+    One Keras epoch per checkpoint interval: epochs end at the multiples of
+    `save_checkpoints_steps` and at `num_train_steps`; consecutive epochs of
+    one length share a call.
+
+    Returns:
+        A list of `(first_step, initial_epoch, epochs, steps_per_epoch)`.
+
+    Example:
+    >>> fit_plan(0, 100, 250)
+    [(0, 0, 2, 100), (200, 2, 3, 50)]
+    >>> fit_plan(200, 100, 250)
+    [(200, 2, 3, 50)]
+    """
+    ends = sorted({*range(save_checkpoints_steps, num_train_steps + 1, save_checkpoints_steps),
+                   num_train_steps})
+    epoch = sum(end <= initial_step for end in ends)
+    step, remaining, plan = initial_step, ends[epoch:], []
+    while remaining:
+        length = remaining[0] - step
+        count = 1
+        while count < len(remaining) and remaining[count] - remaining[count - 1] == length:
+            count += 1
+        plan.append((step, epoch, epoch + count, length))
+        step, epoch, remaining = remaining[count - 1], epoch + count, remaining[count:]
+    return plan
+
+
+def _tensorboard(log_dir):
+    """[StepTensorBoard], or [] with a warning where the tensorboard package is missing."""
+    if importlib.util.find_spec("tensorboard") is None:
+        logging.warning("No TensorBoard logs: the tensorboard package is not installed "
+                        "(pip install tensorboard). history.jsonl has the same numbers.")
+        return []
+    return [StepTensorBoard(log_dir=log_dir)]
+
+
+def _matching_files(input_file):
+    patterns = [pattern.strip() for pattern in input_file.split(",") if pattern.strip()]
+    paths = sorted({os.path.abspath(path) for pattern in patterns for path in tf.io.gfile.glob(pattern)})
+    if not paths:
+        raise FileNotFoundError(f"input_file: no file matches {input_file!r}.")
+    return paths
+
+
+def _architecture(backbone_config):
+    defaults = inspect.signature(BertBackbone.__init__).parameters
+    return {key: backbone_config.get(key, defaults[key].default) for key in ARCHITECTURE_KEYS}
+
+
+def _layer_weights(layer):
+    """Weight path inside `layer` -> numpy array."""
+    prefix = layer.name + "/"
+    return {
+        variable.path[len(prefix):] if variable.path.startswith(prefix) else variable.path:
+            keras.ops.convert_to_numpy(variable)
+        for variable in layer.weights
+    }
+
+
+def _set_layer_weights(layer, weights, source):
+    variables = {path: variable for path, variable in zip(_layer_weights(layer), layer.weights)}
+    problems = [f"missing {path}" for path in sorted(set(variables) - set(weights))]
+    problems += [
+        f"{path}: expected {list(variables[path].shape)}, found {list(np.shape(value))}"
+        for path, value in sorted(weights.items())
+        if path in variables and tuple(variables[path].shape) != tuple(np.shape(value))
+    ]
+    if problems:
+        raise ValueError(f"The {layer.name} weights of {source} do not fit: " + "; ".join(problems) + ".")
+    for path, value in weights.items():
+        if path in variables:
+            variables[path].assign(np.asarray(value, dtype=variables[path].dtype))

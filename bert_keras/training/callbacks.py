@@ -1,0 +1,183 @@
+"""Callbacks of a long training run: step-numbered logs, a history file, checkpoints, TensorBoard.
+
+A run is fitted with one Keras epoch per checkpoint interval, so the
+epoch-end logs hold the means of the interval. `TrainingProgress` (first in
+the callback list) adds the global `step`, `learning_rate` and
+`examples_per_second` to those logs; the others read `step` from them.
+"""
+
+import json
+import os
+import time
+
+import keras
+from absl import logging
+
+
+class TrainingProgress(keras.callbacks.Callback):
+    """Adds `step`, `learning_rate` and `examples_per_second` to each epoch's logs.
+
+    Args:
+        batch_size: examples per batch.
+        initial_step: the step the run starts from (a resumed run's).
+        gradient_accumulation_steps: batches per optimizer step.
+
+    Example:
+    >>> import numpy as np
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> model.compile(optimizer=keras.optimizers.SGD(0.5), loss="mse")
+    >>> history = model.fit(np.zeros((8, 2)), np.zeros(8), batch_size=2, verbose=0,
+    ...                     callbacks=[TrainingProgress(batch_size=2, initial_step=100)])
+    >>> history.history["step"], history.history["learning_rate"]
+    ([104], [0.5])
+    """
+
+    def __init__(self, batch_size, initial_step=0, gradient_accumulation_steps=1):
+        super().__init__()
+        self.batch_size = batch_size
+        self.gradient_accumulation_steps = gradient_accumulation_steps
+        self.batches = initial_step * gradient_accumulation_steps
+        self._epoch_batches = 0
+        self._epoch_start = None
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch_start = time.perf_counter()
+        self._epoch_batches = 0
+
+    def on_train_batch_end(self, batch, logs=None):
+        # With steps_per_execution > 1 Keras reports only each execution's last batch.
+        self._epoch_batches = batch + 1
+
+    def on_epoch_end(self, epoch, logs=None):
+        seconds = time.perf_counter() - self._epoch_start
+        self.batches += self._epoch_batches
+        if logs is None:
+            return
+        logs["step"] = self.batches // self.gradient_accumulation_steps
+        logs["learning_rate"] = float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate))
+        logs["examples_per_second"] = self._epoch_batches * self.batch_size / max(seconds, 1e-9)
+
+
+class JsonLinesHistory(keras.callbacks.Callback):
+    """Appends each epoch's logs to a JSON-lines file, one line per step, never rewriting it.
+
+    A resumed run repeats the steps after its last checkpoint; a step the
+    file already holds is not written again, so the file has each step once.
+    Each line is flushed and synced as it is written.
+
+    Args:
+        path: the history file (created when missing).
+
+    Example:
+    >>> import numpy as np, tempfile
+    >>> path = tempfile.mkdtemp() + "/history.jsonl"
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> model.compile(optimizer="sgd", loss="mse")
+    >>> callbacks = [TrainingProgress(batch_size=4), JsonLinesHistory(path)]
+    >>> _ = model.fit(np.zeros((8, 2)), np.zeros(8), batch_size=4, epochs=2, verbose=0,
+    ...               callbacks=callbacks)
+    >>> [(record["step"], record["loss"]) for record in read_history(path)]
+    [(2, 0.0), (4, 0.0)]
+    """
+
+    def __init__(self, path):
+        super().__init__()
+        self.path = os.fspath(path)
+        self._written_steps = set()
+
+    def on_train_begin(self, logs=None):
+        self._written_steps = {record["step"] for record in read_history(self.path)}
+        if os.path.exists(self.path) and os.path.getsize(self.path):
+            with open(self.path, "rb") as file:
+                file.seek(-1, os.SEEK_END)
+                ends_with_newline = file.read(1) == b"\n"
+            if not ends_with_newline:
+                # A kill mid-line: start the next record on a line of its own.
+                self._append("\n")
+
+    def on_epoch_end(self, epoch, logs=None):
+        if not logs or "step" not in logs:
+            raise ValueError("JsonLinesHistory needs `step` in the logs: put TrainingProgress first.")
+        step = int(logs["step"])
+        if step in self._written_steps:
+            return
+        record = {"step": step, **{name: float(value) for name, value in logs.items() if name != "step"}}
+        self._append(json.dumps(record) + "\n")
+        self._written_steps.add(step)
+
+    def _append(self, text):
+        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+        with open(self.path, "a", encoding="utf-8") as file:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+
+
+def read_history(path):
+    """The records of a JSON-lines history file, in file order ([] when it is missing).
+
+    A line cut short by a killed process is skipped with a warning.
+
+    Example:
+    >>> read_history("/no/such/history.jsonl")
+    []
+    """
+    if not os.path.exists(path):
+        return []
+    records = []
+    with open(path, encoding="utf-8") as file:
+        for number, line in enumerate(file, start=1):
+            if not line.strip():
+                continue
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                logging.warning("%s:%d is not a JSON record (a cut-off write?); skipped.", path, number)
+    return records
+
+
+class PeriodicCheckpoint(keras.callbacks.Callback):
+    """Saves model + optimizer through a `CheckpointManager` at the end of every epoch.
+
+    Args:
+        manager: a `bert_keras.training.checkpoint_manager.CheckpointManager`.
+        metadata: a dict stored with every checkpoint (with the step added).
+
+    Example:
+    >>> import numpy as np, tempfile
+    >>> from bert_keras.training.checkpoint_manager import CheckpointManager
+    >>> manager = CheckpointManager(tempfile.mkdtemp())
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> model.compile(optimizer="sgd", loss="mse")
+    >>> callbacks = [TrainingProgress(batch_size=4), PeriodicCheckpoint(manager, {})]
+    >>> _ = model.fit(np.zeros((8, 2)), np.zeros(8), batch_size=4, epochs=2, verbose=0,
+    ...               callbacks=callbacks)
+    >>> manager.latest().step
+    4
+    """
+
+    def __init__(self, manager, metadata):
+        super().__init__()
+        self.manager = manager
+        self.metadata = metadata
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.manager.save(self.model, int(logs["step"]), self.metadata)
+
+
+class StepTensorBoard(keras.callbacks.TensorBoard):
+    """`keras.callbacks.TensorBoard` whose epoch summaries sit at the training step.
+
+    Keras writes epoch summaries at the epoch index; here an epoch is a
+    checkpoint interval, so the x axis is `logs["step"]` instead, which also
+    keeps a resumed run's points after the first run's.
+
+    Example:
+    >>> import tempfile
+    >>> StepTensorBoard(log_dir=tempfile.mkdtemp()).update_freq
+    'epoch'
+    """
+
+    def on_epoch_end(self, epoch, logs=None):
+        step = int(logs["step"]) if logs and "step" in logs else epoch
+        super().on_epoch_end(step, logs)

@@ -1,0 +1,171 @@
+"""Numbered training checkpoints: model + optimizer state, written atomically, the last N kept.
+
+Each checkpoint is two files in one directory:
+
+- `ckpt-{step:08d}.weights.h5`: `model.save_weights`, which in Keras 3 holds
+  every model variable and the optimizer's (iterations, moments, loss scale);
+- `ckpt-{step:08d}.json`: what the run needs to continue (the step, the
+  batches consumed, the architecture, the settings that fix the data order).
+
+The weights go to a temporary name and are renamed into place, then the
+metadata is written the same way; a checkpoint exists once its .json does, so
+a run killed at any moment leaves either a whole checkpoint or none.
+`keras.callbacks.BackupAndRestore` was the first choice, but in Keras 3.15 it
+restores only the epoch (not the position inside one), overwrites a single
+file in place and keeps at most two.
+"""
+
+import dataclasses
+import glob
+import json
+import os
+import re
+
+from absl import logging
+
+_NAME = re.compile(r"^ckpt-(\d{8})\.json$")
+_PARTIAL = ".partial"
+
+
+@dataclasses.dataclass
+class SavedCheckpoint:
+    """One complete checkpoint on disk.
+
+    Attributes:
+        step: the training step it was written at.
+        weights_path: its `.weights.h5` file.
+        metadata: the dict stored beside it.
+    """
+
+    step: int
+    weights_path: str
+    metadata: dict
+
+
+class CheckpointManager:
+    """Writes, finds, prunes and restores the checkpoints of one run.
+
+    Args:
+        directory: where the checkpoints live (created when needed).
+        keep_checkpoint_max: how many of the newest checkpoints to keep.
+
+    Example:
+    >>> import tempfile, keras
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> model.compile(optimizer="adam", loss="mse")
+    >>> manager = CheckpointManager(tempfile.mkdtemp(), keep_checkpoint_max=2)
+    >>> for step in (10, 20, 30):
+    ...     _ = manager.save(model, step, {"batches": step})
+    >>> [checkpoint.step for checkpoint in manager.checkpoints()]
+    [20, 30]
+    >>> manager.restore(model).metadata
+    {'batches': 30, 'step': 30}
+    """
+
+    def __init__(self, directory, keep_checkpoint_max=5):
+        if keep_checkpoint_max < 1:
+            raise ValueError(f"keep_checkpoint_max is {keep_checkpoint_max} but must be at least 1.")
+        self.directory = os.fspath(directory)
+        self.keep_checkpoint_max = keep_checkpoint_max
+
+    def checkpoints(self):
+        """The complete checkpoints, oldest first."""
+        found = []
+        for path in glob.glob(os.path.join(glob.escape(self.directory), "ckpt-*.json")):
+            match = _NAME.match(os.path.basename(path))
+            weights_path = path[: -len(".json")] + ".weights.h5"
+            if not match or not os.path.exists(weights_path):
+                continue
+            with open(path, encoding="utf-8") as file:
+                metadata = json.load(file)
+            found.append(SavedCheckpoint(int(match.group(1)), weights_path, metadata))
+        return sorted(found, key=lambda checkpoint: checkpoint.step)
+
+    def latest(self):
+        """The newest complete checkpoint, or None."""
+        checkpoints = self.checkpoints()
+        return checkpoints[-1] if checkpoints else None
+
+    def save(self, model, step, metadata):
+        """Writes model + optimizer state at `step`, then drops the oldest beyond the limit.
+
+        Returns:
+            The `SavedCheckpoint` written.
+        """
+        os.makedirs(self.directory, exist_ok=True)
+        _build_optimizer(model)
+        stem = os.path.join(self.directory, f"ckpt-{step:08d}")
+        weights_path = stem + ".weights.h5"
+        # Keras insists on the .weights.h5 ending, so the marker goes before it.
+        partial_weights = stem + _PARTIAL + ".weights.h5"
+        model.save_weights(partial_weights)
+        os.replace(partial_weights, weights_path)
+        metadata = {**metadata, "step": step}
+        partial_metadata = stem + _PARTIAL + ".json"
+        with open(partial_metadata, "w", encoding="utf-8") as file:
+            json.dump(metadata, file, indent=2, sort_keys=True)
+            file.write("\n")
+        os.replace(partial_metadata, stem + ".json")
+        self._prune()
+        return SavedCheckpoint(step, weights_path, metadata)
+
+    def _prune(self):
+        for checkpoint in self.checkpoints()[: -self.keep_checkpoint_max]:
+            # The .json first: without it the .weights.h5 is no checkpoint.
+            os.remove(checkpoint.weights_path[: -len(".weights.h5")] + ".json")
+            os.remove(checkpoint.weights_path)
+
+    def remove_partial_files(self):
+        """Deletes what a killed save left behind."""
+        for path in glob.glob(os.path.join(glob.escape(self.directory), f"ckpt-*{_PARTIAL}*")):
+            logging.info("Removing %s, left by an interrupted save.", path)
+            os.remove(path)
+
+    def restore(self, model, checkpoint=None):
+        """Loads the newest (or the given) checkpoint into a compiled `model`.
+
+        The optimizer is built first so its slots exist to receive the saved
+        moments.
+
+        Returns:
+            The `SavedCheckpoint` loaded, or None when there is none.
+        """
+        checkpoint = checkpoint or self.latest()
+        if checkpoint is None:
+            return None
+        _build_optimizer(model)
+        model.load_weights(checkpoint.weights_path)
+        logging.info("Restored %s (step %d).", checkpoint.weights_path, checkpoint.step)
+        return checkpoint
+
+
+def _build_optimizer(model):
+    """Creates the optimizer's slots, so saved and loaded states have the same variables."""
+    optimizer = model.optimizer
+    if optimizer is not None and not optimizer.built:
+        optimizer.build(model.trainable_variables)
+
+
+def check_same(saved, current, what, source):
+    """Raises ValueError listing every key whose value differs between two dicts.
+
+    Args:
+        saved: the values recorded with a checkpoint.
+        current: the values of this run.
+        what: what the values are, for the message (e.g. "architecture").
+        source: where `saved` came from, for the message.
+
+    Example:
+    >>> check_same({"hidden_dim": 128}, {"hidden_dim": 128}, "architecture", "ckpt")
+    >>> check_same({"hidden_dim": 128}, {"hidden_dim": 256}, "architecture", "ckpt")
+    Traceback (most recent call last):
+    ...
+    ValueError: ckpt was written with another architecture: hidden_dim is 128 there but 256 here.
+    """
+    differences = [
+        f"{key} is {saved.get(key)!r} there but {current.get(key)!r} here"
+        for key in sorted(set(saved) | set(current))
+        if saved.get(key) != current.get(key)
+    ]
+    if differences:
+        raise ValueError(f"{source} was written with another {what}: " + "; ".join(differences) + ".")

@@ -1,0 +1,47 @@
+"""Small random pretraining records and a tiny backbone config, for fast runs."""
+
+import os
+
+import numpy as np
+import tensorflow as tf
+
+from bert_keras.data.pretraining_records import original_feature_spec
+
+TINY_BACKBONE = {
+    "vocabulary_size": 40,
+    "num_layers": 1,
+    "num_heads": 2,
+    "hidden_dim": 16,
+    "intermediate_dim": 32,
+    "max_sequence_length": 32,
+}
+
+
+def write_records(path, num_examples, max_seq_length=16, max_predictions_per_seq=3, seed=0,
+                  vocabulary_size=TINY_BACKBONE["vocabulary_size"]):
+    """Writes `num_examples` records of the original layout; returns `path`."""
+    rng = np.random.default_rng(seed)
+    spec = original_feature_spec(max_seq_length, max_predictions_per_seq)
+    os.makedirs(os.path.dirname(os.fspath(path)), exist_ok=True)
+    with tf.io.TFRecordWriter(os.fspath(path)) as writer:
+        for index in range(num_examples):
+            length = int(rng.integers(max_seq_length // 2, max_seq_length + 1))
+            input_ids = np.pad(rng.integers(5, vocabulary_size, length), (0, max_seq_length - length))
+            positions = rng.choice(np.arange(1, length), max_predictions_per_seq, replace=False)
+            values = {
+                "input_ids": input_ids,
+                "input_mask": np.pad(np.ones(length, int), (0, max_seq_length - length)),
+                "segment_ids": np.pad((np.arange(length) >= length // 2).astype(int),
+                                      (0, max_seq_length - length)),
+                "masked_lm_positions": positions,
+                "masked_lm_ids": input_ids[positions],
+                "masked_lm_weights": np.ones(max_predictions_per_seq, "float32"),
+                "next_sentence_labels": [index % 2],
+            }
+            example = tf.train.Example()
+            for name, feature_spec in spec.items():
+                feature = example.features.feature[name]
+                target = feature.float_list if feature_spec.dtype == tf.float32 else feature.int64_list
+                target.value.extend(np.asarray(values[name]).tolist())
+            writer.write(example.SerializeToString())
+    return os.fspath(path)

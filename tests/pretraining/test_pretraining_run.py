@@ -1,0 +1,190 @@
+"""PretrainingRun: training, resuming, exporting, phase 2, mixed precision and bad input."""
+
+import dataclasses
+import json
+import os
+
+import keras
+import numpy as np
+import pytest
+
+from bert_keras.checkpoints.preset import load_checkpoint
+from bert_keras.models.bert_backbone import BertBackbone
+from bert_keras.pretraining.pretraining_run import PretrainingConfig
+from bert_keras.pretraining.pretraining_run import PretrainingRun
+from bert_keras.pretraining.pretraining_run import fit_plan
+from bert_keras.pretraining.pretraining_run import resolve_backbone_config
+from tests.pretraining.synthetic_records import TINY_BACKBONE
+from tests.pretraining.synthetic_records import write_records
+
+
+ON_TORCH = keras.backend.backend() == "torch"
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("records")
+    write_records(directory / "a.tfrecord", 24, seed=1)
+    write_records(directory / "b.tfrecord", 24, seed=2)
+    return str(directory / "*.tfrecord")
+
+
+def tiny_config(records, output_dir, **overrides):
+    settings = dict(
+        input_file=records,
+        output_dir=str(output_dir),
+        backbone_config=TINY_BACKBONE,
+        max_seq_length=16,
+        max_predictions_per_seq=3,
+        train_batch_size=4,
+        num_train_steps=6,
+        num_warmup_steps=2,
+        learning_rate=1e-3,
+        save_checkpoints_steps=2,
+        keep_checkpoint_max=2,
+    )
+    settings.update(overrides)
+    return PretrainingConfig(**settings)
+
+
+def numpy_weights(model):
+    return [keras.ops.convert_to_numpy(variable) for variable in model.weights]
+
+
+def optimizer_state(model):
+    return [keras.ops.convert_to_numpy(variable) for variable in model.optimizer.variables]
+
+
+@pytest.fixture(scope="module")
+def finished_run(records, tmp_path_factory):
+    """A float32 run of 5 steps, checkpoints every 2: the one most tests look at."""
+    run = PretrainingRun(tiny_config(records, tmp_path_factory.mktemp("finished"), num_train_steps=5))
+    run.history = run.train(verbose=0)
+    return run
+
+
+def test_a_run_writes_history_checkpoints_and_an_export(finished_run):
+    history, output_dir = finished_run.history, finished_run.config.output_dir
+    assert [record["step"] for record in history] == [2, 4, 5]
+    assert set(history[0]) == {"step", "loss", "masked_lm_loss", "masked_lm_accuracy", "next_sentence_loss",
+                               "next_sentence_accuracy", "learning_rate", "examples_per_second"}
+    assert all(record["examples_per_second"] > 0 for record in history)
+    # Linear decay to 0 at step 5 from the peak reached at step 2.
+    np.testing.assert_allclose([record["learning_rate"] for record in history], [1e-3, 1e-3 / 3, 0.0],
+                               rtol=1e-5)
+    assert int(finished_run.model.optimizer.iterations) == 5
+    assert sorted(os.listdir(os.path.join(output_dir, "checkpoints"))) == [
+        "ckpt-00000004.json", "ckpt-00000004.weights.h5", "ckpt-00000005.json", "ckpt-00000005.weights.h5"]
+    exported = load_checkpoint(os.path.join(output_dir, "export"))
+    assert sorted(exported.head_weights) == ["masked_lm", "next_sentence"]
+    backbone = BertBackbone.from_preset(os.path.join(output_dir, "export"))
+    for ours, theirs in zip(numpy_weights(backbone), numpy_weights(finished_run.model.backbone)):
+        np.testing.assert_array_equal(ours, theirs)
+
+
+def test_a_new_run_in_the_same_directory_restores_weights_optimizer_and_step(finished_run):
+    resumed = PretrainingRun(dataclasses.replace(finished_run.config, num_train_steps=8))
+    assert resumed.initial_step == 5
+    assert int(resumed.model.optimizer.iterations) == 5
+    for ours, saved in zip(optimizer_state(resumed.model), optimizer_state(finished_run.model)):
+        np.testing.assert_array_equal(ours, saved)
+    for ours, saved in zip(numpy_weights(resumed.model), numpy_weights(finished_run.model)):
+        np.testing.assert_array_equal(ours, saved)
+    # It continues with a 1-step epoch to the next checkpoint boundary, then whole intervals.
+    assert fit_plan(resumed.initial_step, 2, 8) == [(5, 2, 3, 1), (6, 3, 4, 2)]
+
+
+def test_resumed_batches_are_those_an_uninterrupted_run_sees_next(finished_run):
+    uninterrupted = [features["token_ids"].numpy() for features, _ in finished_run.dataset(0).take(20)]
+    resumed = [features["token_ids"].numpy() for features, _ in finished_run.dataset(13).take(7)]
+    # 20 batches of 4 from 48 examples: the resumed part crosses an epoch boundary.
+    for ours, expected in zip(resumed, uninterrupted[13:]):
+        np.testing.assert_array_equal(ours, expected)
+
+
+@pytest.mark.parametrize(
+    "mixed_precision, extra, iterations",
+    [
+        # Each precision also exercises one of the step-counting settings.
+        ("bfloat16", {"gradient_accumulation_steps": 2}, 4),
+        ("float16", {"steps_per_execution": 1 if ON_TORCH else 2}, 4),
+    ],
+)
+def test_mixed_precision_trains_without_nan(mixed_precision, extra, iterations, records, tmp_path):
+    run = PretrainingRun(tiny_config(records, tmp_path, num_train_steps=4, mixed_precision=mixed_precision,
+                                     **extra))
+    assert run.model.backbone.compute_dtype == mixed_precision
+    history = run.train(verbose=0)
+    assert [record["step"] for record in history] == [2, 4]
+    assert int(run.model.optimizer.iterations) == iterations
+    assert history[-1]["learning_rate"] == 0.0
+    assert all(np.isfinite(record["loss"]) for record in history)
+    assert all(np.isfinite(weight).all() for weight in numpy_weights(run.model))
+    # The export is float32 whatever the training precision.
+    config = json.load(open(tmp_path / "export" / "bert_keras.json"))["config"]
+    assert config["dtype"] == "float32"
+
+
+def test_phase_two_starts_from_phase_one_export_with_longer_sequences(finished_run, tmp_path):
+    write_records(tmp_path / "long" / "records.tfrecord", 16, max_seq_length=32, max_predictions_per_seq=5)
+    phase_two = PretrainingRun(tiny_config(
+        str(tmp_path / "long" / "*"), tmp_path / "phase2", backbone_config=None,
+        init_checkpoint=os.path.join(finished_run.config.output_dir, "export"), max_seq_length=32,
+        max_predictions_per_seq=5, num_train_steps=2))
+    # Every weight, the heads included, starts where phase one ended; the optimizer starts afresh.
+    for ours, theirs in zip(numpy_weights(phase_two.model), numpy_weights(finished_run.model)):
+        np.testing.assert_array_equal(ours, theirs)
+    assert int(phase_two.model.optimizer.iterations) == 0
+    history = phase_two.train(verbose=0)
+    assert [record["step"] for record in history] == [2]
+    assert np.isfinite(history[0]["loss"])
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"max_seq_length": 32}, "records have max_seq_length 16 but 32 was expected"),
+        ({"max_predictions_per_seq": 4}, "records have max_predictions_per_seq 3 but 4 was expected"),
+        ({"input_file": "/no/such/records-*"}, "input_file: no file matches '/no/such/records-*'"),
+        ({"num_warmup_steps": 7}, "num_warmup_steps is 7 but must be in [0, num_train_steps=6]"),
+        ({"steps_per_execution": 4}, "steps_per_execution is 4 but Keras' torch backend" if ON_TORCH
+         else "save_checkpoints_steps x gradient_accumulation_steps is 2 batches"),
+        ({"backbone_config": {**TINY_BACKBONE, "max_sequence_length": 8}},
+         "max_seq_length is 16 but the backbone has only 8 position embeddings"),
+        ({"backbone_config": None}, "Give a backbone config (a preset or bert_config_file) or an init_checkpoint"),
+        ({"mixed_precision": "float8"}, "mixed_precision is 'float8' but must be one of"),
+    ],
+)
+def test_bad_settings_fail_before_training(overrides, message, records, tmp_path):
+    with pytest.raises((ValueError, FileNotFoundError)) as error:
+        PretrainingRun(tiny_config(records, tmp_path / "run", **overrides))
+    assert message in str(error.value)
+    assert not (tmp_path / "run" / "history.jsonl").exists()
+
+
+def test_an_init_checkpoint_of_another_architecture_is_refused(records, tmp_path):
+    BertBackbone(**{**TINY_BACKBONE, "num_layers": 2}).save_to_preset(str(tmp_path / "other"))
+    with pytest.raises(ValueError, match="written with another architecture: num_layers is 2 there but 1 here"):
+        PretrainingRun(tiny_config(records, tmp_path / "run", init_checkpoint=str(tmp_path / "other")))
+
+
+def test_resuming_with_another_architecture_or_batching_is_refused(finished_run):
+    config = finished_run.config
+    with pytest.raises(ValueError, match="another architecture: hidden_dim is 16 there but 32 here"):
+        PretrainingRun(dataclasses.replace(config, backbone_config={**TINY_BACKBONE, "hidden_dim": 32}))
+    with pytest.raises(ValueError, match="train_batch_size is 4 there but 8 here"):
+        PretrainingRun(dataclasses.replace(config, train_batch_size=8))
+    with pytest.raises(ValueError, match="at step 5, past num_train_steps=4"):
+        PretrainingRun(dataclasses.replace(config, num_train_steps=4))
+
+
+def test_backbone_config_from_a_file(tmp_path):
+    path = tmp_path / "bert_config.json"
+    path.write_text(json.dumps({"vocab_size": 99, "hidden_size": 64, "num_hidden_layers": 3,
+                                "num_attention_heads": 4, "intermediate_size": 128}))
+    config = resolve_backbone_config(bert_config_file=str(path))
+    assert (config["vocabulary_size"], config["num_layers"], config["hidden_dim"]) == (99, 3, 64)
+    other = tmp_path / "model.json"
+    other.write_text("{}")
+    with pytest.raises(ValueError, match="expected a file named bert_config.json"):
+        resolve_backbone_config(bert_config_file=str(other))

@@ -1,0 +1,89 @@
+"""Training callbacks: step-numbered logs, an append-only history, periodic checkpoints."""
+
+import importlib.util
+import os
+
+import keras
+import numpy as np
+import pytest
+
+from bert_keras.training.callbacks import JsonLinesHistory
+from bert_keras.training.callbacks import PeriodicCheckpoint
+from bert_keras.training.callbacks import StepTensorBoard
+from bert_keras.training.callbacks import TrainingProgress
+from bert_keras.training.callbacks import read_history
+from bert_keras.training.checkpoint_manager import CheckpointManager
+
+
+def compiled_model(**compile_arguments):
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(optimizer=keras.optimizers.SGD(0.25), loss="mse", **compile_arguments)
+    return model
+
+
+def fit(model, callbacks, epochs=2, steps_per_epoch=3, initial_epoch=0):
+    data = np.ones((24, 2), "float32"), np.ones((24, 1), "float32")
+    return model.fit(*data, batch_size=2, epochs=epochs, initial_epoch=initial_epoch,
+                     steps_per_epoch=steps_per_epoch, callbacks=callbacks, verbose=0)
+
+
+@pytest.mark.parametrize("steps_per_execution", [1, 3])
+def test_progress_counts_steps_across_epochs_and_resumptions(steps_per_execution):
+    if steps_per_execution > 1 and keras.backend.backend() == "torch":
+        pytest.skip("Keras' torch backend runs one batch per call")
+    progress = TrainingProgress(batch_size=2, initial_step=10)
+    history = fit(compiled_model(steps_per_execution=steps_per_execution), [progress])
+    assert history.history["step"] == [13, 16]
+    assert history.history["learning_rate"] == [0.25, 0.25]
+    assert all(value > 0 for value in history.history["examples_per_second"])
+
+
+def test_progress_counts_optimizer_steps_when_accumulating():
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(optimizer=keras.optimizers.SGD(0.25, gradient_accumulation_steps=3), loss="mse")
+    history = fit(model, [TrainingProgress(batch_size=2, initial_step=4, gradient_accumulation_steps=3)],
+                  steps_per_epoch=6)
+    assert history.history["step"] == [6, 8]
+    assert int(model.optimizer.iterations) == 4
+
+
+def test_history_appends_each_step_once_across_resumptions(tmp_path):
+    path = str(tmp_path / "history.jsonl")
+    fit(compiled_model(), [TrainingProgress(batch_size=2), JsonLinesHistory(path)])
+    first = read_history(path)
+    assert [record["step"] for record in first] == [3, 6]
+    assert set(first[0]) == {"step", "loss", "learning_rate", "examples_per_second"}
+    # Resumed from a checkpoint at step 3: step 6 is trained again but not written twice.
+    with open(path, "a") as file:
+        file.write('{"step": 6, "lo')  # a line cut short by a kill
+    fit(compiled_model(), [TrainingProgress(batch_size=2, initial_step=3), JsonLinesHistory(path)],
+        epochs=3, initial_epoch=1)
+    history = read_history(path)
+    assert history[:2] == first
+    assert [record["step"] for record in history] == [3, 6, 9]
+    assert open(path).read().count("\n") == 4  # 3 records + the cut-off line, kept
+
+
+def test_history_needs_the_step():
+    with pytest.raises(ValueError, match="put TrainingProgress first"):
+        fit(compiled_model(), [JsonLinesHistory(os.devnull + ".jsonl")])
+
+
+def test_periodic_checkpoint_saves_every_epoch_at_the_step(tmp_path):
+    manager = CheckpointManager(tmp_path, keep_checkpoint_max=5)
+    model = compiled_model()
+    fit(model, [TrainingProgress(batch_size=2, initial_step=6), PeriodicCheckpoint(manager, {"run": 1})])
+    assert [(checkpoint.step, checkpoint.metadata) for checkpoint in manager.checkpoints()] == [
+        (9, {"run": 1, "step": 9}), (12, {"run": 1, "step": 12})]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tensorboard") is None,
+                    reason="the tensorboard package is not installed")
+def test_tensorboard_scalars_sit_at_the_training_step(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    fit(compiled_model(), [TrainingProgress(batch_size=2, initial_step=100),
+                           StepTensorBoard(log_dir=str(tmp_path))])
+    events = EventAccumulator(str(tmp_path / "train"), size_guidance={"tensors": 0})
+    events.Reload()
+    assert [event.step for event in events.Tensors("epoch_loss")] == [103, 106]
