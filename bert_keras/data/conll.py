@@ -1,0 +1,157 @@
+"""Reader for CoNLL-format tagging files (CoNLL-2003 NER and the like).
+
+One word per line, whitespace-separated columns, the tag in the last one
+(`EU NNP B-NP B-ORG`); a blank line ends a sentence; `-DOCSTART-` lines mark
+documents and are skipped. Tags are "O" or a prefix (B, I, E, S) and a type
+("B-PER"), in IOB1, IOB2 or IOBES. A malformed line is an error naming the
+file and the line.
+"""
+
+import dataclasses
+import os
+import re
+
+DOCUMENT_START = "-DOCSTART-"
+# Names the splits go by: CoNLL-2003's own (eng.testa), the common copies'.
+SPLIT_FILES = {
+    "train": ("train.txt", "eng.train"),
+    "dev": ("valid.txt", "dev.txt", "eng.testa"),
+    "test": ("test.txt", "eng.testb"),
+}
+_TAG = re.compile(r"O|[BIES]-\S+")
+
+
+@dataclasses.dataclass(frozen=True)
+class TaggedSentence:
+    """A sentence's words, their tags and the file lines they came from.
+
+    Attributes:
+        words: the words (first column).
+        tags: the tags (last column).
+        lines: the lines as read, without the line break.
+        line_numbers: 1-based line number of each word.
+    """
+
+    words: tuple
+    tags: tuple
+    lines: tuple
+    line_numbers: tuple
+
+
+def read_conll(path, limit=None):
+    """Reads the sentences of a CoNLL file.
+
+    Args:
+        path: the file.
+        limit: read at most this many sentences.
+
+    Returns:
+        A list of `TaggedSentence`.
+
+    Raises:
+        ValueError: a line has fewer than two columns or a tag that is not
+            "O" or PREFIX-TYPE, naming the file and the line.
+
+    Example:
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "train.txt")
+    >>> _ = open(path, "w").write(
+    ...     "-DOCSTART- -X- O O\\n\\nEU NNP B-ORG\\nrejects VBZ O\\n\\nPeter NNP B-PER\\n")
+    >>> [(s.words, s.tags) for s in read_conll(path)]
+    [(('EU', 'rejects'), ('B-ORG', 'O')), (('Peter',), ('B-PER',))]
+    """
+    sentences, current = [], []
+    with open(path, encoding="utf-8") as file:
+        for line_number, line in enumerate(file, start=1):
+            line = line.rstrip("\r\n")
+            columns = line.split()
+            if columns and columns[0] == DOCUMENT_START:
+                columns = []
+            if columns:
+                current.append((columns[0], _tag(columns, path, line_number), line, line_number))
+                continue
+            if current:
+                sentences.append(_sentence(current))
+                current = []
+            if limit is not None and len(sentences) >= limit:
+                return sentences
+    if current:
+        sentences.append(_sentence(current))
+    return sentences[:limit] if limit is not None else sentences
+
+
+def split_path(data_dir, split):
+    """The file of `split` ("train", "dev" or "test") in `data_dir`.
+
+    Looks for the names in `SPLIT_FILES`, in order.
+
+    Raises:
+        FileNotFoundError: naming the directory and the names looked for.
+
+    Example:
+    >>> import os, tempfile
+    >>> directory = tempfile.mkdtemp()
+    >>> _ = open(os.path.join(directory, "valid.txt"), "w").write("EU B-ORG\\n")
+    >>> os.path.basename(split_path(directory, "dev"))
+    'valid.txt'
+    """
+    for name in SPLIT_FILES[split]:
+        path = os.path.join(data_dir, name)
+        if os.path.isfile(path):
+            return path
+    raise FileNotFoundError(f"No {split} file in {data_dir}: looked for {list(SPLIT_FILES[split])}.")
+
+
+def has_split(data_dir, split):
+    """Whether `data_dir` holds a file for `split`.
+
+    Example:
+    >>> has_split("/nonexistent", "train")
+    False
+    """
+    return any(os.path.isfile(os.path.join(data_dir, name)) for name in SPLIT_FILES[split])
+
+
+def tag_scheme(tag_sequences):
+    """Names the scheme of tag sequences: "IOBES", "IOB1", "IOB2" or "O" (no entities).
+
+    IOB1 begins entities with I- and uses B- only between two entities of one
+    type; IOB2 begins every entity with B-; IOBES has E- and S- tags too.
+
+    Example:
+    >>> tag_scheme([["I-PER", "O", "B-LOC"]]), tag_scheme([["B-PER", "I-PER"]])
+    ('IOB1', 'IOB2')
+    """
+    prefixes, starts_with_inside = set(), False
+    for tags in tag_sequences:
+        previous = "O"
+        for tag in tags:
+            prefixes.add(tag[0])
+            if tag.startswith("I-") and (previous == "O" or previous[2:] != tag[2:]):
+                starts_with_inside = True
+            previous = tag
+    if prefixes & {"E", "S"}:
+        return "IOBES"
+    if starts_with_inside:
+        return "IOB1"
+    return "IOB2" if prefixes & {"B", "I"} else "O"
+
+
+def _tag(columns, path, line_number):
+    if len(columns) < 2:
+        raise ValueError(
+            f"{path}:{line_number}: expected a word and a tag (whitespace-separated, tag last), "
+            f"found {len(columns)} column: {columns[0]!r}."
+        )
+    tag = columns[-1]
+    if not _TAG.fullmatch(tag):
+        raise ValueError(
+            f"{path}:{line_number}: tag {tag!r} is neither 'O' nor PREFIX-TYPE with a "
+            "prefix B, I, E or S (e.g. 'B-PER')."
+        )
+    return tag
+
+
+def _sentence(rows):
+    words, tags, lines, line_numbers = zip(*rows)
+    return TaggedSentence(words, tags, lines, line_numbers)

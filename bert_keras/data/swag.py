@@ -1,0 +1,130 @@
+"""Reader for SWAG-format multiple-choice CSV files.
+
+The files SWAG distributes (train.csv, val.csv, test.csv) have a header row
+naming `video-id, fold-ind, startphrase, sent1, sent2, gold-source, ending0,
+ending1, ending2, ending3, label` (test.csv has no `label`). As in the
+original run_swag.py, `sent1` is the context and each choice is `sent2`
+followed by one ending. A malformed row is an error naming the file and the
+line.
+"""
+
+import csv
+import dataclasses
+import os
+import re
+
+# Names the splits go by: SWAG's own, then the generic ones.
+SPLIT_FILES = {
+    "train": ("train.csv",),
+    "dev": ("val.csv", "dev.csv"),
+    "test": ("test.csv",),
+}
+REQUIRED_COLUMNS = ("sent1", "sent2", "ending0", "ending1")
+_ENDING = re.compile(r"ending(\d+)")
+
+
+@dataclasses.dataclass
+class MultipleChoiceExamples:
+    """Parallel lists: `contexts`, `choices` (a list of texts each), `labels` (None when unlabelled)."""
+
+    contexts: list
+    choices: list
+    labels: list
+
+    def __len__(self):
+        return len(self.contexts)
+
+    @property
+    def num_choices(self):
+        return len(self.choices[0]) if self.choices else 0
+
+
+def read_swag(path, limit=None):
+    """Reads a SWAG CSV file.
+
+    Args:
+        path: the file.
+        limit: read at most this many examples.
+
+    Returns:
+        `MultipleChoiceExamples`, with one choice per `ending*` column, in
+        order; labels are None in a file without a `label` column.
+
+    Raises:
+        ValueError: a header without the columns, a row of the wrong width,
+            a label that is not a choice's index; naming the file and line.
+
+    Example:
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "val.csv")
+    >>> _ = open(path, "w").write("sent1,sent2,ending0,ending1,label\\n"
+    ...                           "He is hungry.,He,eats.,sleeps.,0\\n")
+    >>> examples = read_swag(path)
+    >>> examples.contexts, examples.choices, examples.labels
+    (['He is hungry.'], [['He eats.', 'He sleeps.']], [0])
+    """
+    with open(path, encoding="utf-8", newline="") as file:
+        reader = csv.reader(file)
+        header = next(reader, None) or []
+        missing = [name for name in REQUIRED_COLUMNS if name not in header]
+        if missing:
+            raise ValueError(f"{path}:1: the header lacks the columns {missing}; found {header}.")
+        columns = {name: index for index, name in enumerate(header)}
+        endings = sorted(
+            (int(match.group(1)), index)
+            for index, name in enumerate(header) if (match := _ENDING.fullmatch(name))
+        )
+        label_column = columns.get("label")
+        examples = MultipleChoiceExamples([], [], [])
+        line_number = reader.line_num
+        for row in reader:
+            first_line, line_number = line_number + 1, reader.line_num
+            if not any(cell.strip() for cell in row):
+                continue
+            if limit is not None and len(examples) >= limit:
+                break
+            if len(row) != len(header):
+                raise ValueError(
+                    f"{path}:{first_line}: expected {len(header)} comma-separated fields "
+                    f"as in the header, found {len(row)}."
+                )
+            start = row[columns["sent2"]]
+            examples.contexts.append(row[columns["sent1"]])
+            examples.choices.append([_join(start, row[index]) for _, index in endings])
+            examples.labels.append(
+                None if label_column is None
+                else _label(row[label_column], len(endings), path, first_line)
+            )
+    return examples
+
+
+def split_path(data_dir, split):
+    """The file of `split` ("train", "dev" or "test") in `data_dir` (see `SPLIT_FILES`).
+
+    Raises:
+        FileNotFoundError: naming the directory and the names looked for.
+
+    Example:
+    >>> import os, tempfile
+    >>> directory = tempfile.mkdtemp()
+    >>> _ = open(os.path.join(directory, "val.csv"), "w").write("sent1\\n")
+    >>> os.path.basename(split_path(directory, "dev"))
+    'val.csv'
+    """
+    for name in SPLIT_FILES[split]:
+        path = os.path.join(data_dir, name)
+        if os.path.isfile(path):
+            return path
+    raise FileNotFoundError(f"No {split} file in {data_dir}: looked for {list(SPLIT_FILES[split])}.")
+
+
+def _join(start, ending):
+    return f"{start} {ending}" if start else ending
+
+
+def _label(value, num_choices, path, line_number):
+    if not value.strip().isdigit() or int(value) >= num_choices:
+        raise ValueError(
+            f"{path}:{line_number}: label {value!r} is not a choice index in [0, {num_choices})."
+        )
+    return int(value)

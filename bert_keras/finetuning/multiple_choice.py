@@ -1,0 +1,133 @@
+"""One fine-tuning run for multiple choice (SWAG): data, model, accuracy, files."""
+
+import numpy as np
+import tensorflow as tf
+
+from bert_keras.data.swag import read_swag
+from bert_keras.data.swag import split_path
+from bert_keras.evaluation.glue_metrics import accuracy
+from bert_keras.finetuning.run import FineTuningRun
+from bert_keras.models.bert_backbone import BertBackbone  # Used by the example.
+from bert_keras.models.bert_multiple_choice import BertMultipleChoice
+from bert_keras.text.preprocessor import BertPreprocessor
+
+_PACK_BATCH = 1024  # context-choice pairs per preprocessor call
+
+
+class MultipleChoiceRun(FineTuningRun):
+    """Reads SWAG CSV files, builds a `BertMultipleChoice` from a checkpoint, trains, scores.
+
+    Each choice is packed as `[CLS] context [SEP] choice [SEP]` (the
+    original run_swag.py's pairing; pairs too long lose tokens from the end
+    of the longer side first). The number of choices is the training file's
+    (the dev file's without one). A checkpoint head named "classifier" with
+    one output (Hugging Face `BertForMultipleChoice`) is loaded.
+
+    Args:
+        data_dir: directory of train.csv, val.csv (or dev.csv), test.csv.
+        init_checkpoint: checkpoint directory; its vocab.txt and casing are
+            used.
+        output_dir: eval_results.json and predictions go here.
+        max_seq_length: tokens per packed choice.
+        seed: seeds Keras, shuffling and dropout.
+
+    Example:
+    >>> import tempfile
+    >>> checkpoint, data = tempfile.mkdtemp() + "/tiny", tempfile.mkdtemp()
+    >>> vocab = data + "/vocab.txt"
+    >>> _ = open(vocab, "w").write("\\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"]))
+    >>> BertBackbone(7, 1, 2, 8, 16).save_to_preset(checkpoint, vocabulary_file=vocab)
+    >>> for split in ("train", "val"):
+    ...     _ = open(f"{data}/{split}.csv", "w").write(
+    ...         "sent1,sent2,ending0,ending1,label\\na,,a,b,0\\nb,,a,b,1\\n")
+    >>> run = MultipleChoiceRun(data, checkpoint, tempfile.mkdtemp(), max_seq_length=8)
+    >>> _ = run.train(batch_size=2, learning_rate=1e-3, num_epochs=1, verbose=0)
+    >>> sorted(run.evaluate("dev", batch_size=2))
+    ['accuracy', 'examples']
+    """
+
+    def __init__(self, data_dir, init_checkpoint, output_dir, max_seq_length=128, seed=0):
+        super().__init__(data_dir, init_checkpoint, output_dir, max_seq_length, seed)
+        self.preprocessor = BertPreprocessor(self.tokenizer, sequence_length=max_seq_length)
+        self.num_choices = self._num_choices()
+        self.model = self.build_model(
+            lambda backbone: BertMultipleChoice(backbone, num_choices=self.num_choices),
+            "classifier",
+            output_layer="choice_score",
+        )
+
+    def _num_choices(self):
+        for split in ("train", "dev"):
+            try:
+                examples = self._read(split, limit=1)
+            except FileNotFoundError:
+                continue
+            if len(examples):
+                return examples.num_choices
+        raise ValueError(f"No train or dev examples in {self.data_dir} to count the choices from.")
+
+    def _read(self, split, limit=None):
+        return read_swag(split_path(self.data_dir, split), limit=limit)
+
+    def train(
+        self, batch_size, learning_rate, num_epochs, warmup_proportion=0.1, limit=None, verbose=2
+    ):
+        """Fine-tunes on train.csv with the paper's AdamW recipe; returns the history."""
+        examples = self._checked(self._read("train", limit=limit), "train")
+        features = self._features(examples)
+        dataset = (
+            tf.data.Dataset.from_tensor_slices((features, np.asarray(examples.labels, np.int32)))
+            .shuffle(len(examples), seed=self.seed, reshuffle_each_iteration=True)
+            .batch(batch_size)
+        )
+        return self.fit(
+            self.model, dataset, len(examples), batch_size, learning_rate, num_epochs,
+            warmup_proportion, verbose,
+        )
+
+    def evaluate(self, split, batch_size):
+        """Accuracy on `split`; writes eval_results.json and the predictions."""
+        examples = self._checked(self._read(split), split)
+        predictions = self._predict_examples(examples, batch_size)
+        results = {"accuracy": accuracy(examples.labels, predictions), "examples": len(examples)}
+        self.write_results(results)
+        self._write_predictions(split, predictions)
+        return results
+
+    def predict(self, split, batch_size):
+        """Writes OUTPUT_DIR/predictions_{split}.tsv: each example's chosen ending."""
+        examples = self._checked(self._read(split), split, labelled=False)
+        self._write_predictions(split, self._predict_examples(examples, batch_size))
+
+    def _checked(self, examples, split, labelled=True):
+        if not len(examples):
+            raise ValueError(f"The {split} file in {self.data_dir} holds no examples.")
+        if examples.num_choices not in (0, self.num_choices):
+            raise ValueError(f"The {split} file has {examples.num_choices} endings per example; "
+                             f"the model was built for {self.num_choices}.")
+        if labelled and None in examples.labels:
+            raise ValueError(f"The {split} file has no label column.")
+        return examples
+
+    def _features(self, examples):
+        """Packed choices, `[examples, num_choices, max_seq_length]` int32 arrays."""
+        contexts = [context for context, choices in zip(examples.contexts, examples.choices)
+                    for _ in choices]
+        choices = [choice for example_choices in examples.choices for choice in example_choices]
+        batches = [
+            self.preprocessor((contexts[start:start + _PACK_BATCH], choices[start:start + _PACK_BATCH]))
+            for start in range(0, len(choices), _PACK_BATCH)
+        ]
+        shape = (len(examples), self.num_choices, self.max_seq_length)
+        return {
+            name: np.concatenate([batch[name].numpy() for batch in batches]).reshape(shape)
+            for name in ("token_ids", "segment_ids", "padding_mask")
+        }
+
+    def _predict_examples(self, examples, batch_size):
+        logits = self.model.predict(self._features(examples), batch_size=batch_size, verbose=0)
+        return np.argmax(logits, axis=-1)
+
+    def _write_predictions(self, split, predictions):
+        lines = ["index\tprediction"] + [f"{i}\t{p}" for i, p in enumerate(predictions)]
+        self.write_file(f"predictions_{split}.tsv", "\n".join(lines) + "\n")

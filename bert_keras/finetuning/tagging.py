@@ -1,0 +1,165 @@
+"""One fine-tuning run for token tagging (CoNLL NER): data, model, conlleval scores, files."""
+
+import tensorflow as tf
+
+from bert_keras.data.conll import has_split
+from bert_keras.data.conll import read_conll
+from bert_keras.data.conll import split_path
+from bert_keras.data.conll import tag_scheme
+from bert_keras.evaluation.conll_metrics import entity_scores
+from bert_keras.finetuning.run import FineTuningRun
+from bert_keras.finetuning.word_windows import tokenize_words
+from bert_keras.finetuning.word_windows import word_windows
+from bert_keras.models.bert_backbone import BertBackbone  # Used by the example.
+from bert_keras.models.bert_token_classifier import BertTokenClassifier
+
+HEAD_NAME = "token_classifier"
+
+
+class TaggingRun(FineTuningRun):
+    """Reads CoNLL files, builds a `BertTokenClassifier` from a checkpoint, trains, scores.
+
+    Tags are learned and predicted per word on its first word piece; long
+    sentences are split into overlapping windows, so every word is tagged
+    (see `bert_keras.finetuning.word_windows`). Entities are scored exactly
+    as conlleval does. The tag set is the training file's ("O" first, then
+    sorted), or, when the checkpoint holds a token-classification head whose
+    config names its labels (Hugging Face `id2label`) and they include every
+    tag of the data, the checkpoint's, head included.
+
+    Args:
+        data_dir: directory of train.txt, valid.txt (or dev.txt), test.txt
+            (see `bert_keras.data.conll.SPLIT_FILES`).
+        init_checkpoint: checkpoint directory; its vocab.txt and casing are
+            used.
+        output_dir: eval_results.json and predictions go here.
+        max_seq_length: tokens per window.
+        seed: seeds Keras, shuffling and dropout.
+
+    Example:
+    >>> import tempfile
+    >>> checkpoint, data = tempfile.mkdtemp() + "/tiny", tempfile.mkdtemp()
+    >>> vocab = data + "/vocab.txt"
+    >>> _ = open(vocab, "w").write("\\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "eu", "is"]))
+    >>> BertBackbone(7, 1, 2, 8, 16).save_to_preset(checkpoint, vocabulary_file=vocab)
+    >>> for split in ("train", "valid"):
+    ...     _ = open(f"{data}/{split}.txt", "w").write("EU B-ORG\\nis O\\n")
+    >>> run = TaggingRun(data, checkpoint, tempfile.mkdtemp())
+    >>> run.label_names
+    ['O', 'B-ORG']
+    >>> _ = run.train(batch_size=2, learning_rate=1e-3, num_epochs=1, verbose=0)
+    >>> results = run.evaluate("dev", batch_size=2)
+    >>> results["entities"], results["words"], results["tag_scheme"]
+    (1, 2, 'IOB2')
+    """
+
+    def __init__(self, data_dir, init_checkpoint, output_dir, max_seq_length=128, seed=0):
+        super().__init__(data_dir, init_checkpoint, output_dir, max_seq_length, seed)
+        data_tags = self._data_tags()
+        checkpoint_labels = self._checkpoint_label_names()
+        uses_head = bool(checkpoint_labels) and data_tags <= set(checkpoint_labels)
+        self.label_names = checkpoint_labels if uses_head else _ordered(data_tags)
+        if not self.label_names:
+            raise ValueError(f"No tags: {data_dir} has no train or dev file, and "
+                             f"{init_checkpoint} names no labels of a {HEAD_NAME} head.")
+        num_classes = len(self.label_names)
+        self.model = self.build_model(
+            lambda backbone: BertTokenClassifier(backbone, num_classes=num_classes),
+            HEAD_NAME if uses_head else None,
+        )
+
+    def _data_tags(self):
+        for split in ("train", "dev"):
+            if has_split(self.data_dir, split):
+                return {tag for sentence in self._read(split) for tag in sentence.tags}
+        return set()
+
+    def _checkpoint_label_names(self):
+        head = self.checkpoint.head_weights.get(HEAD_NAME)
+        id2label = self.checkpoint.extra_config.get("id2label") or {}
+        if not head or len(id2label) != head["bias"].shape[-1]:
+            return None
+        return [id2label[str(index)] for index in range(len(id2label))]
+
+    def _read(self, split, limit=None):
+        return read_conll(split_path(self.data_dir, split), limit=limit)
+
+    def train(
+        self, batch_size, learning_rate, num_epochs, warmup_proportion=0.1, limit=None, verbose=2
+    ):
+        """Fine-tunes on train.txt with the paper's AdamW recipe; returns the history."""
+        sentences = self._read("train", limit=limit)
+        label_ids = {name: index for index, name in enumerate(self.label_names)}
+        windows = self._windows(
+            sentences, [[label_ids[tag] for tag in sentence.tags] for sentence in sentences]
+        )
+        dataset = (
+            tf.data.Dataset.from_tensor_slices((windows.features, windows.labels))
+            .shuffle(len(windows), seed=self.seed, reshuffle_each_iteration=True)
+            .batch(batch_size)
+        )
+        return self.fit(
+            self.model, dataset, len(windows), batch_size, learning_rate, num_epochs,
+            warmup_proportion, verbose,
+        )
+
+    def evaluate(self, split, batch_size):
+        """Entity precision, recall, F1 (conlleval) and tag accuracy; writes them and the tags."""
+        sentences = self._read(split)
+        predicted = self._predict_tags(sentences, batch_size)
+        gold = [sentence.tags for sentence in sentences]
+        scores = entity_scores(gold, predicted)
+        words = sum(len(tags) for tags in gold)
+        correct_tags = sum(g == p for tags, guesses in zip(gold, predicted) for g, p in zip(tags, guesses))
+        results = {
+            "precision": scores.precision,
+            "recall": scores.recall,
+            "f1": scores.f1,
+            "accuracy": correct_tags / words if words else 0.0,
+            "entities": scores.gold,
+            "predicted_entities": scores.predicted,
+            "correct_entities": scores.correct,
+            "sentences": len(sentences),
+            "words": words,
+            "tag_scheme": tag_scheme(gold),
+        }
+        self.write_results(results)
+        self._write_predictions(split, sentences, predicted)
+        return results
+
+    def predict(self, split, batch_size):
+        """Writes OUTPUT_DIR/predictions_{split}.txt: each line with its predicted tag appended."""
+        sentences = self._read(split)
+        self._write_predictions(split, sentences, self._predict_tags(sentences, batch_size))
+
+    def _windows(self, sentences, word_labels=None):
+        tokenizer = self.tokenizer
+        return word_windows(
+            tokenize_words(tokenizer, [sentence.words for sentence in sentences]),
+            self.max_seq_length,
+            tokenizer.cls_token_id,
+            tokenizer.sep_token_id,
+            tokenizer.pad_token_id,
+            word_labels=word_labels,
+        )
+
+    def _predict_tags(self, sentences, batch_size):
+        windows = self._windows(sentences)
+        logits = self.model.predict(windows.features, batch_size=batch_size, verbose=0)
+        return [
+            [self.label_names[index] for index in sentence]
+            for sentence in windows.word_predictions(logits)
+        ]
+
+    def _write_predictions(self, split, sentences, predicted):
+        blocks = [
+            "".join(f"{line} {tag}\n" for line, tag in zip(sentence.lines, tags))
+            for sentence, tags in zip(sentences, predicted)
+        ]
+        self.write_file(f"predictions_{split}.txt", "\n".join(blocks))
+
+
+def _ordered(tags):
+    """"O" first, then the entity tags sorted by type then prefix."""
+    entity_tags = sorted(tags - {"O"}, key=lambda tag: (tag[2:], tag[0]))
+    return (["O"] if "O" in tags else []) + entity_tags

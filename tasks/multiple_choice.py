@@ -1,0 +1,36 @@
+"""Fine-tunes a BERT checkpoint on multiple choice in SWAG's CSV format.
+
+Flags follow the original run_classifier.py (and run_swag.py), so command
+lines carry over:
+
+    python -m tasks.multiple_choice --data_dir=swag \\
+        --init_checkpoint=/path/to/checkpoint_dir --output_dir=/tmp/swag \\
+        --do_train --do_eval --max_seq_length=80 --train_batch_size=16 \\
+        --learning_rate=2e-5 --num_train_epochs=3
+
+--data_dir holds train.csv, val.csv (or dev.csv) and test.csv with a header
+naming sent1, sent2, ending0, ending1, ... and label (not in test.csv); each
+choice is "[CLS] sent1 [SEP] sent2 ending_i [SEP]". Accuracy goes to
+OUTPUT_DIR/eval_results.json, the chosen ending of each example to
+OUTPUT_DIR/predictions_{dev,test}.tsv.
+"""
+
+from absl import app
+
+from bert_keras.finetuning.run import check_flags
+from bert_keras.finetuning.run import define_flags
+from bert_keras.finetuning.run import run_steps
+
+_FLAGS = define_flags(learning_rate=2e-5)
+
+
+def main(argv):
+    del argv
+    check_flags(_FLAGS)
+    from bert_keras.finetuning.multiple_choice import MultipleChoiceRun
+
+    run_steps(MultipleChoiceRun(**_FLAGS.run_arguments()), _FLAGS)
+
+
+if __name__ == "__main__":
+    app.run(main)

