@@ -4,10 +4,12 @@ import json
 import subprocess
 import sys
 
+import keras
 import numpy as np
 import pytest
 
 from bert_keras.data.swag import read_swag
+from bert_keras.finetuning.multiple_choice import MultipleChoiceRun
 from bert_keras.models.bert_backbone import BertBackbone
 
 COLORS = ["red", "blue", "green", "gold"]
@@ -79,3 +81,32 @@ def test_program_flags_are_checked():
         capture_output=True, text=True,
     )
     assert completed.returncode != 0 and "--max_seq_length must be at least 3" in completed.stderr
+
+
+def test_hugging_face_multiple_choice_head_scores_as_transformers(tmp_path):
+    transformers = pytest.importorskip("transformers")
+    torch = pytest.importorskip("torch")
+    config = transformers.BertConfig(
+        vocab_size=len(VOCABULARY), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=32, max_position_embeddings=32, hidden_act="gelu",
+    )
+    torch.manual_seed(0)
+    model = transformers.BertForMultipleChoice(config).eval()
+    checkpoint = tmp_path / "checkpoint"
+    model.save_pretrained(checkpoint)
+    (checkpoint / "vocab.txt").write_text("\n".join(VOCABULARY) + "\n")
+    data = tmp_path / "data"
+    data.mkdir()
+    _swag_file(data / "val.csv", 6, seed=3)
+
+    run = MultipleChoiceRun(str(data), str(checkpoint), str(tmp_path / "output"), max_seq_length=16)
+    features = run._features(read_swag(str(data / "val.csv")))
+    ours = keras.ops.convert_to_numpy(run.model(features, training=False))
+    with torch.no_grad():
+        theirs = model(
+            input_ids=torch.tensor(features["token_ids"], dtype=torch.long),
+            token_type_ids=torch.tensor(features["segment_ids"], dtype=torch.long),
+            attention_mask=torch.tensor(features["padding_mask"], dtype=torch.long),
+        ).logits.numpy()
+    assert ours.shape == theirs.shape == (6, 4)
+    np.testing.assert_allclose(ours, theirs, atol=1e-4)
