@@ -393,25 +393,15 @@ class _Reply:
             yield value
 
 
-class _InProcess:
-    def __init__(self, payload):
-        self.payload = payload
-
-    def get(self):
-        return pretraining_instances.shard_records(*self.payload)
-
-
 @contextlib.contextmanager
 def _worker_pool(num_workers):
     """Yields `submit(documents, special_tokens, options, shard_index)`.
 
     Shard i goes to worker i % num_workers; each worker answers in order, so
-    results read in submission order never wait on one another. With one
-    worker everything runs in this process.
+    results read in submission order never wait on one another. A single
+    worker is a process too: this one holds TensorFlow, and a shard's
+    instances on top of it would take it over 1 GB.
     """
-    if num_workers <= 1:
-        yield lambda *payload: _InProcess(payload)
-        return
     workers = [
         subprocess.Popen(
             [sys.executable, "-c", _WORKER_BOOTSTRAP, pretraining_instances.__file__],
@@ -480,7 +470,7 @@ def create_pretraining_data(
         options: a `pretraining_instances.InstanceOptions`.
         do_lower_case: lower-case and strip accents (uncased vocabularies).
         compression: "" or "GZIP".
-        num_workers: worker processes (default: all cores); 1 runs in-process.
+        num_workers: worker processes (default: all cores).
         input_mb_per_shard: input text per shard; it bounds the window from
             which random next segments are drawn.
         progress_interval: seconds between progress lines.
