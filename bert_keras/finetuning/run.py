@@ -1,4 +1,4 @@
-"""What every fine-tuning program shares: its flags, a task model from a checkpoint, training, result files.
+"""What every fine-tuning program shares: flags, a task model from a checkpoint, training, files.
 
 A task's run (classification, tagging, multiple choice, ...) subclasses
 `FineTuningRun` and adds reading its data and scoring it; a task's absl

@@ -40,7 +40,8 @@ class TaggingRun(FineTuningRun):
     >>> import tempfile
     >>> checkpoint, data = tempfile.mkdtemp() + "/tiny", tempfile.mkdtemp()
     >>> vocab = data + "/vocab.txt"
-    >>> _ = open(vocab, "w").write("\\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "eu", "is"]))
+    >>> tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "eu", "is"]
+    >>> _ = open(vocab, "w").write("\\n".join(tokens))
     >>> BertBackbone(7, 1, 2, 8, 16).save_to_preset(checkpoint, vocabulary_file=vocab)
     >>> for split in ("train", "valid"):
     ...     _ = open(f"{data}/{split}.txt", "w").write("EU B-ORG\\nis O\\n")
@@ -110,7 +111,9 @@ class TaggingRun(FineTuningRun):
         gold = [sentence.tags for sentence in sentences]
         scores = entity_scores(gold, predicted)
         words = sum(len(tags) for tags in gold)
-        correct_tags = sum(g == p for tags, guesses in zip(gold, predicted) for g, p in zip(tags, guesses))
+        correct_tags = sum(
+            g == p for tags, guesses in zip(gold, predicted) for g, p in zip(tags, guesses)
+        )
         results = {
             "precision": scores.precision,
             "recall": scores.recall,
