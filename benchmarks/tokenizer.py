@@ -13,7 +13,9 @@ on the same lines, measures MB/s (UTF-8 input) of
 
 and the fraction of lines on which each gives other ids than the reference
 (`tokenizers.BertWordPieceTokenizer`). All use a word limit of 100 characters,
-the reference's. Prints a table and the ratio ours / transformers.
+the reference's. Each round runs every tokenizer once, so that other load on
+the machine falls on all of them alike; the best round of each is kept. Prints
+a table and the ratio ours / transformers.
 
     python -m benchmarks.tokenizer
     python -m benchmarks.tokenizer --megabytes=10 --batch_size=1024
@@ -74,12 +76,14 @@ def _batches(lines, batch_size):
     return [lines[i : i + batch_size] for i in range(0, len(lines), batch_size)]
 
 
-def _best_seconds(run, repeats):
-    best = float("inf")
+def _best_seconds(runs, repeats):
+    """Best seconds of each of `runs` ({name: function}), rounds interleaved."""
+    best = {name: float("inf") for name in runs}
     for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - start)
+        for name, run in runs.items():
+            start = time.perf_counter()
+            run()
+            best[name] = min(best[name], time.perf_counter() - start)
     return best
 
 
@@ -92,7 +96,7 @@ def _our_tokenizer(vocabulary):
     )
 
 
-def _measure_ours_tf_data(lines, vocabulary, batch_size, repeats):
+def _prepare_ours_tf_data(lines, vocabulary, batch_size):
     import tensorflow as tf
 
     tokenizer = _our_tokenizer(vocabulary)
@@ -107,11 +111,10 @@ def _measure_ours_tf_data(lines, vocabulary, batch_size, repeats):
         for _ in dataset:
             pass
 
-    seconds = _best_seconds(run, repeats)
-    return seconds, [ids for batch in dataset for ids in batch.to_list()]
+    return run, lambda: [ids for batch in dataset for ids in batch.to_list()]
 
 
-def _measure_ours_tf_function(lines, vocabulary, batch_size, repeats):
+def _prepare_ours_tf_function(lines, vocabulary, batch_size):
     import tensorflow as tf
 
     tokenizer = _our_tokenizer(vocabulary)
@@ -124,11 +127,10 @@ def _measure_ours_tf_function(lines, vocabulary, batch_size, repeats):
     def run():
         return [tokenize(batch) for batch in batches]
 
-    seconds = _best_seconds(run, repeats)
-    return seconds, [ids for batch in run() for ids in batch.to_list()]
+    return run, lambda: [ids for batch in run() for ids in batch.to_list()]
 
 
-def _measure_transformers(lines, checkpoint_dir, batch_size, repeats):
+def _prepare_transformers(lines, checkpoint_dir, batch_size):
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(checkpoint_dir)
@@ -141,11 +143,10 @@ def _measure_transformers(lines, checkpoint_dir, batch_size, repeats):
             for ids in tokenizer(batch, add_special_tokens=False)["input_ids"]
         ]
 
-    seconds = _best_seconds(run, repeats)
-    return seconds, run()
+    return run, run
 
 
-def _measure_tf_text(lines, vocabulary_tokens, batch_size, repeats):
+def _prepare_tf_text(lines, vocabulary_tokens, batch_size):
     import tensorflow as tf
     import tensorflow_text as tf_text
 
@@ -165,8 +166,7 @@ def _measure_tf_text(lines, vocabulary_tokens, batch_size, repeats):
         for _ in dataset:
             pass
 
-    seconds = _best_seconds(run, repeats)
-    return seconds, [ids for batch in dataset for ids in batch.to_list()]
+    return run, lambda: [ids for batch in dataset for ids in batch.to_list()]
 
 
 def main(argv):
@@ -188,34 +188,41 @@ def main(argv):
     with open(vocabulary, encoding="utf-8") as vocabulary_file:
         vocabulary_tokens = [line.strip() for line in vocabulary_file]
 
-    results = {
-        "bert_keras BertTokenizer (tf.function)": _measure_ours_tf_function(
-            lines, vocabulary, _BATCH_SIZE.value, _REPEATS.value
+    batch_size = _BATCH_SIZE.value
+    tokenizers_under_test = {  # name: (run, token ids of every line)
+        "bert_keras BertTokenizer (tf.function)": _prepare_ours_tf_function(
+            lines, vocabulary, batch_size
         ),
-        "bert_keras BertTokenizer (tf.data)": _measure_ours_tf_data(
-            lines, vocabulary, _BATCH_SIZE.value, _REPEATS.value
+        "bert_keras BertTokenizer (tf.data)": _prepare_ours_tf_data(
+            lines, vocabulary, batch_size
         ),
-        "transformers fast tokenizer": _measure_transformers(
-            lines, checkpoint_dir, _BATCH_SIZE.value, _REPEATS.value
+        "transformers fast tokenizer": _prepare_transformers(
+            lines, checkpoint_dir, batch_size
         ),
-        "tensorflow-text FastBertTokenizer": _measure_tf_text(
-            lines, vocabulary_tokens, _BATCH_SIZE.value, _REPEATS.value
+        "tensorflow-text FastBertTokenizer": _prepare_tf_text(
+            lines, vocabulary_tokens, batch_size
         ),
     }
+    seconds = _best_seconds(
+        {name: run for name, (run, _) in tokenizers_under_test.items()},
+        _REPEATS.value,
+    )
     print(
         f"\n{len(lines)} lines, {megabytes:.2f} MB of docstring sentences, "
         f"batch {_BATCH_SIZE.value}, {os.cpu_count()} CPUs, best of "
         f"{_REPEATS.value}\n"
     )
     print(f"{'tokenizer':<38} {'MB/s':>8} {'lines differing from reference':>32}")
-    for name, (seconds, token_ids) in results.items():
-        differing = sum(ours != ref for ours, ref in zip(token_ids, expected))
+    for name, (_, token_ids) in tokenizers_under_test.items():
+        differing = sum(
+            ours != ref for ours, ref in zip(token_ids(), expected)
+        )
         print(
-            f"{name:<38} {megabytes / seconds:>8.2f} "
+            f"{name:<38} {megabytes / seconds[name]:>8.2f} "
             f"{differing:>10} / {len(lines)} ({differing / len(lines):.2e})"
         )
-    ours_seconds = results["bert_keras BertTokenizer (tf.function)"][0]
-    transformers_seconds = results["transformers fast tokenizer"][0]
+    ours_seconds = seconds["bert_keras BertTokenizer (tf.function)"]
+    transformers_seconds = seconds["transformers fast tokenizer"]
     print(f"\nratio bert_keras / transformers: "
           f"{transformers_seconds / ours_seconds:.1f}x")
 

@@ -26,14 +26,14 @@ small ops instead:
    (tensorflow-text's `FastWordpieceTokenizer`, which gives the original's
    greedy longest-match-first pieces in linear time).
 
-Token ids of plain text (printable ASCII, tab, newline, carriage return: most
-English text) take a shortcut: there only lower-casing and the split on
-whitespace and punctuation change anything, and `FastWordpieceTokenizer` in
-its end-to-end mode does that split itself, exactly like the original, with
-its byte limit equal to the character limit. So plain texts take
-`tf.strings.lower` and one tensorflow-text op (about 2.4 times less work than
-the rules one by one); a mask sends every other text through the rules, in the
-same graph.
+Plain text (printable ASCII, tab, newline, carriage return: most English
+text) takes a shortcut: there only lower-casing and the split on whitespace
+and punctuation change anything, and `FastWordpieceTokenizer` in its
+end-to-end mode does that split itself, exactly like the original, with its
+byte limit equal to the character limit, and every byte stays in place for the
+offsets. So plain texts take `tf.strings.lower` and one tensorflow-text op
+(token ids: about 2.4 times less work than the rules one by one); a mask sends
+every other text through the rules, in the same graph.
 
 Offsets are UTF-8 byte offsets into the original string by default (pass
 `unit="character"` for code-point offsets).
@@ -486,10 +486,11 @@ class BertTokenizer(keras.layers.Layer):
             return self._tokenize_around_special_tokens(texts, unit)
         return self._tokenize_texts(texts, unit)
 
-    def _token_ids_of_texts(self, texts):
-        """Token ids of a [batch] of texts."""
+    def _by_path(self, texts, tokenize_plain, tokenize_other):
+        """Tokenizes plain texts with `tokenize_plain`, others with
+        `tokenize_other`, and gives the rows back in the order of `texts`."""
         if self._plain_text_wordpiece is None:
-            return self._token_ids_by_every_rule(texts)
+            return tokenize_other(texts)
         # Most text is plain, and one tensorflow-text op does all the work
         # there. Masks, not Python branches, pick the path of each text, so
         # one graph serves every batch.
@@ -497,19 +498,15 @@ class BertTokenizer(keras.layers.Layer):
         is_other = tf.logical_not(is_plain)
         return _stitch_rows(
             [
-                (
-                    is_plain,
-                    self._token_ids_of_plain_texts(
-                        tf.boolean_mask(texts, is_plain)
-                    ),
-                ),
-                (
-                    is_other,
-                    self._token_ids_by_every_rule(
-                        tf.boolean_mask(texts, is_other)
-                    ),
-                ),
+                (is_plain, tokenize_plain(tf.boolean_mask(texts, is_plain))),
+                (is_other, tokenize_other(tf.boolean_mask(texts, is_other))),
             ]
+        )
+
+    def _token_ids_of_texts(self, texts):
+        """Token ids of a [batch] of texts."""
+        return self._by_path(
+            texts, self._token_ids_of_plain_texts, self._token_ids_by_every_rule
         )
 
     def _token_ids_of_plain_texts(self, texts):
@@ -602,7 +599,7 @@ class BertTokenizer(keras.layers.Layer):
     def _token_ids_of_normalized_words(self, texts):
         """Token ids of a [batch] of texts, no special tokens, no offsets."""
         # [batch, (words)]
-        words = self._word_splitter.tokenize(self._normalize_text(texts))
+        words = self.split_words(texts)
         piece_ids, _, _ = self._wordpiece_with_offsets(words.flat_values)
         return tf.RaggedTensor.from_row_splits(
             tf.cast(piece_ids, tf.int32), words.row_splits, validate=False
@@ -610,6 +607,24 @@ class BertTokenizer(keras.layers.Layer):
 
     def _tokenize_texts(self, texts, unit):
         """Token ids and offsets of a [batch] of texts, no special tokens."""
+        return self._by_path(
+            texts,
+            self._tokenize_plain_texts,
+            lambda other_texts: self._tokenize_texts_by_every_rule(
+                other_texts, unit
+            ),
+        )
+
+    def _tokenize_plain_texts(self, texts):
+        """Ids and offsets of a [batch] of plain texts, no special tokens."""
+        if self.lowercase:
+            texts = tf.strings.lower(texts)
+        # Plain text keeps every byte in place, and a byte is a character:
+        # these offsets hold for both units.
+        return self._plain_text_wordpiece.tokenize_with_offsets(texts)
+
+    def _tokenize_texts_by_every_rule(self, texts, unit):
+        """`_tokenize_texts`, every rule in turn."""
         # Every character of the batch, as code points: [batch, (characters)].
         codepoints, character_starts = tf.strings.unicode_decode_with_offsets(
             texts, "UTF-8", errors="replace"
@@ -771,16 +786,24 @@ def _stitch_rows(masks_and_rows):
     Args:
         masks_and_rows: pairs `(mask, rows)`: `rows` holds, in order, the rows
             of the result where the [batch] bool `mask` is true. The masks
-            cover every row of the result once.
+            cover every row of the result once. `rows` is a ragged tensor or
+            a tuple of them (ids, starts, ends), alike in every pair.
 
     Returns:
-        The [batch, (n)] ragged tensor.
+        The [batch, (n)] ragged tensor, or a tuple of them.
     """
     positions = tf.concat(
         [tf.where(mask)[:, 0] for mask, _ in masks_and_rows], axis=0
     )
-    rows = tf.concat([rows for _, rows in masks_and_rows], axis=0)
-    return tf.gather(rows, tf.math.invert_permutation(positions))
+    order = tf.math.invert_permutation(positions)
+
+    def stitch(parts):
+        return tf.gather(tf.concat(list(parts), axis=0), order)
+
+    parts = [rows for _, rows in masks_and_rows]
+    if isinstance(parts[0], tuple):
+        return tuple(stitch(same_kind) for same_kind in zip(*parts))
+    return stitch(parts)
 
 
 def _character_offsets(texts, byte_offsets):
