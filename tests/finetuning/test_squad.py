@@ -157,9 +157,10 @@ def test_questions_without_any_valid_span_get_no_answer_instead_of_crashing(
                         version_2_with_negative=version_2_with_negative).answers == {"q": ""}
 
 
-# A set a tiny model learns in a few steps: the answer is the one word from
-# its own small vocabulary, always right after the marker "zz", among filler
-# words; contexts of up to 33 words make several windows at --max_seq_length=32.
+# A set a tiny model learns in a few steps: the answer is one or two words
+# from their own small vocabulary, always right after the marker "zz", among
+# filler words; contexts of up to 34 words make several windows at
+# --max_seq_length=32.
 FILLERS = [f"w{index}" for index in range(30)]
 ANSWER_WORDS = [f"a{index}" for index in range(10)]
 
@@ -170,11 +171,12 @@ def _synthetic_squad(path, count, seed):
     for index in range(count):
         words = rng.choices(FILLERS, k=rng.randint(5, 30))
         marker = rng.randrange(len(words))
-        words[marker:marker] = ["zz", rng.choice(ANSWER_WORDS)]
+        answer = rng.choices(ANSWER_WORDS, k=rng.randint(1, 2))
+        words[marker:marker] = ["zz", *answer]
         context = " ".join(words)
         start = len(" ".join(words[:marker + 1])) + 1
         qa = {"id": f"q{index}", "question": "what follows the marker?",
-              "answers": [{"text": words[marker + 1], "answer_start": start}]}
+              "answers": [{"text": " ".join(answer), "answer_start": start}]}
         paragraphs.append({"context": context, "qas": [qa]})
     path.write_text(json.dumps({"version": "1.1", "data": [{"title": "s", "paragraphs": paragraphs}]}))
     return str(path)
@@ -206,14 +208,15 @@ def test_program_learns_a_synthetic_set_far_above_chance(tmp_path):
         f"--init_checkpoint={checkpoint}", f"--train_file={train_file}",
         f"--predict_file={predict_file}", f"--output_dir={output_dir}", "--do_train",
         "--do_predict", "--max_seq_length=32", "--doc_stride=8", "--max_query_length=8",
-        "--train_batch_size=16", "--learning_rate=5e-3", "--num_train_epochs=2",
+        "--train_batch_size=16", "--learning_rate=5e-3", "--num_train_epochs=3",
         "--predict_batch_size=32",
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
     results = json.loads((output_dir / "eval_results.json").read_text())
     assert results["total"] == 40
-    # Chance is about 1 in 20 (one word of the context); 100 was measured on each backend.
-    assert results["exact_match"] > 80.0, results
+    # Chance is a few percent (one or two of about 20 words); 82-88 exact and
+    # 94-96 F1 were measured on each backend (misses end a two-word answer early).
+    assert results["exact_match"] > 60.0 and results["f1"] > 80.0, results
     predictions = json.loads((output_dir / "predictions.json").read_text())
     nbest = json.loads((output_dir / "nbest_predictions.json").read_text())
     assert sorted(predictions) == sorted(nbest) == sorted(f"q{i}" for i in range(40))
