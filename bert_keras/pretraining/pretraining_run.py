@@ -36,7 +36,6 @@ import os
 
 import keras
 import numpy as np
-import tensorflow as tf
 from absl import logging
 
 from bert_keras.checkpoints import huggingface
@@ -45,6 +44,7 @@ from bert_keras.checkpoints.preset import Checkpoint
 from bert_keras.checkpoints.preset import load_checkpoint
 from bert_keras.checkpoints.preset import save_checkpoint
 from bert_keras.checkpoints.preset import set_backbone_weights
+from bert_keras.data.pretraining_corpus import resolve_input_files
 from bert_keras.data.pretraining_records import pretraining_dataset
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_pretrainer import BertPretrainer
@@ -222,6 +222,7 @@ class PretrainingRun:
 
     Example:
     >>> import os, tempfile
+    >>> import tensorflow as tf
     >>> from bert_keras.data.pretraining_records import original_feature_spec
     >>> directory = tempfile.mkdtemp()
     >>> example = tf.train.Example()
@@ -261,15 +262,15 @@ class PretrainingRun:
         self._check_resumable(backbone_config)
         self._check_sequence_length(backbone_config)
         self.dataset(skip_batches=0)  # checks the records' lengths against the settings
-        self.model = self._build_model(backbone_config, initial)
         self.initial_step = self.resumed.step if self.resumed else 0
-        if self.resumed:
-            self.checkpoints.restore(self.model, self.resumed)
         if self.initial_step > config.num_train_steps:
             raise ValueError(
                 f"{self.resumed.weights_path} is at step {self.initial_step}, past "
                 f"num_train_steps={config.num_train_steps}."
             )
+        self.model = self._build_model(backbone_config, initial)
+        if self.resumed:
+            self.checkpoints.restore(self.model, self.resumed)
 
     def _init_checkpoint(self):
         if not self.config.init_checkpoint:
@@ -313,7 +314,7 @@ class PretrainingRun:
                    "data order (resuming needs the same records and batching)", source)
 
     def _check_sequence_length(self, backbone_config):
-        positions = backbone_config.get("max_sequence_length", 512)
+        positions = _architecture(backbone_config)["max_sequence_length"]
         if self.config.max_seq_length > positions:
             raise ValueError(
                 f"max_seq_length is {self.config.max_seq_length} but the backbone has only "
@@ -457,11 +458,8 @@ def _tensorboard(log_dir):
 
 
 def _matching_files(input_file):
-    patterns = [pattern.strip() for pattern in input_file.split(",") if pattern.strip()]
-    paths = sorted({os.path.abspath(path) for pattern in patterns for path in tf.io.gfile.glob(pattern)})
-    if not paths:
-        raise FileNotFoundError(f"input_file: no file matches {input_file!r}.")
-    return paths
+    """Absolute paths, so a resumed run's check does not depend on the working directory."""
+    return [os.path.abspath(path) for path in resolve_input_files(input_file)]
 
 
 def _architecture(backbone_config):

@@ -1,0 +1,216 @@
+"""Pretraining step throughput: BertPretrainer against keras-hub's BertMaskedLM and transformers.
+
+For the current KERAS_BACKEND, measures sequences/second of one training step
+(forward, backward, AdamW update with clipping) of
+
+- bert_keras: `BertPretrainer` (masked LM on the gathered positions + NSP),
+  `train_on_batch`, the optimizer of `create_optimizer`;
+- keras_hub: `keras_hub.models.BertMaskedLM` on a `keras_hub.models.BertBackbone`
+  of the same config, same batch, same optimizer (it has no NSP head);
+- transformers: `BertForPreTraining` in torch (masked LM over every position,
+  labels -100 where unmasked, + NSP), `torch.optim.AdamW` and
+  `clip_grad_norm_(1.0)`; on CUDA when torch sees a GPU.
+
+The three are timed in interleaved rounds (one step of each per round) so
+background load hits them alike, and the median is kept. Device placement is
+the backends' own: the same command measures on a GPU where one is visible.
+
+Model FLOPs utilisation uses the model's training FLOPs per sequence,
+3 x the forward FLOPs (a multiply-add is 2 FLOPs):
+
+    6 * seq * L * (4 H^2 + 2 H I)        encoder matmuls (QKV, output, FFN)
+  + 12 * L * seq^2 * H                   attention scores and context
+  + 6 * P * (H^2 + H V)                  masked-LM transform + decoder, P gathered positions
+  + 6 * (H^2 + 2 H)                      pooler + NSP
+
+with L layers, H hidden, I intermediate, V vocabulary, P predictions, divided
+by `--peak_tflops` (printed "n/a" without it). transformers' decoder runs on
+all `seq` positions, more work for the same result; its MFU counts only the
+FLOPs above, so the three columns compare useful work.
+
+    KERAS_BACKEND=jax python -m benchmarks.pretraining --preset=bert_small --repeats=5
+    KERAS_BACKEND=torch python -m benchmarks.pretraining --mixed_precision=bfloat16 --peak_tflops=989
+"""
+
+import os
+import statistics
+import time
+
+from absl import app
+from absl import flags
+
+# The backbone benchmark's inputs, and its --batch_size and --repeats flags.
+from benchmarks.backbone import _BATCH_SIZE
+from benchmarks.backbone import _REPEATS
+from benchmarks.backbone import _make_inputs
+
+_PRESET = flags.DEFINE_string("preset", "bert_small", "Backbone size.")
+_SEQ_LENGTH = flags.DEFINE_integer("seq_length", 128, "Tokens per sequence.")
+_PREDICTIONS = flags.DEFINE_integer("predictions", 20, "Masked positions per sequence.")
+_MIXED_PRECISION = flags.DEFINE_enum("mixed_precision", "none", ["none", "bfloat16", "float16"],
+                                     "Compute dtype of all three.")
+_PEAK_TFLOPS = flags.DEFINE_float("peak_tflops", None, "The device's peak TFLOP/s, for MFU.")
+_SKIP = flags.DEFINE_list("skip", [], "Implementations to leave out: keras_hub, transformers.")
+
+
+def training_flops_per_sequence(config, seq_length, predictions):
+    """Model FLOPs of one training step per sequence (see the module docstring).
+
+    Example:
+    >>> config = {"num_layers": 1, "hidden_dim": 2, "intermediate_dim": 8, "vocabulary_size": 10}
+    >>> training_flops_per_sequence(config, seq_length=4, predictions=1)
+    1728
+    """
+    layers, hidden = config["num_layers"], config["hidden_dim"]
+    intermediate, vocabulary = config["intermediate_dim"], config["vocabulary_size"]
+    encoder = 6 * seq_length * layers * (4 * hidden**2 + 2 * hidden * intermediate)
+    attention = 12 * layers * seq_length**2 * hidden
+    masked_lm = 6 * predictions * (hidden**2 + hidden * vocabulary)
+    pooler_and_next_sentence = 6 * (hidden**2 + 2 * hidden)
+    return encoder + attention + masked_lm + pooler_and_next_sentence
+
+
+def _batch(config):
+    import numpy as np
+
+    batch_size, seq_length, predictions = _BATCH_SIZE.value, _SEQ_LENGTH.value, _PREDICTIONS.value
+    inputs = _make_inputs(batch_size, seq_length, config["vocabulary_size"])
+    rng = np.random.default_rng(1)
+    lengths = inputs["padding_mask"].sum(axis=1)
+    positions = np.stack([
+        np.sort(rng.choice(np.arange(1, length - 1), predictions, replace=False)) for length in lengths
+    ]).astype("int32")  # [batch, predictions]
+    rows = np.arange(batch_size)[:, None]
+    return {
+        **inputs,
+        "masked_positions": positions,
+        "masked_lm_ids": inputs["token_ids"][rows, positions],
+        "masked_lm_weights": np.ones((batch_size, predictions), "float32"),
+        "next_sentence_labels": rng.integers(0, 2, batch_size).astype("int32"),
+    }
+
+
+def _keras_policy():
+    return {"none": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}[
+        _MIXED_PRECISION.value]
+
+
+def _optimizer():
+    from bert_keras.training.optimizers import create_optimizer
+
+    return create_optimizer(1e-4, num_train_steps=10_000, num_warmup_steps=100)
+
+
+def _bert_keras_step(config, batch):
+    from bert_keras.models.bert_backbone import BertBackbone
+    from bert_keras.models.bert_pretrainer import BertPretrainer
+
+    model = BertPretrainer(BertBackbone(**config, dtype=_keras_policy()))
+    model.compile(optimizer=_optimizer())
+    features = {name: batch[name] for name in ("token_ids", "segment_ids", "padding_mask", "masked_positions")}
+    labels = {name: batch[name] for name in ("masked_lm_ids", "masked_lm_weights", "next_sentence_labels")}
+    return lambda: model.train_on_batch(features, labels)
+
+
+def _keras_hub_step(config, batch):
+    import keras
+    import keras_hub
+
+    backbone = keras_hub.models.BertBackbone(**config, dtype=_keras_policy())
+    model = keras_hub.models.BertMaskedLM(backbone, preprocessor=None)
+    model.compile(optimizer=_optimizer(),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  weighted_metrics=[keras.metrics.SparseCategoricalAccuracy()])
+    features = {"token_ids": batch["token_ids"], "segment_ids": batch["segment_ids"],
+                "padding_mask": batch["padding_mask"], "mask_positions": batch["masked_positions"]}
+    return lambda: model.train_on_batch(features, batch["masked_lm_ids"],
+                                        sample_weight=batch["masked_lm_weights"])
+
+
+def _transformers_step(config, batch):
+    import numpy as np
+    import torch
+    import transformers
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = transformers.BertForPreTraining(transformers.BertConfig(
+        vocab_size=config["vocabulary_size"], hidden_size=config["hidden_dim"],
+        num_hidden_layers=config["num_layers"], num_attention_heads=config["num_heads"],
+        intermediate_size=config["intermediate_dim"], max_position_embeddings=config["max_sequence_length"],
+        hidden_act="gelu_new")).to(device)
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, eps=1e-6, weight_decay=0.01)
+    labels = np.full(batch["token_ids"].shape, -100, "int64")
+    np.put_along_axis(labels, batch["masked_positions"], batch["masked_lm_ids"], axis=1)
+    tensors = {
+        "input_ids": torch.tensor(batch["token_ids"], dtype=torch.long, device=device),
+        "token_type_ids": torch.tensor(batch["segment_ids"], dtype=torch.long, device=device),
+        "attention_mask": torch.tensor(batch["padding_mask"], dtype=torch.long, device=device),
+        "labels": torch.tensor(labels, device=device),
+        "next_sentence_label": torch.tensor(batch["next_sentence_labels"], dtype=torch.long, device=device),
+    }
+    autocast_dtype = {"bfloat16": torch.bfloat16, "float16": torch.float16}.get(_MIXED_PRECISION.value)
+    scaler = torch.amp.GradScaler(device, enabled=autocast_dtype == torch.float16)
+
+    def step():
+        with torch.autocast(device, dtype=autocast_dtype or torch.float32, enabled=autocast_dtype is not None):
+            loss = model(**tensors).loss
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad(set_to_none=True)
+        return loss.item()  # waits for the device
+
+    return step
+
+
+def interleaved_median_seconds(steps, repeats):
+    """Median seconds per call of each function, timed one call of each per round.
+
+    Example:
+    >>> sorted(interleaved_median_seconds({"a": lambda: None, "b": lambda: None}, repeats=3))
+    ['a', 'b']
+    """
+    for step in steps.values():  # compile and warm up
+        step()
+        step()
+    timings = {name: [] for name in steps}
+    for _ in range(repeats):
+        for name, step in steps.items():
+            start = time.perf_counter()
+            step()
+            timings[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in timings.items()}
+
+
+def main(argv):
+    del argv
+    import keras
+
+    from bert_keras.models.presets import backbone_preset_config
+
+    config = backbone_preset_config(_PRESET.value)
+    batch = _batch(config)
+    builders = {"bert_keras": _bert_keras_step, "keras_hub": _keras_hub_step,
+                "transformers": _transformers_step}
+    steps = {name: build(config, batch) for name, build in builders.items() if name not in _SKIP.value}
+    seconds = interleaved_median_seconds(steps, _REPEATS.value)
+    flops = training_flops_per_sequence(config, _SEQ_LENGTH.value, _PREDICTIONS.value)
+    print(f"backend {keras.backend.backend()}, {_PRESET.value}, batch {_BATCH_SIZE.value}, seq "
+          f"{_SEQ_LENGTH.value}, {_PREDICTIONS.value} predictions, precision {_MIXED_PRECISION.value}, "
+          f"median of {_REPEATS.value} interleaved rounds, {os.cpu_count()} CPU cores; "
+          f"{flops / 1e9:.2f} GFLOP per sequence")
+    header = f"{'implementation':<14} {'sequences/s':>12} {'bert_keras / this':>18} {'MFU':>7}"
+    print(header)
+    print("-" * len(header))
+    ours = _BATCH_SIZE.value / seconds["bert_keras"]
+    for name, value in seconds.items():
+        rate = _BATCH_SIZE.value / value
+        mfu = "n/a" if not _PEAK_TFLOPS.value else f"{100 * rate * flops / (_PEAK_TFLOPS.value * 1e12):.2f}%"
+        print(f"{name:<14} {rate:>12.1f} {ours / rate:>18.2f} {mfu:>7}")
+
+
+if __name__ == "__main__":
+    app.run(main)
