@@ -1,13 +1,17 @@
-"""Converts a BERT checkpoint to the project's format (Hugging Face compatible).
+"""Converts a BERT checkpoint between formats.
 
 Reads a Hugging Face directory (config.json + safetensors), an original
 google-research release (bert_config.json + bert_model.ckpt.*), a
-`bert_keras` directory or a `.keras` file, and writes config.json,
-model.safetensors (heads included), bert_keras.json and the tokenizer files.
+`bert_keras` directory or a `.keras` file. Writes the project's format by
+default (config.json, model.safetensors with the heads, bert_keras.json and
+the tokenizer files; transformers loads it), or with --output_format=original
+the google-research release's bert_config.json, bert_model.ckpt.* and vocab.txt.
 
 Example:
     python -m tools.convert_checkpoint \
         --source uncased_L-12_H-768_A-12 --output_dir bert_base_uncased
+    python -m tools.convert_checkpoint --output_format=original \
+        --source bert_base_uncased --output_dir uncased_L-12_H-768_A-12
 """
 
 import sys
@@ -16,12 +20,16 @@ from absl import app
 from absl import flags
 
 from bert_keras.checkpoints.preset import FORMATS
+from bert_keras.checkpoints.preset import OUTPUT_FORMATS
 from bert_keras.checkpoints.preset import convert_checkpoint
 
 _SOURCE = flags.DEFINE_string("source", None, "Checkpoint directory (or .keras file) to read.")
 _OUTPUT_DIR = flags.DEFINE_string("output_dir", None, "Directory to write; must not exist or be empty.")
 _FORMAT = flags.DEFINE_enum(
     "format", "auto", ("auto",) + FORMATS, "Format of --source; auto detects it by its files."
+)
+_OUTPUT_FORMAT = flags.DEFINE_enum(
+    "output_format", "bert_keras", OUTPUT_FORMATS, "bert_keras (Hugging Face compatible) or original."
 )
 _OVERWRITE = flags.DEFINE_bool("overwrite", False, "Replace a non-empty --output_dir.")
 
@@ -31,7 +39,11 @@ def main(argv):
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     try:
         checkpoint = convert_checkpoint(
-            _SOURCE.value, _OUTPUT_DIR.value, format=_FORMAT.value, overwrite=_OVERWRITE.value
+            _SOURCE.value,
+            _OUTPUT_DIR.value,
+            format=_FORMAT.value,
+            overwrite=_OVERWRITE.value,
+            output_format=_OUTPUT_FORMAT.value,
         )
     except (FileNotFoundError, FileExistsError, ValueError) as error:
         sys.exit(f"convert_checkpoint: {error}")

@@ -183,6 +183,65 @@ def tokenizer_config(directory):
     return {}
 
 
+def config_json(backbone_config):
+    """bert_config.json for `BertBackbone` arguments, refusing what modeling.py can't compute.
+
+    Raises:
+        ValueError: an activation or layer-norm epsilon the original
+            modeling.py does not have (it computes "gelu" as the tanh form and
+            hard-codes 1e-12), naming the setting.
+
+    Example:
+    >>> config = config_json({"vocabulary_size": 100, "num_layers": 2, "num_heads": 2,
+    ...     "hidden_dim": 8, "intermediate_dim": 32, "max_sequence_length": 64,
+    ...     "num_segments": 2, "dropout": 0.1, "attention_dropout": None,
+    ...     "activation": "gelu_approximate", "layer_norm_epsilon": 1e-12})
+    >>> config["hidden_act"], config["attention_probs_dropout_prob"]
+    ('gelu', 0.1)
+    """
+    by_activation = {ours: theirs for theirs, ours in ACTIVATIONS.items()}
+    activation = backbone_config["activation"]
+    if activation not in by_activation:
+        raise ValueError(
+            f"The original modeling.py cannot compute activation {activation!r} (its 'gelu' is "
+            f"the tanh form, ours 'gelu_approximate'); keep this model in the Hugging Face format."
+        )
+    if backbone_config["layer_norm_epsilon"] != LAYER_NORM_EPSILON:
+        raise ValueError(
+            f"The original modeling.py hard-codes layer_norm_epsilon {LAYER_NORM_EPSILON}; this "
+            f"model uses {backbone_config['layer_norm_epsilon']}."
+        )
+    config = {theirs: backbone_config[ours] for theirs, ours, _ in CONFIG_TABLE}
+    attention_dropout = backbone_config.get("attention_dropout")
+    config["attention_probs_dropout_prob"] = (
+        config["hidden_dropout_prob"] if attention_dropout is None else attention_dropout
+    )
+    config["hidden_act"] = by_activation[activation]
+    config["initializer_range"] = 0.02
+    return config
+
+
+def write_tensors(directory, tensors):
+    """Writes `tensors` ({variable name: array}) as `directory`/bert_model.ckpt.
+
+    Example:
+    >>> import tempfile, numpy as np
+    >>> directory = tempfile.mkdtemp()
+    >>> write_tensors(directory, {"bert/pooler/dense/bias": np.zeros(4, "float32")})
+    >>> TensorFile(directory).shapes
+    {'bert/pooler/dense/bias': (4,)}
+    """
+    import tensorflow as tf
+
+    names = sorted(tensors)
+    tf.raw_ops.SaveV2(
+        prefix=os.path.join(directory, DEFAULT_CHECKPOINT),
+        tensor_names=names,
+        shape_and_slices=[""] * len(names),
+        tensors=[tensors[name] for name in names],
+    )
+
+
 class TensorFile:
     """Lazy access to the variables of a TF checkpoint, by name.
 

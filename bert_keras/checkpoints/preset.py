@@ -36,6 +36,7 @@ from bert_keras.models.bert_backbone import BertBackbone
 
 OWN_CONFIG_FILE = "bert_keras.json"
 FORMATS = ("bert_keras", "huggingface", "original", "keras")
+OUTPUT_FORMATS = ("bert_keras", "original")
 HEAD_NAMES = ("masked_lm", "next_sentence", "classifier", "token_classifier", "question_answering")
 POOLER_PATHS = ("pooler_dense/kernel", "pooler_dense/bias")
 
@@ -476,26 +477,30 @@ def save_backbone(backbone, directory, vocabulary_file=None, lowercase=True, ove
     save_checkpoint(checkpoint, directory, overwrite=overwrite)
 
 
-def save_checkpoint(checkpoint, directory, overwrite=False):
-    """Writes a `Checkpoint` as a Hugging Face directory plus bert_keras.json.
+def save_checkpoint(checkpoint, directory, overwrite=False, format="bert_keras"):
+    """Writes a `Checkpoint` in the project's format, or in the original's.
 
-    Writes config.json (the transformers class that holds exactly the
-    checkpoint's heads), model.safetensors, bert_keras.json, and the
-    tokenizer files: vocab.txt and the source's tokenizer.json,
+    "bert_keras" writes config.json (the transformers class that holds
+    exactly the checkpoint's heads), model.safetensors, bert_keras.json, and
+    the tokenizer files: vocab.txt and the source's tokenizer.json,
     tokenizer_config.json and special_tokens_map.json when present, else a
-    tokenizer_config.json from `checkpoint.tokenizer_config`. Everything is
-    written to a temporary sibling directory that is renamed into place, so
-    an interrupted save leaves no partial `directory`.
+    tokenizer_config.json from `checkpoint.tokenizer_config`. "original"
+    writes the google-research release's bert_config.json,
+    bert_model.ckpt.* (variables named as modeling.py's scopes) and vocab.txt.
+    Everything is written to a temporary sibling directory that is renamed
+    into place, so an interrupted save leaves no partial `directory`.
 
     Args:
         checkpoint: a `Checkpoint`, e.g. from `load_checkpoint`.
         directory: the output directory; must not exist or be empty unless
             `overwrite`.
         overwrite: replace an existing non-empty `directory`.
+        format: "bert_keras" or "original".
 
     Raises:
         FileExistsError: `directory` is not empty and not `overwrite`.
-        ValueError: a set of heads no transformers class holds.
+        ValueError: a set of heads no transformers class holds, or (original)
+            a head, activation or epsilon the original format lacks.
 
     Example:
     >>> import tempfile
@@ -504,9 +509,17 @@ def save_checkpoint(checkpoint, directory, overwrite=False):
     >>> save_checkpoint(load_checkpoint(directory), directory + "_copy")
     >>> detect_format(directory + "_copy")
     'bert_keras'
+    >>> save_checkpoint(load_checkpoint(directory), directory + "_tf1", format="original")
+    >>> detect_format(directory + "_tf1")
+    'original'
     """
+    if format == "original":
+        _save_original(checkpoint, directory, overwrite)
+        return
+    if format != "bert_keras":
+        raise ValueError(f"Unknown output format {format!r}; expected one of {list(OUTPUT_FORMATS)}.")
     architecture = _architecture(checkpoint.head_weights)
-    tensors = _checkpoint_tensors(checkpoint)
+    tensors = _checkpoint_tensors(checkpoint, huggingface, huggingface.ENCODER_PREFIX)
     config = huggingface.config_json(checkpoint.backbone_config, architecture, _num_labels(checkpoint))
     with _atomic_directory(directory, overwrite) as staging:
         huggingface.write_tensors(staging, tensors)
@@ -514,6 +527,22 @@ def save_checkpoint(checkpoint, directory, overwrite=False):
         _write_json(os.path.join(staging, OWN_CONFIG_FILE),
                     {"class_name": "BertBackbone", "config": checkpoint.backbone_config})
         _write_tokenizer_files(checkpoint, staging)
+
+
+def _save_original(checkpoint, directory, overwrite):
+    unsupported = sorted(set(checkpoint.head_weights) - set(original.HEAD_TABLES))
+    if unsupported:
+        raise ValueError(
+            f"The original format has no variables for the heads {unsupported} "
+            f"(it has {sorted(original.HEAD_TABLES)}); keep this model in the bert_keras format."
+        )
+    config = original.config_json(checkpoint.backbone_config)
+    tensors = _checkpoint_tensors(checkpoint, original, "")
+    with _atomic_directory(directory, overwrite) as staging:
+        original.write_tensors(staging, tensors)
+        _write_json(os.path.join(staging, original.CONFIG_FILE), config)
+        if checkpoint.vocabulary_file is not None:
+            shutil.copyfile(checkpoint.vocabulary_file, os.path.join(staging, original.VOCABULARY_FILE))
 
 
 def _architecture(head_weights):
@@ -535,14 +564,18 @@ def _num_labels(checkpoint):
     return None
 
 
-def _checkpoint_tensors(checkpoint):
-    """Our weights -> Hugging Face tensor names, by the same tables as loading."""
-    prefix = huggingface.ENCODER_PREFIX if checkpoint.head_weights else ""
-    rows = expand_table(huggingface.BACKBONE_TABLE, checkpoint.backbone_config["num_layers"])
+def _checkpoint_tensors(checkpoint, tables, headed_prefix):
+    """Our weights -> a format's tensor names, by the same tables as loading.
+
+    `tables` is the format's module (BACKBONE_TABLE, HEAD_TABLES); backbone
+    names get `headed_prefix` when the checkpoint has heads.
+    """
+    prefix = headed_prefix if checkpoint.head_weights else ""
+    rows = expand_table(tables.BACKBONE_TABLE, checkpoint.backbone_config["num_layers"])
     rows = [row for row in rows if row[0] in checkpoint.backbone_weights or row[0] not in POOLER_PATHS]
     tensors = _to_checkpoint_names(rows, checkpoint.backbone_weights, prefix)
     for head, weights in checkpoint.head_weights.items():
-        tensors.update(_to_checkpoint_names(huggingface.HEAD_TABLES[head], weights, ""))
+        tensors.update(_to_checkpoint_names(tables.HEAD_TABLES[head], weights, ""))
     return tensors
 
 
@@ -625,8 +658,8 @@ def check_output_directory(directory, overwrite=False):
         )
 
 
-def convert_checkpoint(source, output_dir, format="auto", overwrite=False):
-    """Reads any supported checkpoint and writes it in the project's format.
+def convert_checkpoint(source, output_dir, format="auto", overwrite=False, output_format="bert_keras"):
+    """Reads any supported checkpoint and writes it in the project's format (or the original's).
 
     The backbone weights are checked against a `BertBackbone` built from the
     config before anything is written; heads are carried over.
@@ -637,6 +670,8 @@ def convert_checkpoint(source, output_dir, format="auto", overwrite=False):
             `overwrite`.
         format: the source's format, "auto" or one of `FORMATS`.
         overwrite: replace a non-empty `output_dir`.
+        output_format: "bert_keras" (Hugging Face compatible) or "original"
+            (the google-research release's TF checkpoint).
 
     Returns:
         The `Checkpoint` that was written.
@@ -651,5 +686,5 @@ def convert_checkpoint(source, output_dir, format="auto", overwrite=False):
     check_output_directory(os.fspath(output_dir), overwrite)
     checkpoint = load_checkpoint(source, format=format)
     set_backbone_weights(BertBackbone.from_config(checkpoint.backbone_config), checkpoint)
-    save_checkpoint(checkpoint, output_dir, overwrite=overwrite)
+    save_checkpoint(checkpoint, output_dir, overwrite=overwrite, format=output_format)
     return checkpoint

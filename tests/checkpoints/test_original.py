@@ -236,3 +236,48 @@ def test_pretraining_checkpoint_converts_to_transformers(tmp_path):
         state["bert.encoder.layer.0.attention.self.value.weight"],
         variables["bert/encoder/layer_0/attention/self/value/kernel"].T,
     )
+
+
+def test_pretraining_checkpoint_round_trips_through_the_original_format(tmp_path):
+    from bert_keras.checkpoints import save_checkpoint
+
+    variables = _tiny_variables()
+    random = np.random.default_rng(3)
+    variables.update({
+        "cls/predictions/transform/dense/kernel": random.normal(size=(4, 4)).astype("float32"),
+        "cls/predictions/transform/dense/bias": random.normal(size=4).astype("float32"),
+        "cls/predictions/transform/LayerNorm/gamma": random.normal(size=4).astype("float32"),
+        "cls/predictions/transform/LayerNorm/beta": random.normal(size=4).astype("float32"),
+        "cls/predictions/output_bias": random.normal(size=20).astype("float32"),
+        "cls/seq_relationship/output_weights": random.normal(size=(2, 4)).astype("float32"),
+        "cls/seq_relationship/output_bias": random.normal(size=2).astype("float32"),
+    })
+    _write_tiny(str(tmp_path / "source"), variables)
+    (tmp_path / "source" / "vocab.txt").write_text("[PAD]\nhello\n")
+    save_checkpoint(load_checkpoint(tmp_path / "source"), tmp_path / "ours")
+    save_checkpoint(load_checkpoint(tmp_path / "ours"), tmp_path / "back", format="original")
+    written = tf.train.load_checkpoint(str(tmp_path / "back" / "bert_model.ckpt"))
+    assert set(written.get_variable_to_shape_map()) == set(variables)
+    for name, value in variables.items():
+        np.testing.assert_array_equal(written.get_tensor(name), value, err_msg=name)
+    source_config = json.loads((tmp_path / "source" / "bert_config.json").read_text())
+    written_config = json.loads((tmp_path / "back" / "bert_config.json").read_text())
+    assert {key: written_config[key] for key in source_config} == source_config
+    assert (tmp_path / "back" / "vocab.txt").read_text() == "[PAD]\nhello\n"
+
+
+def test_the_original_format_refuses_what_modeling_py_cannot_compute(tmp_path):
+    from bert_keras.checkpoints import save_checkpoint
+
+    erf = BertBackbone(vocabulary_size=20, num_layers=1, num_heads=2, hidden_dim=4,
+                       intermediate_dim=8, activation="gelu")
+    erf.save_to_preset(tmp_path / "erf")
+    with pytest.raises(ValueError, match="cannot compute activation 'gelu'"):
+        save_checkpoint(load_checkpoint(tmp_path / "erf"), tmp_path / "out", format="original")
+    assert not os.path.exists(tmp_path / "out")
+    epsilon = BertBackbone(vocabulary_size=20, num_layers=1, num_heads=2, hidden_dim=4,
+                           intermediate_dim=8, layer_norm_epsilon=1e-5)
+    epsilon.save_to_preset(tmp_path / "epsilon")
+    with pytest.raises(ValueError, match="hard-codes layer_norm_epsilon 1e-12"):
+        save_checkpoint(load_checkpoint(tmp_path / "epsilon"), tmp_path / "out", format="original")
+    assert not os.path.exists(tmp_path / "out")

@@ -6,6 +6,7 @@ import sys
 import numpy as np
 import pytest
 from absl import flags
+from keras import ops
 from safetensors.numpy import load_file
 
 from bert_keras.models.bert_backbone import BertBackbone
@@ -61,6 +62,22 @@ def test_huggingface_with_heads_to_ours(tmp_path):
     assert set(converted) == set(source)
     for name, value in converted.items():
         np.testing.assert_array_equal(value, source[name], err_msg=name)
+
+
+def test_ours_to_the_original_format_gives_the_same_outputs(tmp_path):
+    backbone = BertBackbone(vocabulary_size=20, num_layers=2, num_heads=2, hidden_dim=4,
+                            intermediate_dim=8, max_sequence_length=16, dropout=0.0)
+    backbone.save_to_preset(tmp_path / "ours")
+    assert run_in_process(f"--source={tmp_path / 'ours'}", f"--output_dir={tmp_path / 'uncased_tiny'}",
+                          "--output_format=original") is None
+    assert sorted(os.listdir(tmp_path / "uncased_tiny")) == [
+        "bert_config.json", "bert_model.ckpt.data-00000-of-00001", "bert_model.ckpt.index"]
+    restored = BertBackbone.from_preset(tmp_path / "uncased_tiny")
+    inputs = {"token_ids": np.array([[2, 5, 7, 3, 0]]), "segment_ids": np.array([[0, 0, 0, 1, 0]]),
+              "padding_mask": np.array([[1, 1, 1, 1, 0]])}
+    for name, value in backbone(inputs).items():
+        np.testing.assert_array_equal(
+            ops.convert_to_numpy(restored(inputs)[name]), ops.convert_to_numpy(value), err_msg=name)
 
 
 def test_missing_source_is_named(tmp_path):
