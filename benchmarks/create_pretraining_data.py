@@ -225,7 +225,7 @@ def main(argv):
     vocabulary = vocab_file()
     environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": REPOSITORY}
     print(f"Corpus: {megabytes:.1f} MB of docstring prose in {corpus}; dupe_factor {_DUPE_FACTOR.value}; "
-          f"{os.cpu_count()} cores.")
+          f"{len(os.sched_getaffinity(0))} cores.")
     ours = [sys.executable, "-m", "tools.create_pretraining_data",
             *common_flags(corpus, os.path.join(work_dir, "ours.tfrecord"), vocabulary, _DUPE_FACTOR.value)]
     if _NUM_WORKERS.value:

@@ -200,7 +200,7 @@ def main(argv):
     flops = training_flops_per_sequence(config, _SEQ_LENGTH.value, _PREDICTIONS.value)
     print(f"backend {keras.backend.backend()}, {_PRESET.value}, batch {_BATCH_SIZE.value}, seq "
           f"{_SEQ_LENGTH.value}, {_PREDICTIONS.value} predictions, precision {_MIXED_PRECISION.value}, "
-          f"median of {_REPEATS.value} interleaved rounds, {os.cpu_count()} CPU cores; "
+          f"median of {_REPEATS.value} interleaved rounds, {len(os.sched_getaffinity(0))} CPU cores; "
           f"{flops / 1e9:.2f} GFLOP per sequence")
     header = f"{'implementation':<14} {'sequences/s':>12} {'bert_keras / this':>18} {'MFU':>7}"
     print(header)

@@ -209,7 +209,7 @@ def main(argv):
     )
     print(
         f"\n{len(lines)} lines, {megabytes:.2f} MB of docstring sentences, "
-        f"batch {_BATCH_SIZE.value}, {os.cpu_count()} CPUs, best of "
+        f"batch {_BATCH_SIZE.value}, {len(os.sched_getaffinity(0))} CPUs, best of "
         f"{_REPEATS.value}\n"
     )
     print(f"{'tokenizer':<38} {'MB/s':>8} {'lines differing from reference':>32}")
