@@ -71,8 +71,15 @@ def _build_pair(preset):
     return {"bert_keras": ours, "keras_hub": theirs}
 
 
-def _seconds_per_call(calls, repeats):
-    """Median seconds of each of `calls` ({name: function}), rounds interleaved."""
+def interleaved_median_seconds(calls, repeats):
+    """Median seconds per call of each of `calls` ({name: function}), one call of each per round.
+
+    Two untimed calls each first compile and warm up.
+
+    Example:
+    >>> sorted(interleaved_median_seconds({"a": lambda: None, "b": lambda: None}, repeats=3))
+    ['a', 'b']
+    """
     for function in calls.values():
         function()  # compile / warm up
         function()
@@ -100,7 +107,7 @@ def _measure_in_this_process(preset):
             else:
                 model = _classifier(backbone)
                 calls[name] = lambda m=model: m.train_on_batch(inputs, labels)
-        seconds = _seconds_per_call(calls, _REPEATS.value)
+        seconds = interleaved_median_seconds(calls, _REPEATS.value)
         results[mode] = {name: _BATCH_SIZE.value / s for name, s in seconds.items()}
     return results
 

@@ -33,8 +33,6 @@ FLOPs above, so the three columns compare useful work.
 """
 
 import os
-import statistics
-import time
 
 from absl import app
 from absl import flags
@@ -43,6 +41,7 @@ from absl import flags
 from benchmarks.backbone import _BATCH_SIZE
 from benchmarks.backbone import _REPEATS
 from benchmarks.backbone import _make_inputs
+from benchmarks.backbone import interleaved_median_seconds
 
 _PRESET = flags.DEFINE_string("preset", "bert_small", "Backbone size.")
 _SEQ_LENGTH = flags.DEFINE_integer("seq_length", 128, "Tokens per sequence.")
@@ -164,25 +163,6 @@ def _transformers_step(config, batch):
         return loss.item()  # waits for the device
 
     return step
-
-
-def interleaved_median_seconds(steps, repeats):
-    """Median seconds per call of each function, timed one call of each per round.
-
-    Example:
-    >>> sorted(interleaved_median_seconds({"a": lambda: None, "b": lambda: None}, repeats=3))
-    ['a', 'b']
-    """
-    for step in steps.values():  # compile and warm up
-        step()
-        step()
-    timings = {name: [] for name in steps}
-    for _ in range(repeats):
-        for name, step in steps.items():
-            start = time.perf_counter()
-            step()
-            timings[name].append(time.perf_counter() - start)
-    return {name: statistics.median(values) for name, values in timings.items()}
 
 
 def main(argv):
