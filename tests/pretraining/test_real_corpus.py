@@ -1,12 +1,14 @@
 """Pretraining on real English: installed packages' docstrings, the real uncased BERT vocabulary.
 
-The slowest pretraining test (a few hundred steps); select it alone with
-`-k real_corpus`, or leave it out with `-k "not real_corpus"`.
+The slowest pretraining test (a few hundred steps), run on the TensorFlow
+backend only to keep the suite short; every backend trains the same run in
+tests/pretraining/test_pretraining_run.py. Select it alone with `-k real_corpus`.
 """
 
 import collections
 import os
 
+import keras
 import numpy as np
 import pytest
 
@@ -55,6 +57,10 @@ def majority_rates(pattern):
             next_sentence.most_common(1)[0][1] / sum(next_sentence.values()))
 
 
+@pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow",
+    reason="a learning check, run on one backend (tensorflow) to keep the suite short",
+)
 def test_real_corpus_pretraining_learns_masked_words_and_next_sentences(records, tmp_path):
     train_records, eval_records = records
     run = PretrainingRun(PretrainingConfig(
