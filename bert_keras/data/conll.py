@@ -11,6 +11,8 @@ import dataclasses
 import os
 import re
 
+from bert_keras.data import split_files
+
 DOCUMENT_START = "-DOCSTART-"
 # Names the splits go by: CoNLL-2003's own (eng.testa), the common copies'.
 SPLIT_FILES = {
@@ -95,11 +97,7 @@ def split_path(data_dir, split):
     >>> os.path.basename(split_path(directory, "dev"))
     'valid.txt'
     """
-    for name in SPLIT_FILES[split]:
-        path = os.path.join(data_dir, name)
-        if os.path.isfile(path):
-            return path
-    raise FileNotFoundError(f"No {split} file in {data_dir}: looked for {list(SPLIT_FILES[split])}.")
+    return split_files.split_path(data_dir, split, SPLIT_FILES)
 
 
 def has_split(data_dir, split):

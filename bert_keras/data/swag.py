@@ -10,8 +10,9 @@ line.
 
 import csv
 import dataclasses
-import os
 import re
+
+from bert_keras.data import split_files
 
 # Names the splits go by: SWAG's own, then the generic ones.
 SPLIT_FILES = {
@@ -111,11 +112,7 @@ def split_path(data_dir, split):
     >>> os.path.basename(split_path(directory, "dev"))
     'val.csv'
     """
-    for name in SPLIT_FILES[split]:
-        path = os.path.join(data_dir, name)
-        if os.path.isfile(path):
-            return path
-    raise FileNotFoundError(f"No {split} file in {data_dir}: looked for {list(SPLIT_FILES[split])}.")
+    return split_files.split_path(data_dir, split, SPLIT_FILES)
 
 
 def _join(start, ending):
