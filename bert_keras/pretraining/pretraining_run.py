@@ -8,8 +8,7 @@ Layout of `output_dir`:
 - `history.jsonl`: a line per checkpoint interval (step, loss, masked-LM
   loss and accuracy, next-sentence loss and accuracy, learning rate,
   examples/s), appended across resumptions, each step once;
-- `tensorboard/`: the same scalars for TensorBoard, at the training step
-  (when the `tensorboard` package is installed);
+- `tensorboard/`: the same scalars for TensorBoard, at the training step;
 - `export/`: the final backbone and both pretraining heads in the project's
   checkpoint format (what `BertBackbone.save_to_preset` writes, plus the
   heads; `BertBackbone.from_preset` and `transformers.BertForPreTraining`
@@ -30,7 +29,6 @@ phase 2 all of them. `max_seq_length` above the backbone's
 """
 
 import dataclasses
-import importlib.util
 import inspect
 import os
 
@@ -378,7 +376,7 @@ class PretrainingRun:
             TrainingProgress(config.train_batch_size, self.initial_step,
                              config.gradient_accumulation_steps),
             JsonLinesHistory(os.path.join(config.output_dir, HISTORY_FILE)),
-            *_tensorboard(os.path.join(config.output_dir, TENSORBOARD_DIR)),
+            StepTensorBoard(log_dir=os.path.join(config.output_dir, TENSORBOARD_DIR)),
             PeriodicCheckpoint(self.checkpoints, metadata),
         ]
         for first_step, initial_epoch, epochs, steps_per_epoch in fit_plan(
@@ -446,15 +444,6 @@ def fit_plan(initial_step, save_checkpoints_steps, num_train_steps):
         plan.append((step, epoch, epoch + count, length))
         step, epoch, remaining = remaining[count - 1], epoch + count, remaining[count:]
     return plan
-
-
-def _tensorboard(log_dir):
-    """[StepTensorBoard], or [] with a warning where the tensorboard package is missing."""
-    if importlib.util.find_spec("tensorboard") is None:
-        logging.warning("No TensorBoard logs: the tensorboard package is not installed "
-                        "(pip install tensorboard). history.jsonl has the same numbers.")
-        return []
-    return [StepTensorBoard(log_dir=log_dir)]
 
 
 def _matching_files(input_file):

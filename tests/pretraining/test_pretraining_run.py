@@ -82,6 +82,15 @@ def test_a_run_writes_history_checkpoints_and_an_export(finished_run):
         np.testing.assert_array_equal(ours, theirs)
 
 
+def test_tensorboard_has_the_masked_lm_accuracy_at_each_checkpoint_step(finished_run):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(os.path.join(finished_run.config.output_dir, "tensorboard", "train"),
+                              size_guidance={"tensors": 0})
+    events.Reload()
+    assert [event.step for event in events.Tensors("epoch_masked_lm_accuracy")] == [2, 4, 5]
+
+
 def test_a_new_run_in_the_same_directory_restores_weights_optimizer_and_step(finished_run):
     resumed = PretrainingRun(dataclasses.replace(finished_run.config, num_train_steps=8))
     assert resumed.initial_step == 5

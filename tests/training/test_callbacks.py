@@ -1,6 +1,5 @@
 """Training callbacks: step-numbered logs, an append-only history, periodic checkpoints."""
 
-import importlib.util
 import os
 
 import keras
@@ -77,8 +76,6 @@ def test_periodic_checkpoint_saves_every_epoch_at_the_step(tmp_path):
         (9, {"run": 1, "step": 9}), (12, {"run": 1, "step": 12})]
 
 
-@pytest.mark.skipif(importlib.util.find_spec("tensorboard") is None,
-                    reason="the tensorboard package is not installed")
 def test_tensorboard_scalars_sit_at_the_training_step(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
