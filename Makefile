@@ -1,6 +1,6 @@
 # Build, test and run bert_keras.
 #
-#   make test                       pytest on tests/ once per Keras backend
+#   make test                       pytest on tests/ once per Keras backend, the backends in parallel
 #   make test BACKENDS=jax          one backend only
 #   make test PYTEST_ARGS='-k encoder -x'   extra pytest options
 #   make test TESTS=tests/layers    a part of tests/
@@ -67,17 +67,19 @@ print(f"all: {total[0]} passed, {total[1]} failed, {total[2]} skipped")
 endef
 export JUNIT_SUMMARY_PY
 
-# Runs every backend even after one fails, names the failed ones, prints one line per backend and
-# exits non-zero if any run failed. The last line sums all runs: "all: N passed, N failed, N skipped".
+# Runs the backends at the same time (one pytest process each, mostly single-threaded, so two cores
+# finish three runs in about the time of the longest), each line prefixed with "[backend] ". Every run
+# goes to the end even after another fails; the failed ones are named, one line per backend follows
+# and the target exits non-zero if any run failed. The last line sums all runs.
 test: $(VENV_STAMP)
-	@junit_dir=$$(mktemp -d); failed=""; \
+	@junit_dir=$$(mktemp -d); pids=""; \
 	for backend in $(BACKENDS); do \
-	  echo "===== pytest $(TESTS) with KERAS_BACKEND=$$backend ====="; \
-	  if ! env $(TEST_ENV) KERAS_BACKEND=$$backend $(PYTHON) -m pytest -p no:cacheprovider \
-	      --junitxml=$$junit_dir/$$backend.xml $(PYTEST_ARGS) $(TESTS); then \
-	    failed="$$failed $$backend"; \
-	  fi; \
+	  ( env $(TEST_ENV) KERAS_BACKEND=$$backend $(PYTHON) -m pytest -p no:cacheprovider \
+	      --basetemp=$$junit_dir/tmp-$$backend --junitxml=$$junit_dir/$$backend.xml $(PYTEST_ARGS) $(TESTS) \
+	      2>&1 | sed -u "s/^/[$$backend] /" ) & pids="$$pids $$!"; \
 	done; \
+	failed=""; set -- $(BACKENDS); \
+	for pid in $$pids; do wait $$pid || failed="$$failed $$1"; shift; done; \
 	if [ -n "$$failed" ]; then echo "===== FAILED backends:$$failed ====="; fi; \
 	$(PYTHON) -c "$$JUNIT_SUMMARY_PY" $$junit_dir $(BACKENDS); \
 	rm -rf $$junit_dir; \
