@@ -275,14 +275,16 @@ def _tokenize_with_offsets(tokenizer, texts):
     """[(ids, starts, ends) numpy arrays] per text, character offsets."""
     tokens = []
     for begin in range(0, len(texts), _TOKENIZE_BATCH):
-        ids, starts, ends = tokenizer.tokenize_with_offsets(
-            texts[begin:begin + _TOKENIZE_BATCH], unit="character"
-        )
-        for text, row_ids, row_starts, row_ends in zip(
-            texts[begin:begin + _TOKENIZE_BATCH], ids, starts, ends
-        ):
-            row_ends = _over_combining_marks(text, row_ends.numpy())
-            tokens.append((row_ids.numpy(), row_starts.numpy(), row_ends))
+        batch = texts[begin:begin + _TOKENIZE_BATCH]
+        ids, starts, ends = tokenizer.tokenize_with_offsets(batch, unit="character")
+        # One conversion a batch: indexing ragged rows in eager mode costs
+        # several TensorFlow calls each, most of the time of the whole function.
+        row_splits = ids.row_splits.numpy()
+        ids, starts, ends = (tensor.flat_values.numpy() for tensor in (ids, starts, ends))
+        for row, text in enumerate(batch):
+            row_tokens = slice(row_splits[row], row_splits[row + 1])
+            row_ends = _over_combining_marks(text, ends[row_tokens])
+            tokens.append((ids[row_tokens], starts[row_tokens], row_ends))
     return tokens
 
 
@@ -327,32 +329,31 @@ def _window_spans(num_tokens, max_window_tokens, doc_stride):
         start += min(length, doc_stride)
 
 
-def is_max_context(spans, span_index, position):
-    """Whether window `span_index` gives token `position` the most context.
+def window_max_context(spans, span_index):
+    """Whether window `span_index` gives each of its tokens the most context.
 
-    The original's `_check_is_max_context`: among the windows holding the
-    token, the best has the largest min(left, right) context plus 0.01 × its
-    length; the first wins a tie.
+    The original's `_check_is_max_context`, for a whole window at once: among
+    the windows holding a token, the best has the largest min(left, right)
+    context plus 0.01 × its length; the first wins a tie.
 
     Args:
         spans: (start, length) of every window, in context tokens.
         span_index: the window asked about.
-        position: a context token index.
+
+    Returns:
+        bool `[length of window span_index]`.
 
     Example:
-    >>> spans = [(0, 4), (2, 4)]
-    >>> is_max_context(spans, 0, 2), is_max_context(spans, 1, 2)
-    (True, False)
+    >>> window_max_context([(0, 4), (2, 4)], 1).tolist()
+    [False, True, True, True]
     """
-    best_score, best_index = None, None
-    for index, (start, length) in enumerate(spans):
-        end = start + length - 1
-        if not start <= position <= end:
-            continue
-        score = min(position - start, end - position) + 0.01 * length
-        if best_score is None or score > best_score:
-            best_score, best_index = score, index
-    return span_index == best_index
+    starts, lengths = np.array(spans, dtype=np.int64).reshape(-1, 2).T  # [windows]
+    ends = starts + lengths - 1
+    window_start, window_length = spans[span_index]
+    positions = np.arange(window_start, window_start + window_length)[:, None]  # [tokens, 1]
+    scores = np.minimum(positions - starts, ends - positions) + 0.01 * lengths  # [tokens, windows]
+    scores = np.where((starts <= positions) & (positions <= ends), scores, -np.inf)
+    return np.argmax(scores, axis=1) == span_index  # argmax: the first of equal scores
 
 
 def _pack_window(tokenizer, query, doc, spans, span_index, answer_tokens, max_seq_length,
@@ -367,10 +368,7 @@ def _pack_window(tokenizer, query, doc, spans, span_index, answer_tokens, max_se
     off_context = [-1] * doc_offset
     token_starts = off_context + doc_starts[window].tolist()
     token_ends = off_context + doc_ends[window].tolist()
-    max_context = [False] * doc_offset + [
-        is_max_context(spans, span_index, position)
-        for position in range(window_start, window_start + window_length)
-    ]
+    max_context = [False] * doc_offset + window_max_context(spans, span_index).tolist()
     start_position = end_position = 0
     if answer_tokens is not None:
         first, last = answer_tokens

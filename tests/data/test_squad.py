@@ -10,6 +10,7 @@ from bert_keras.data.squad import SquadAnswer
 from bert_keras.data.squad import SquadExample
 from bert_keras.data.squad import read_squad
 from bert_keras.data.squad import squad_features
+from bert_keras.data.squad import window_max_context
 from bert_keras.text.tokenizer import SPECIAL_TOKENS
 from bert_keras.text.tokenizer import BertTokenizer
 
@@ -164,6 +165,38 @@ def test_each_token_has_max_context_in_exactly_one_window(tokenizer):
     assert owners[LONG_CONTEXT.index("t9 ")] == (1, 5)
     # t6: window 0 has 6 left and 2 right, window 1 2 and 6: a tie goes to the first.
     assert owners[LONG_CONTEXT.index("t6 ")] == (0, 6)
+
+
+def _original_check_is_max_context(doc_spans, cur_span_index, position):
+    """run_squad.py's `_check_is_max_context`, verbatim but for the span type."""
+    best_score = None
+    best_span_index = None
+    for (span_index, (start, length)) in enumerate(doc_spans):
+        end = start + length - 1
+        if position < start:
+            continue
+        if position > end:
+            continue
+        num_left_context = position - start
+        num_right_context = end - position
+        score = min(num_left_context, num_right_context) + 0.01 * length
+        if best_score is None or score > best_score:
+            best_score = score
+            best_span_index = span_index
+    return cur_span_index == best_span_index
+
+
+@pytest.mark.parametrize("spans", [
+    [(0, 9), (4, 9), (8, 9), (12, 9), (16, 9), (20, 9), (24, 6)],  # doc_stride 4, short last
+    [(0, 5), (5, 5), (10, 3)],  # no overlap
+    [(0, 7), (1, 7), (2, 7), (3, 5)],  # doc_stride 1: many ties
+    [(0, 3)],
+])
+def test_window_max_context_is_the_originals_check_for_every_token(spans):
+    for span_index, (start, length) in enumerate(spans):
+        expected = [_original_check_is_max_context(spans, span_index, position)
+                    for position in range(start, start + length)]
+        assert window_max_context(spans, span_index).tolist() == expected
 
 
 def test_long_questions_keep_their_first_max_query_length_tokens(tokenizer):
