@@ -4,6 +4,7 @@ import pytest
 from keras import ops
 
 from bert_keras.layers.dropout import Dropout
+from bert_keras.layers.dropout import threefry_2x32
 from tests.test_case import TestCase
 
 
@@ -39,7 +40,7 @@ class TestDropout(TestCase):
         first = ops.convert_to_numpy(layer(inputs, training=True)) == 0
         second = ops.convert_to_numpy(layer(inputs, training=True)) == 0
         assert 0.4 < (first != second).mean() < 0.6
-        # Neighbouring elements (two halves of one random word on JAX) are independent.
+        # Neighbouring elements (consecutive counters on JAX) are independent.
         assert 0.4 < (first[:, 0::2] != first[:, 1::2]).mean() < 0.6
 
     def test_inference_and_zero_rate_pass_inputs_through(self):
@@ -60,3 +61,14 @@ class TestDropout(TestCase):
         rows_dropped = (outputs == 0).all(axis=1)
         assert ((outputs == 0).any(axis=1) == rows_dropped).all()
         assert 0 < rows_dropped.sum() < 32
+
+
+def test_threefry_is_jax_threefry_2x32():
+    import jax.extend.random
+
+    rng = np.random.default_rng(0)
+    key = rng.integers(0, 2**32, 2, dtype=np.uint64).astype(np.uint32)
+    counts = rng.integers(0, 2**32, (2, 1000), dtype=np.uint64).astype(np.uint32)
+    expected = np.asarray(jax.extend.random.threefry_2x32(key, counts.reshape(-1))).reshape(2, 1000)
+    np.testing.assert_array_equal(np.stack(threefry_2x32(key[0], key[1], counts[0], counts[1])), expected)
+
