@@ -12,7 +12,8 @@ after the other on the same corpus and flags (dupe_factor 10 unless told),
 and prints for each the throughput in MB of input text per minute, the CPU
 seconds of its whole process tree (user + system: steadier than the wall time
 on a shared machine), the peak resident memory of its largest process and of
-its whole process tree, and the ratio of the throughputs.
+its whole process tree (sampled every 0.25 s), the peak of each of its
+processes, and the ratio of the throughputs.
 
 The packages installed in .venv hold about 11.7 MB of such prose; a bigger
 --corpus_megabytes gets that much.
@@ -124,7 +125,7 @@ def common_flags(corpus, output, vocabulary, dupe_factor):
 
 
 def _tree_rss_bytes(pid):
-    """Resident bytes of a process and all its descendants (from /proc)."""
+    """Resident bytes of a process and of each of its descendants, by pid (from /proc)."""
     children = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -134,30 +135,38 @@ def _tree_rss_bytes(pid):
                 children.setdefault(parent, []).append(int(entry))
             except (OSError, ValueError, IndexError):
                 pass
-    total, stack = 0, [pid]
+    resident, stack = {}, [pid]
     while stack:
         current = stack.pop()
         stack.extend(children.get(current, []))
         try:
             with open(f"/proc/{current}/statm") as statm:
-                total += int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+                resident[current] = int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
         except (OSError, ValueError):
             pass
-    return total
+    return resident
 
 
 def run_measured(command, environment, cwd=REPOSITORY):
-    """Runs `command`; returns (seconds, CPU seconds, largest and tree peak RSS, stdout)."""
+    """Runs `command`; returns (seconds, CPU seconds, largest and tree peak RSS, peaks, stdout).
+
+    `peaks` lists the peak RSS of each process of the tree but /usr/bin/time,
+    in the order they started (the tool's main process first).
+    """
     start = time.perf_counter()
     process = subprocess.Popen(
         ["/usr/bin/time", "-f", "%M %U %S", *command],
         env=environment, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
-    peak_tree = [0]
+    peak_tree, peaks = [0], {}
 
     def sample():
         while process.poll() is None:
-            peak_tree[0] = max(peak_tree[0], _tree_rss_bytes(process.pid))
+            resident = _tree_rss_bytes(process.pid)
+            resident.pop(process.pid, None)  # /usr/bin/time itself
+            peak_tree[0] = max(peak_tree[0], sum(resident.values()))
+            for pid, size in resident.items():
+                peaks[pid] = max(peaks.get(pid, 0), size)
             time.sleep(0.25)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -168,7 +177,8 @@ def run_measured(command, environment, cwd=REPOSITORY):
     if process.returncode != 0:
         raise RuntimeError(f"{command[:3]} failed:\n{stderr[-3000:]}")
     largest_kb, user, system = stderr.strip().splitlines()[-1].split()
-    return seconds, float(user) + float(system), int(largest_kb) * 1024, peak_tree[0], stdout
+    in_start_order = [peaks[pid] for pid in sorted(peaks)]
+    return seconds, float(user) + float(system), int(largest_kb) * 1024, peak_tree[0], in_start_order, stdout
 
 
 def _same_files(directory, prefix, other_prefix):
@@ -242,9 +252,12 @@ def main(argv):
             corpus, os.path.join(work_dir, "model_garden.tfrecord"), vocabulary, _DUPE_FACTOR.value)]
         results["model_garden"] = run_measured(theirs, {**environment, "PYTHONPATH": ""})
     print(f"{'tool':<14}{'seconds':>10}{'MB/min':>10}{'CPU s':>10}{'peak RSS MB':>14}{'tree RSS MB':>14}")
-    for name, (seconds, cpu_seconds, largest, tree, _) in results.items():
+    for name, (seconds, cpu_seconds, largest, tree, _, _) in results.items():
         print(f"{name:<14}{seconds:>10.1f}{megabytes / seconds * 60:>10.2f}{cpu_seconds:>10.1f}"
               f"{largest / 2**20:>14.0f}{tree / 2**20:>14.0f}")
+    for name, (*_, peaks, _) in results.items():
+        print(f"Peak RSS MB of each process of {name}, main first: "
+              f"{', '.join(f'{peak / 2**20:.0f}' for peak in peaks)}")
     for other, label in (("model_garden", "ours / Model Garden"), ("baseline", "ours / baseline")):
         if other in results:
             print(f"Throughput ratio ({label}): {results[other][0] / results['bert_keras'][0]:.2f}x "

@@ -13,12 +13,19 @@ Example:
         --output_file=/tmp/tf_examples.tfrecord --vocab_file=vocab.txt
 """
 
+import gc
+import os
 import sys
 
 if __name__ == "__main__":
-    # Keras imports scikit-learn, where installed, for its sklearn wrappers,
-    # which this program never uses: that import costs about a second of
-    # start-up and 60 MB of memory. Imports of this module (tests) keep it.
+    # This process runs TensorFlow ops (the tokenizer), never a Keras model,
+    # yet importing TensorFlow and tensorflow-text imports Keras. Keras'
+    # tensorflow backend keeps it from importing JAX or torch; TensorFlow
+    # Lite's utilities import JAX where installed (110 MB, a second of
+    # start-up) and Keras imports scikit-learn for its wrappers (60 MB, a
+    # second): neither is used here. Imports of this module (tests) keep them.
+    os.environ["KERAS_BACKEND"] = "tensorflow"
+    sys.modules.setdefault("jax", None)
     sys.modules.setdefault("sklearn", None)
 
 from absl import app
@@ -77,6 +84,9 @@ def main(argv):
     for line in summary_lines(summary):
         logging.info(line)
         print(line)
+    # Leaves TensorFlow's objects out of the interpreter's last garbage
+    # collection, which otherwise takes about a second after the work is done.
+    gc.freeze()
 
 
 if __name__ == "__main__":

@@ -4,13 +4,13 @@ The driver behind `tools/create_pretraining_data.py`. The input is the
 original's: one sentence per line, a blank line between documents (a new
 input file also starts a new document). The main process reads the corpus in
 order and cuts it into shards of whole documents (`input_mb_per_shard` of
-text, at least two documents each), tokenizes each shard in one in-graph
-batch and hands its token ids to a worker process, which makes all
-`dupe_factor` passes of instances (`pretraining_instances`) and their
-serialized records; a thread of the main process writes the shards in order,
-each to a hidden temporary file renamed when complete, while the main thread
-tokenizes the next. At most two shards per worker are in flight, so memory
-does not grow with the corpus.
+text, at least two documents each), tokenizes each shard in in-graph
+batches and hands its token ids to the next idle worker process, which makes
+all `dupe_factor` passes of instances (`pretraining_instances`) and their
+serialized records; a thread of the main process per worker writes what its
+worker sends to a hidden temporary file, renamed when the shard is complete,
+while the main thread tokenizes the next shards. At most two shards per
+worker are in flight, so memory does not grow with the corpus.
 
 Shard `i` is written to `{output_files[i % len(output_files)]}-{i:05d}`, so a
 glob such as `--input_file=out.tfrecord-*` reads them all. A log of finished
@@ -36,21 +36,24 @@ pretraining_instances.py):
 
 TensorFlow is imported inside the functions that need it, and the worker
 processes load pretraining_instances.py by its path, so that they hold numpy
-only: about 30 MB and a shard's instances (about 80 MB per MB of text), not
-the 700+ MB of a TensorFlow process. The records are written by TensorFlow
-in the main process, whose CRC-32C no package in the environment offers.
+only: about 30 MB and a shard's instances (about 40 MB per MB of text at
+--max_seq_length=128), not the 700 MB of a TensorFlow process. They talk to
+the main process in numpy arrays over pipes, not pickles
+(`pretraining_instances.write_message`). The records are written by
+TensorFlow in the main process, whose CRC-32C no package in the environment
+offers.
 """
 
 import collections
-import contextlib
 from concurrent import futures
 import dataclasses
+import functools
 import hashlib
 import json
 import os
-import pickle
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -362,70 +365,78 @@ module.serve(sys.stdin.buffer, sys.stdout.buffer)
 """
 
 
-class _Reply:
-    """A shard's statistics and record batches, read from its worker."""
+class _WorkerPool:
+    """Worker processes, one per thread of a thread pool that runs shards.
 
-    def __init__(self, worker, shard_index):
-        self.worker, self.shard_index = worker, shard_index
-
-    def _receive(self):
-        try:
-            kind, value = pickle.load(self.worker.stdout)
-        except EOFError:
-            raise RuntimeError(
-                f"A worker process exited (code {self.worker.wait()}) while making shard "
-                f"{self.shard_index}."
-            ) from None
-        if kind == "error":
-            raise RuntimeError(f"Shard {self.shard_index} failed in a worker process:\n{value}")
-        return kind, value
-
-    def get(self):
-        """(statistics, iterator of record batches); read the batches in full."""
-        _, statistics = self._receive()
-        return statistics, self._batches()
-
-    def _batches(self):
-        while True:
-            kind, value = self._receive()
-            if kind == "end":
-                return
-            yield value
-
-
-@contextlib.contextmanager
-def _worker_pool(num_workers):
-    """Yields `submit(documents, special_tokens, options, shard_index)`.
-
-    Shard i goes to worker i % num_workers; each worker answers in order, so
-    results read in submission order never wait on one another. A single
+    Each shard goes to whichever worker is idle, so no worker waits while
+    another has a backlog (shards differ in size: the last can be twice
+    the others). The processes start at once, so that they load numpy
+    while this one loads TensorFlow and builds the tokenizer. A single
     worker is a process too: this one holds TensorFlow, and a shard's
     instances on top of it would take it over 1 GB.
     """
-    workers = [
-        subprocess.Popen(
-            [sys.executable, "-c", _WORKER_BOOTSTRAP, pretraining_instances.__file__],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-        )
-        for _ in range(num_workers)
-    ]
 
-    def submit(documents, special_tokens, options, shard_index):
-        worker = workers[shard_index % num_workers]
-        task = pretraining_instances.shard_task(documents, special_tokens, options, shard_index)
-        pickle.dump(task, worker.stdin, protocol=pickle.HIGHEST_PROTOCOL)
-        worker.stdin.flush()
-        return _Reply(worker, shard_index)
+    def __init__(self, num_workers):
+        self._processes = [
+            subprocess.Popen(
+                [sys.executable, "-c", _WORKER_BOOTSTRAP, pretraining_instances.__file__],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+            )
+            for _ in range(num_workers)
+        ]
+        unclaimed = list(self._processes)
+        self._thread_state = threading.local()
 
-    try:
-        yield submit
-    finally:
-        for worker in workers:
-            worker.stdin.close()
-        for worker in workers:
-            worker.stdout.close()
-            worker.wait()
+        def claim_a_process():  # each thread of the pool owns one process
+            self._thread_state.process = unclaimed.pop()
+
+        self.executor = futures.ThreadPoolExecutor(num_workers, initializer=claim_a_process)
+
+    def make_shard(self, documents, special_tokens, options, shard_index, write):
+        """Has this thread's worker make a shard; returns `write(statistics, batches)`.
+
+        `batches` yields `(data, lengths)` record batches and must be read to
+        its end. After a failure the worker is stopped: its stream may be
+        cut in the middle of a message.
+        """
+        process = self._thread_state.process
+        if process is None:
+            raise RuntimeError(f"Shard {shard_index}: the worker process was stopped after an earlier error.")
+        try:
+            pretraining_instances.write_shard_task(
+                process.stdin, documents, special_tokens, options, shard_index
+            )
+            statistics = self._receive(process, shard_index)["statistics"]
+            return write(statistics, self._batches(process, shard_index))
+        except BaseException:
+            process.kill()
+            self._thread_state.process = None
+            raise
+
+    def _receive(self, process, shard_index):
+        try:
+            header, arrays = pretraining_instances.read_message(process.stdout)
+        except EOFError:
+            raise RuntimeError(
+                f"A worker process exited (code {process.wait()}) while making shard {shard_index}."
+            ) from None
+        if header["kind"] == "error":
+            raise RuntimeError(f"Shard {shard_index} failed in a worker process:\n{header['traceback']}")
+        return {**header, **arrays}
+
+    def _batches(self, process, shard_index):
+        while (message := self._receive(process, shard_index))["kind"] == "records":
+            yield message["data"], message["lengths"]
+
+    def close(self):
+        """Waits for the running shards, drops the queued ones, ends the workers."""
+        self.executor.shutdown(cancel_futures=True)
+        for process in self._processes:
+            process.stdin.close()
+        for process in self._processes:
+            process.stdout.close()
+            process.wait()
 
 
 class _Progress:
@@ -513,27 +524,31 @@ def create_pretraining_data(
     statistics = ReadStatistics()
     progress = _Progress(statistics, sum(s for _, s in settings["input_files"] if s), progress_interval)
     shard_statistics = dict(log.finished)
+    writer = _ShardWriter(compression, log, shard_statistics)
     pending = collections.deque()
     start = time.monotonic()
-    # The workers start while the tokenizer is built. One thread writes the
-    # shards, in order, while this one tokenizes the next: both spend their
-    # time in TensorFlow ops, which release the GIL.
-    with _worker_pool(num_workers) as submit, futures.ThreadPoolExecutor(1) as writer:
+    # The workers start while the tokenizer is built. A thread per worker
+    # writes its shards while this one tokenizes the next: all spend their
+    # time in TensorFlow ops or numpy, which release the GIL.
+    pool = _WorkerPool(num_workers)
+    try:
         tokenize, special_tokens = _tokenizer(vocab_file, do_lower_case, options.do_whole_word_mask)
         for shard in text_shards(read_documents(paths, statistics), input_mb_per_shard * 1e6):
             path = shard_path(output_files, shard.index)
             if shard.index in log.finished and os.path.exists(path):
                 continue
             documents = tokenize_shard(tokenize, shard)
-            reply = submit(documents, special_tokens, options, shard.index)
+            write = functools.partial(writer.write, shard.index, path)
             pending.append(
-                writer.submit(_finish_shard, (shard.index, path, reply), compression, log, shard_statistics)
+                pool.executor.submit(pool.make_shard, documents, special_tokens, options, shard.index, write)
             )
             while len(pending) >= _IN_FLIGHT_PER_WORKER * num_workers:
                 pending.popleft().result()
             progress.update(len(shard_statistics))
         while pending:
             pending.popleft().result()
+    finally:
+        pool.close()
     return _summary(statistics, shard_statistics, time.monotonic() - start)
 
 
@@ -555,21 +570,28 @@ def _tokenizer(vocab_file, do_lower_case, whole_words):
     return tokenize, special_tokens
 
 
-def _finish_shard(entry, compression, log, shard_statistics):
-    """Writes a shard's records as they come, renames the file, logs it."""
-    import tensorflow as tf
+class _ShardWriter:
+    """Writes shards from several threads: records, rename, progress log."""
 
-    index, path, reply = entry
-    statistics, batches = reply.get()
-    temporary = _temporary_path(path)
-    options = tf.io.TFRecordOptions(compression_type=compression)
-    with tf.io.TFRecordWriter(temporary, options) as writer:
-        for batch in batches:
-            for record in batch:
-                writer.write(record)
-    tf.io.gfile.rename(temporary, path, overwrite=True)
-    log.add(index, statistics)
-    shard_statistics[index] = statistics
+    def __init__(self, compression, log, shard_statistics):
+        self.compression, self.log, self.shard_statistics = compression, log, shard_statistics
+        self._lock = threading.Lock()
+
+    def write(self, index, path, statistics, batches):
+        """Writes a shard's records as they come, renames the file, logs it."""
+        import tensorflow as tf
+
+        temporary = _temporary_path(path)
+        options = tf.io.TFRecordOptions(compression_type=self.compression)
+        with tf.io.TFRecordWriter(temporary, options) as writer:
+            for data, lengths in batches:
+                data, ends = data.tobytes(), np.cumsum(lengths).tolist()
+                for begin, end in zip([0, *ends[:-1]], ends):
+                    writer.write(data[begin:end])
+        tf.io.gfile.rename(temporary, path, overwrite=True)
+        with self._lock:
+            self.log.add(index, statistics)
+            self.shard_statistics[index] = statistics
 
 
 def _summary(read_statistics, shard_statistics, seconds):

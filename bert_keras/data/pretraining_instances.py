@@ -31,13 +31,16 @@ Departures from the original, and why:
 
 This module needs only numpy (worker processes import it without TensorFlow);
 `encode_examples` writes `tf.train.Example` bytes by hand, identical to
-`SerializeToString(deterministic=True)`.
+`SerializeToString(deterministic=True)`. Worker processes talk to the main
+process in messages of a JSON header line and raw numpy array bytes
+(`write_message`, `read_message`): no pickle, so nothing a worker sends can
+run code in the main process.
 """
 
 import bisect
 import dataclasses
 import functools
-import pickle
+import json
 import queue
 import random
 import threading
@@ -47,6 +50,20 @@ import numpy as np
 
 # Ids written by the original for padding, whatever the vocabulary says.
 PADDING_ID = 0
+
+
+def token_id_dtype(vocabulary_size):
+    """The smallest dtype that holds every id of the vocabulary.
+
+    A shard's instances are mostly token ids: uint16 halves them for the
+    vocabularies of all released BERT checkpoints (30,522 to 119,547 ids:
+    the largest need int32).
+
+    Example:
+    >>> token_id_dtype(30522), token_id_dtype(119547)
+    (dtype('uint16'), dtype('int32'))
+    """
+    return np.dtype(np.uint16 if vocabulary_size <= 1 << 16 else np.int32)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,9 +183,10 @@ class Documents:
 class Instances:
     """Masked sentence pairs as padded arrays, one row per instance.
 
-    Arrays: `input_ids` (int32), `input_mask`, `segment_ids` (uint8)
-    [n, max_seq_length]; `masked_lm_positions`, `masked_lm_ids` (int32),
-    `masked_lm_weights` (float32) [n, max_predictions_per_seq];
+    Arrays: `input_ids` (`token_id_dtype`), `input_mask`, `segment_ids`
+    (uint8) [n, max_seq_length]; `masked_lm_positions` (int32),
+    `masked_lm_ids` (`token_id_dtype`), `masked_lm_weights` (float32)
+    [n, max_predictions_per_seq];
     `next_sentence_labels` [n]
     (1 = B is a random span). `masking_counts` counts the replacements drawn:
     [MASK], random token, unchanged.
@@ -465,12 +483,13 @@ def _instances_of_pass(documents, special_tokens, options, shard_index, pass_ind
     )
     mask = _mask_whole_words if options.do_whole_word_mask else _mask_tokens
     positions, labels, chosen, counts = mask(input_ids, candidates, options, special_tokens, np_rng)
+    id_dtype = token_id_dtype(special_tokens.vocabulary_size)
     return Instances(
-        input_ids=input_ids,
+        input_ids=input_ids.astype(id_dtype),
         input_mask=input_mask.astype(np.uint8),
         segment_ids=segment_ids.astype(np.uint8),
         masked_lm_positions=positions,
-        masked_lm_ids=labels,
+        masked_lm_ids=labels.astype(id_dtype),
         masked_lm_weights=chosen.astype(np.float32),
         next_sentence_labels=spans[:, 4],
         masking_counts=counts,
@@ -506,19 +525,28 @@ def create_instances(documents, special_tokens, options, shard_index):
     shuffle_rng = np.random.default_rng(
         np.random.SeedSequence(options.random_seed, spawn_key=(shard_index,))
     )
-    order = shuffle_rng.permutation(sum(len(instances) for instances in passes))
+    num_instances = sum(len(instances) for instances in passes)
+    order = shuffle_rng.permutation(num_instances)
+    # Row k of the result is row order[k] of the passes one after the other,
+    # so row j of the passes goes to row destination[j]. Each pass's rows go
+    # straight there, a field at a time, and each pass's array is let go once
+    # placed: the shard's instances are held once, not twice.
+    destination = np.empty(num_instances, np.int64)
+    destination[order] = np.arange(num_instances)
     masking_counts = sum(instances.masking_counts for instances in passes)
     columns = {}
     for field in dataclasses.fields(Instances):
         if field.name == "masking_counts":
             continue
-        # A field at a time, each pass's array let go once copied: the shard's
-        # instances are held about twice at the peak, not three times.
-        column = np.concatenate([getattr(instances, field.name) for instances in passes])
+        first = getattr(passes[0], field.name)
+        column = np.empty((num_instances, *first.shape[1:]), first.dtype)
+        start = 0
         for instances in passes:
+            values = getattr(instances, field.name)
+            column[destination[start : start + len(values)]] = values
+            start += len(values)
             setattr(instances, field.name, None)
-        columns[field.name] = column[order]
-        del column
+        columns[field.name] = column
     return Instances(masking_counts=masking_counts, **columns)
 
 
@@ -529,85 +557,162 @@ def shard_records(documents, special_tokens, options, shard_index, rows_per_batc
     at a time, so that whoever writes them holds one batch at a time.
 
     Returns:
-        `(statistics, batches)`: a dict of counts and an iterator of lists
-        of serialized `tf.train.Example`s.
+        `(statistics, batches)`: a dict of counts and an iterator of
+        `(data, lengths)` pairs: the bytes of serialized `tf.train.Example`s
+        one after the other ([bytes] uint8) and the byte count of each
+        ([records] int64).
 
     Example:
     >>> documents = Documents.from_lists([[[5, 6], [7, 8]], [[9, 10]]])
     >>> statistics, batches = shard_records(documents, SpecialTokens(2, 3, 4, 12),
     ...     InstanceOptions(max_seq_length=8, dupe_factor=1), shard_index=0)
-    >>> sum(len(batch) for batch in batches) == statistics["examples"]
+    >>> sum(len(lengths) for _, lengths in batches) == statistics["examples"]
     True
     """
     if documents.num_documents == 0:
         return {}, iter([])
     instances = create_instances(documents, special_tokens, options, shard_index)
     batches = (
-        encode_examples(instances.take(slice(start, start + rows_per_batch)))
+        _encode_packed_rows(instances.take(slice(start, start + rows_per_batch)))
         for start in range(0, len(instances), rows_per_batch)
     )
     return instances.statistics(), batches
 
 
-def shard_task(documents, special_tokens, options, shard_index):
-    """A `shard_records` call as plain types, for a worker process.
+# --- Messages between the main process and a worker -------------------------
+# Why not pickle: unpickling can run code, and the project never unpickles.
+# A JSON header line names each array's dtype and shape; its raw bytes follow,
+# read straight into a new array (no copy beyond the pipe's).
+
+
+def write_message(stream, header, arrays=None):
+    """Writes `header` (a dict of JSON values) and numpy `arrays` (by name).
 
     Example:
-    >>> documents = Documents.from_lists([[[5, 6], [7, 8]], [[9, 10]]])
-    >>> task = shard_task(documents, SpecialTokens(2, 3, 4, 12), InstanceOptions(), 7)
-    >>> task[-1]
-    7
+    >>> import io
+    >>> stream = io.BytesIO()
+    >>> write_message(stream, {"kind": "records"}, {"lengths": np.array([3, 4])})
+    >>> _ = stream.seek(0)
+    >>> read_message(stream)
+    ({'kind': 'records'}, {'lengths': array([3, 4])})
     """
-    arrays = (documents.tokens, documents.sentence_starts, documents.document_starts)
-    return arrays, dataclasses.asdict(special_tokens), dataclasses.asdict(options), shard_index
+    arrays = {name: np.ascontiguousarray(array) for name, array in (arrays or {}).items()}
+    layout = [[name, array.dtype.str, list(array.shape)] for name, array in arrays.items()]
+    stream.write(json.dumps({**header, "arrays": layout}).encode() + b"\n")
+    for array in arrays.values():
+        stream.write(array.reshape(-1).view(np.uint8))
+    stream.flush()
 
 
-def _run_task(payload, send):
-    """Runs a `shard_task` payload, sending its messages with `send`."""
-    (tokens, sentence_starts, document_starts), special_tokens, options, shard_index = payload
+def read_message(stream):
+    """Reads what `write_message` wrote: `(header, arrays)`.
+
+    Raises EOFError when the stream ends before or inside a message, and
+    ValueError for an array that is not of numbers.
+
+    Example:
+    >>> import io
+    >>> read_message(io.BytesIO(b""))
+    Traceback (most recent call last):
+    ...
+    EOFError: The stream ended before a message.
+    """
+    line = stream.readline()
+    if not line.endswith(b"\n"):
+        raise EOFError("The stream ended before a message." if not line else "The stream ended inside a message.")
+    header = json.loads(line)
+    arrays = {}
+    for name, dtype, shape in header.pop("arrays"):
+        dtype = np.dtype(dtype)
+        if dtype.kind not in "biuf":
+            raise ValueError(f"Message array {name!r} has dtype {dtype}; messages hold numbers only.")
+        array = np.empty(shape, dtype)
+        buffer, filled = memoryview(array.reshape(-1).view(np.uint8)), 0
+        while filled < len(buffer):
+            count = stream.readinto(buffer[filled:])
+            if not count:
+                raise EOFError(f"The stream ended inside message array {name!r}.")
+            filled += count
+        arrays[name] = array
+    return header, arrays
+
+
+def write_shard_task(stream, documents, special_tokens, options, shard_index):
+    """Sends a `shard_records` call to a worker process (see `serve`).
+
+    Example:
+    >>> import io
+    >>> stream = io.BytesIO()
+    >>> documents = Documents.from_lists([[[5, 6], [7, 8]], [[9, 10]]])
+    >>> write_shard_task(stream, documents, SpecialTokens(2, 3, 4, 12), InstanceOptions(), 7)
+    >>> _ = stream.seek(0)
+    >>> header, arrays = read_message(stream)
+    >>> header["shard_index"], arrays["tokens"].tolist()
+    (7, [5, 6, 7, 8, 9, 10])
+    """
+    arrays = {
+        "tokens": documents.tokens,
+        "sentence_starts": documents.sentence_starts,
+        "document_starts": documents.document_starts,
+    }
+    if special_tokens.is_continuation is not None:
+        arrays["is_continuation"] = special_tokens.is_continuation
+    ids = {name: int(getattr(special_tokens, name)) for name in ("cls_id", "sep_id", "mask_id", "vocabulary_size")}
+    header = {"shard_index": shard_index, "special_tokens": ids, "options": dataclasses.asdict(options)}
+    write_message(stream, header, arrays)
+
+
+def _run_task(header, arrays, send):
+    """Runs a `write_shard_task` message, sending its replies with `send`."""
     statistics, batches = shard_records(
-        Documents(tokens, sentence_starts, document_starts),
-        SpecialTokens(**special_tokens),
-        InstanceOptions(**options),
-        shard_index,
+        Documents(arrays["tokens"], arrays["sentence_starts"], arrays["document_starts"]),
+        SpecialTokens(**header["special_tokens"], is_continuation=arrays.get("is_continuation")),
+        InstanceOptions(**header["options"]),
+        header["shard_index"],
     )
-    send(("statistics", statistics))
-    for batch in batches:
-        send(("records", batch))
-    send(("end", None))
+    send({"kind": "statistics", "statistics": statistics})
+    for data, lengths in batches:
+        send({"kind": "records"}, {"lengths": lengths, "data": data})
+    send({"kind": "end"})
 
 
 def serve(tasks, results):
-    """A worker process's loop: pickled tasks in, pickled messages out.
+    """A worker process's loop: shard tasks in, records out, as messages.
 
-    Reads `shard_task` payloads from the binary stream `tasks` until it ends;
-    for each writes ("statistics", dict), then ("records", list) batches and
-    ("end", None), or ("error", traceback) on failure. A thread keeps
-    reading tasks while one is computed, so a sender never blocks on a full
-    pipe while this process writes results. Workers load this file on its
-    own (no `bert_keras` package, no Keras or TensorFlow), which keeps them
-    small and quick to start.
+    Reads `write_shard_task` messages from the binary stream `tasks` until it
+    ends; for each writes {"kind": "statistics"}, then {"kind": "records"}
+    messages (arrays "data" and "lengths", as `shard_records` batches) and
+    {"kind": "end"}, or {"kind": "error", "traceback": ...} on failure. A
+    thread keeps reading tasks while one is computed, so a sender never
+    blocks on a full pipe while this process writes results. Workers load
+    this file on its own (no `bert_keras` package, no Keras or TensorFlow),
+    which keeps them small and quick to start.
     """
     inbox = queue.Queue()
 
     def read_tasks():
         while True:
             try:
-                inbox.put(pickle.load(tasks))
+                inbox.put(read_message(tasks))
             except (EOFError, OSError):
                 inbox.put(None)
                 return
+            except Exception:  # a bad message: report it, then stop  # noqa: BLE001
+                inbox.put(traceback.format_exc())
+                inbox.put(None)
+                return
 
-    def send(message):
-        pickle.dump(message, results, protocol=pickle.HIGHEST_PROTOCOL)
-        results.flush()
+    def send(header, arrays=None):
+        write_message(results, header, arrays)
 
     threading.Thread(target=read_tasks, daemon=True).start()
-    while (payload := inbox.get()) is not None:
+    while (task := inbox.get()) is not None:
         try:
-            _run_task(payload, send)
+            if isinstance(task, str):
+                raise ValueError(f"Unreadable task message:\n{task}")
+            _run_task(*task, send)
         except Exception:  # the main process reports it with the shard  # noqa: BLE001
-            send(("error", traceback.format_exc()))
+            send({"kind": "error", "traceback": traceback.format_exc()})
 
 
 # --- tf.train.Example bytes, written by hand -------------------------------
@@ -694,8 +799,12 @@ def _header_units(key, kind, payload_sizes):
     return table.view("<u4")[size_index], sizes[size_index]
 
 
-def _encode_rows(instances):
-    """Serialized examples of all the rows of `instances` (a few thousand)."""
+def _encode_packed_rows(instances):
+    """Serialized examples of the rows of `instances` (a few thousand).
+
+    Returns `(data, lengths)`: the records one after the other ([bytes]
+    uint8) and each one's byte count ([rows] int64).
+    """
     payloads = {
         "input_ids": _int64_units(instances.input_ids),
         "input_mask": _int64_units(instances.input_mask),
@@ -719,8 +828,13 @@ def _encode_rows(instances):
     units = np.concatenate(units, axis=1).astype("<u4", copy=False)  # [rows, units]
     sizes = np.concatenate(sizes, axis=1)
     used = _USED_BYTES[sizes].reshape(-1).view(np.bool_)  # [rows * units * 4]
-    data = units.reshape(-1).view(np.uint8)[used].tobytes()
-    ends = np.cumsum(sizes.sum(axis=1, dtype=np.int64)).tolist()
+    return units.reshape(-1).view(np.uint8)[used], sizes.sum(axis=1, dtype=np.int64)
+
+
+def _encode_rows(instances):
+    """Serialized examples of all the rows of `instances`, as a list."""
+    data, lengths = _encode_packed_rows(instances)
+    data, ends = data.tobytes(), np.cumsum(lengths).tolist()
     return [data[begin:end] for begin, end in zip([0] + ends[:-1], ends)]
 
 
