@@ -1,5 +1,6 @@
 """The original algorithm on token arrays: truncation, masking, record bytes."""
 
+import io
 import random
 
 import numpy as np
@@ -53,8 +54,8 @@ def test_truncated_lengths_match_the_original_loop():
 
 @pytest.mark.parametrize(
     "whole_words, vocabulary_size, max_seq_length",
-    # Ids and positions of one, two and three varint bytes.
-    [(False, VOCABULARY_SIZE, 32), (True, VOCABULARY_SIZE, 32), (False, 40_000, 200)],
+    # Ids and positions of one, two and three varint bytes; uint16 and int32 ids.
+    [(False, VOCABULARY_SIZE, 32), (True, VOCABULARY_SIZE, 32), (False, 40_000, 200), (False, 100_000, 32)],
 )
 def test_records_are_the_bytes_tensorflow_writes(whole_words, vocabulary_size, max_seq_length):
     options = InstanceOptions(max_seq_length=max_seq_length, max_predictions_per_seq=5, dupe_factor=1,
@@ -67,6 +68,7 @@ def test_records_are_the_bytes_tensorflow_writes(whole_words, vocabulary_size, m
     special_tokens = SpecialTokens(CLS, SEP, MASK, vocabulary_size, np.arange(vocabulary_size) >= 900)
     instances = create_instances(documents, special_tokens, options, shard_index=0)
     assert instances.input_ids.max() >= 128 and (vocabulary_size < 16384 or instances.input_ids.max() >= 16384)
+    assert instances.input_ids.dtype == (np.uint16 if vocabulary_size <= 65536 else np.int32)
     records = encode_examples(instances, rows_per_batch=16)
     assert len(records) == len(instances)
     for row in range(0, len(instances), 7):
@@ -257,3 +259,83 @@ def test_shards_depend_only_on_seed_and_index():
     again = encode_examples(create_instances(documents, _special_tokens(), options, shard_index=5))
     other = encode_examples(create_instances(documents, _special_tokens(), options, shard_index=6))
     assert first == again and first != other
+
+
+def _message_round_trip(header, arrays):
+    stream = io.BytesIO()
+    pretraining_instances.write_message(stream, header, arrays)
+    stream.seek(0)
+    return pretraining_instances.read_message(stream), stream
+
+
+def test_messages_carry_arrays_of_every_kind_exactly():
+    arrays = {
+        "ids": np.arange(12, dtype=np.uint16).reshape(3, 4),
+        "flags": np.array([True, False, True]),
+        "weights": np.array([[0.5, 1.0]], np.float32),
+        "empty": np.zeros((0, 5), np.int64),
+        "strided": np.arange(10, dtype=np.int32)[::2],
+    }
+    (header, received), stream = _message_round_trip({"kind": "x", "n": 3}, arrays)
+    assert header == {"kind": "x", "n": 3}
+    assert list(received) == list(arrays)
+    for name, array in arrays.items():
+        assert received[name].dtype == array.dtype and received[name].shape == array.shape
+        np.testing.assert_array_equal(received[name], array)
+    assert stream.read() == b""  # exactly one message's bytes
+
+
+def test_messages_refuse_objects_and_report_cut_streams():
+    stream = io.BytesIO(b'{"kind": "records", "arrays": [["data", "|O", [1]]]}\n' + bytes(8))
+    with pytest.raises(ValueError, match="'data' has dtype object; messages hold numbers only"):
+        pretraining_instances.read_message(stream)
+    (_, _), whole = _message_round_trip({"kind": "records"}, {"data": np.arange(100, dtype=np.uint8)})
+    with pytest.raises(EOFError, match="inside message array 'data'"):
+        pretraining_instances.read_message(io.BytesIO(whole.getvalue()[:-1]))
+    with pytest.raises(EOFError, match="inside a message"):
+        pretraining_instances.read_message(io.BytesIO(b'{"kind": '))
+
+
+def _served(tasks):
+    """Runs `serve` on the task messages in `tasks`; returns its replies."""
+    requests, replies = io.BytesIO(), io.BytesIO()
+    for documents, special_tokens, options, shard_index in tasks:
+        pretraining_instances.write_shard_task(requests, documents, special_tokens, options, shard_index)
+    requests.seek(0)
+    pretraining_instances.serve(requests, replies)
+    replies.seek(0)
+    messages = []
+    while True:
+        try:
+            messages.append(pretraining_instances.read_message(replies))
+        except EOFError:
+            return messages
+
+
+def test_a_worker_serves_the_records_of_each_task_in_order():
+    options = InstanceOptions(max_seq_length=32, dupe_factor=2, do_whole_word_mask=True)
+    tasks = [(_random_documents(30, seed), _special_tokens(), options, seed) for seed in (4, 5)]
+    messages = _served(tasks)
+    for documents, special_tokens, _, shard_index in tasks:
+        expected = create_instances(documents, special_tokens, options, shard_index)
+        (statistics, _), *rest = messages
+        assert statistics == {"kind": "statistics", "statistics": expected.statistics()}
+        records = []
+        while rest[0][0]["kind"] == "records":
+            (_, arrays), *rest = rest
+            data, ends = arrays["data"].tobytes(), np.cumsum(arrays["lengths"]).tolist()
+            records += [data[begin:end] for begin, end in zip([0, *ends[:-1]], ends)]
+        assert rest[0][0] == {"kind": "end"}
+        assert records == encode_examples(expected)
+        messages = rest[1:]
+    assert messages == []
+
+
+def test_a_worker_reports_a_failed_task_and_goes_on():
+    documents = _random_documents(10)
+    broken = SpecialTokens(CLS, SEP, MASK, VOCABULARY_SIZE)  # whole words need is_continuation
+    whole_words = InstanceOptions(max_seq_length=32, dupe_factor=1, do_whole_word_mask=True)
+    plain = InstanceOptions(max_seq_length=32, dupe_factor=1)
+    messages = _served([(documents, broken, whole_words, 0), (documents, broken, plain, 1)])
+    assert messages[0][0]["kind"] == "error" and "Traceback" in messages[0][0]["traceback"]
+    assert [header["kind"] for header, _ in messages[1:]] == ["statistics", "records", "end"]

@@ -157,6 +157,24 @@ def test_a_killed_run_resumes_where_it_stopped(corpus, one_worker_output, tmp_pa
     assert not [name for name in os.listdir(tmp_path) if name.endswith(".incomplete")]
 
 
+def test_the_program_imports_neither_jax_nor_torch(corpus, tmp_path):
+    # Its main process runs TensorFlow ops only: JAX (imported by TensorFlow
+    # Lite where installed) would add 110 MB, a Keras backend's torch more.
+    output = str(tmp_path / "examples.tfrecord")
+    argv = ["create_pretraining_data", *tool_flags(corpus, output, "--num_workers=1", "--dupe_factor=1")]
+    script = (
+        f"import runpy, sys\nsys.argv = {argv!r}\n"
+        "try:\n    runpy.run_module('tools.create_pretraining_data', run_name='__main__')\n"
+        "except SystemExit as exit:\n    assert not exit.code, exit.code\n"
+        "print(sorted(name for name in ('jax', 'torch') if sys.modules.get(name) is not None))\n"
+    )
+    environment = {**os.environ, "KERAS_BACKEND": "torch", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    result = subprocess.run([sys.executable, "-c", script], cwd=REPOSITORY, env=environment,
+                            capture_output=True, text=True, check=True)
+    assert result.stdout.splitlines()[-1] == "[]"
+    assert shard_files(output)
+
+
 def test_other_flags_do_not_mix_with_finished_shards(corpus, tmp_path):
     output = str(tmp_path / "examples.tfrecord")
     assert run_tool(*tool_flags(corpus, output, "--dupe_factor=1", "--num_workers=1")) is None
