@@ -36,8 +36,9 @@ pretraining_instances.py):
 
 TensorFlow is imported inside the functions that need it, and the worker
 processes load pretraining_instances.py by its path, so that they hold numpy
-only: about 30 MB and a shard's instances (about 40 MB per MB of text at
---max_seq_length=128), not the 700 MB of a TensorFlow process. They talk to
+only: about 30 MB and a shard's instances (at the peak about 30 MB per MB
+of text at --max_seq_length=128, 50 MB at 512), not the 700 MB of a
+TensorFlow process. They talk to
 the main process in numpy arrays over pipes, not pickles
 (`pretraining_instances.write_message`). The records are written by
 TensorFlow in the main process, whose CRC-32C no package in the environment

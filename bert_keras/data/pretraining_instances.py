@@ -183,13 +183,15 @@ class Documents:
 class Instances:
     """Masked sentence pairs as padded arrays, one row per instance.
 
-    Arrays: `input_ids` (`token_id_dtype`), `input_mask`, `segment_ids`
-    (uint8) [n, max_seq_length]; `masked_lm_positions` (int32),
-    `masked_lm_ids` (`token_id_dtype`), `masked_lm_weights` (float32)
-    [n, max_predictions_per_seq];
-    `next_sentence_labels` [n]
-    (1 = B is a random span). `masking_counts` counts the replacements drawn:
-    [MASK], random token, unchanged.
+    Arrays: `input_ids` (`token_id_dtype`) [n, max_seq_length];
+    `masked_lm_positions` (int32) and `masked_lm_ids` (`token_id_dtype`)
+    [n, max_predictions_per_seq]; `next_sentence_labels` [n] (1 = B is a
+    random span). `input_mask`, `segment_ids` and `masked_lm_weights` are
+    computed when read, from each row's `lengths` (with [CLS] and both
+    [SEP]), `b_starts` (B's first position) and `num_masked`: a shard's
+    instances are held in memory at once, and these would double them.
+    `masking_counts` counts the replacements drawn: [MASK], random token,
+    unchanged.
 
     Example:
     >>> documents = Documents.from_lists([[[5, 6], [7, 8]], [[9, 10, 11]]] * 2)
@@ -201,16 +203,35 @@ class Instances:
     """
 
     input_ids: np.ndarray
-    input_mask: np.ndarray
-    segment_ids: np.ndarray
+    lengths: np.ndarray
+    b_starts: np.ndarray
     masked_lm_positions: np.ndarray
     masked_lm_ids: np.ndarray
-    masked_lm_weights: np.ndarray
+    num_masked: np.ndarray
     next_sentence_labels: np.ndarray
     masking_counts: np.ndarray
 
     def __len__(self):
         return len(self.input_ids)
+
+    @property
+    def input_mask(self):
+        """[n, max_seq_length] uint8: 1 on tokens, 0 on padding."""
+        position = np.arange(self.input_ids.shape[1])
+        return (position < self.lengths[:, np.newaxis]).astype(np.uint8)
+
+    @property
+    def segment_ids(self):
+        """[n, max_seq_length] uint8: 1 on B and its [SEP], else 0."""
+        position = np.arange(self.input_ids.shape[1])
+        in_b = (position >= self.b_starts[:, np.newaxis]) & (position < self.lengths[:, np.newaxis])
+        return in_b.astype(np.uint8)
+
+    @property
+    def masked_lm_weights(self):
+        """[n, max_predictions_per_seq] float32: 1 on real predictions."""
+        slot = np.arange(self.masked_lm_positions.shape[1])
+        return (slot < self.num_masked[:, np.newaxis]).astype(np.float32)
 
     def take(self, rows):
         """The instances at `rows`, in that order."""
@@ -234,12 +255,12 @@ class Instances:
          'masked_tokens', 'random_next', 'random_tokens', 'tokens']
         """
         mask, random_token, kept = (int(count) for count in self.masking_counts)
-        tokens = int(self.input_mask.sum())
+        tokens = int(self.lengths.sum())
         return {
             "examples": len(self),
             "tokens": tokens,
             "maskable_tokens": tokens - 3 * len(self),
-            "masked_tokens": int(self.masked_lm_weights.sum()),
+            "masked_tokens": int(self.num_masked.sum()),
             "mask_tokens": mask,
             "random_tokens": random_token,
             "kept_tokens": kept,
@@ -328,7 +349,10 @@ def truncated_lengths(a_lengths, b_lengths, max_num_tokens):
 
 
 def _assemble(documents, spans, special_tokens, options, np_rng):
-    """Token ids, mask and segments [n, max_seq_length] of truncated pairs."""
+    """Token ids [n, max_seq_length], lengths and B's starts [n] of truncated pairs.
+
+    Also gives which positions hold text (not [CLS], [SEP] or padding).
+    """
     a_start, a_end, b_start, b_end = (spans[:, column] for column in range(4))
     a_length, b_length = truncated_lengths(
         a_end - a_start, b_end - b_start, options.max_num_tokens
@@ -355,9 +379,7 @@ def _assemble(documents, spans, special_tokens, options, np_rng):
     rows = np.arange(len(spans))
     input_ids[rows, a_length[:, 0] + 1] = special_tokens.sep_id
     input_ids[rows, length[:, 0] - 1] = special_tokens.sep_id
-    input_mask = position < length
-    segment_ids = in_b_part & input_mask
-    return input_ids.astype(np.int32, copy=False), input_mask, segment_ids, is_text
+    return input_ids.astype(np.int32, copy=False), length[:, 0], b_first[:, 0], is_text
 
 
 def num_predictions(lengths, options):
@@ -478,7 +500,7 @@ def _instances_of_pass(documents, special_tokens, options, shard_index, pass_ind
     spans = _sentence_pairs(
         documents.sentence_starts.tolist(), documents.document_starts.tolist(), options, py_rng
     )
-    input_ids, input_mask, segment_ids, candidates = _assemble(
+    input_ids, lengths, b_starts, candidates = _assemble(
         documents, spans, special_tokens, options, np_rng
     )
     mask = _mask_whole_words if options.do_whole_word_mask else _mask_tokens
@@ -486,11 +508,11 @@ def _instances_of_pass(documents, special_tokens, options, shard_index, pass_ind
     id_dtype = token_id_dtype(special_tokens.vocabulary_size)
     return Instances(
         input_ids=input_ids.astype(id_dtype),
-        input_mask=input_mask.astype(np.uint8),
-        segment_ids=segment_ids.astype(np.uint8),
+        lengths=lengths,
+        b_starts=b_starts,
         masked_lm_positions=positions,
         masked_lm_ids=labels.astype(id_dtype),
-        masked_lm_weights=chosen.astype(np.float32),
+        num_masked=chosen.sum(axis=1, dtype=np.int32),
         next_sentence_labels=spans[:, 4],
         masking_counts=counts,
     )
@@ -550,11 +572,13 @@ def create_instances(documents, special_tokens, options, shard_index):
     return Instances(masking_counts=masking_counts, **columns)
 
 
-def shard_records(documents, special_tokens, options, shard_index, rows_per_batch=2048):
+def shard_records(documents, special_tokens, options, shard_index, rows_per_batch=None):
     """A shard's statistics and its serialized records, batch by batch.
 
     A worker's whole job. The records are encoded lazily, `rows_per_batch`
-    at a time, so that whoever writes them holds one batch at a time.
+    at a time (by default 2048 at `max_seq_length=128`, fewer for longer
+    sequences: about 2 MB of records), so that whoever writes them holds one
+    batch at a time.
 
     Returns:
         `(statistics, batches)`: a dict of counts and an iterator of
@@ -572,6 +596,7 @@ def shard_records(documents, special_tokens, options, shard_index, rows_per_batc
     if documents.num_documents == 0:
         return {}, iter([])
     instances = create_instances(documents, special_tokens, options, shard_index)
+    rows_per_batch = rows_per_batch or max(1, (1 << 18) // options.max_seq_length)
     batches = (
         _encode_packed_rows(instances.take(slice(start, start + rows_per_batch)))
         for start in range(0, len(instances), rows_per_batch)
