@@ -434,12 +434,15 @@ def _transformers_runner(checkpoint, batch):
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model = transformers.BertForSequenceClassification.from_pretrained(checkpoint, num_labels=2)
     model.to(device).train()
-    no_decay = [parameter for name, parameter in model.named_parameters()
-                if name.endswith("bias") or "LayerNorm" in name]
-    decay = [parameter for name, parameter in model.named_parameters()
-             if not (name.endswith("bias") or "LayerNorm" in name)]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
-                                   {"params": no_decay, "weight_decay": 0.0}], lr=2e-5, eps=1e-6)
+    parameters = list(model.named_parameters())
+
+    def decays(name):  # as create_optimizer: no weight decay on biases and layer norms
+        return not (name.endswith("bias") or "LayerNorm" in name)
+
+    optimizer = torch.optim.AdamW([
+        {"params": [value for name, value in parameters if decays(name)], "weight_decay": 0.01},
+        {"params": [value for name, value in parameters if not decays(name)], "weight_decay": 0.0},
+    ], lr=2e-5, eps=1e-6)
     schedule = transformers.get_linear_schedule_with_warmup(optimizer, 1000, 10_000)
     features, labels = batch
     tensors = {
