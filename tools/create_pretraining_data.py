@@ -21,16 +21,16 @@ if __name__ == "__main__":
     # This process runs TensorFlow ops (the tokenizer), never a Keras model,
     # yet importing TensorFlow and tensorflow-text imports Keras. Keras'
     # tensorflow backend keeps it from importing JAX or torch; TensorFlow
-    # Lite's utilities import JAX where installed (110 MB, a second of
-    # start-up) and Keras imports scikit-learn for its wrappers (60 MB, a
+    # Lite's utilities import JAX where installed (110 MB, 0.3 s of CPU or
+    # more) and Keras imports scikit-learn for its wrappers (60 MB, a
     # second): neither is used here. Imports of this module (tests) keep them.
     os.environ["KERAS_BACKEND"] = "tensorflow"
     sys.modules.setdefault("jax", None)
     sys.modules.setdefault("sklearn", None)
     # Those imports make about 300,000 objects that live as long as the
     # process; the cyclic garbage collector, left on, walks them again and
-    # again while they are made: a second of start-up, before any worker has
-    # work. Made with it paused, they go to its permanent generation.
+    # again while they are made: 0.2 to 1 s of CPU (measured), before any
+    # worker has work. Made with it paused, they go to its permanent generation.
     gc.disable()
     import bert_keras.text.tokenizer  # noqa: F401  (TensorFlow, tensorflow-text, Keras)
 
