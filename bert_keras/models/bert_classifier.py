@@ -20,6 +20,8 @@ class BertClassifier(BertTask):
         backbone: a `BertBackbone`.
         num_classes: number of labels, or 1 for regression.
         dropout: dropout before the output layer.
+        preprocessor: optional `BertPreprocessor`; with one, `fit`, `evaluate`
+            and `predict` take raw text (see `BertTask`).
         **kwargs: standard `keras.Model` arguments.
 
     Example:
@@ -35,6 +37,7 @@ class BertClassifier(BertTask):
     (2, 3)
     """
 
+    checkpoint_head = "classifier"
     default_learning_rate = 2e-5
 
     def __init__(self, backbone, num_classes, dropout=0.1, **kwargs):

@@ -1,6 +1,7 @@
 """Multiple choice (SWAG): one [CLS] score per (context, choice) pair."""
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 from bert_keras.models.bert_backbone import INPUT_NAMES
@@ -20,6 +21,9 @@ class BertMultipleChoice(BertTask):
         backbone: a `BertBackbone`.
         num_choices: number of choices per example (SWAG: 4).
         dropout: dropout before the scoring layer.
+        preprocessor: optional `BertPreprocessor`; with one, `fit`, `evaluate`
+            and `predict` take text as a pair `(contexts, choices)`:
+            contexts `[batch]` and choices `[batch, num_choices]` strings.
         **kwargs: standard `keras.Model` arguments.
 
     Example:
@@ -34,6 +38,8 @@ class BertMultipleChoice(BertTask):
     (2, 4)
     """
 
+    checkpoint_head = "classifier"
+    output_layer_name = "choice_score"
     default_learning_rate = 2e-5
 
     def __init__(self, backbone, num_choices, dropout=0.1, **kwargs):
@@ -52,6 +58,30 @@ class BertMultipleChoice(BertTask):
         super().__init__(backbone, inputs=inputs, outputs=logits, **kwargs)
         self.num_choices = num_choices
         self.dropout = dropout
+
+    def preprocess_text(self, texts):
+        """Packs `(contexts [batch], choices [batch, num_choices])` as one pair per choice.
+
+        Each choice becomes `[CLS] context [SEP] choice [SEP]`; the features
+        are `[batch, num_choices, sequence_length]`, the model's inputs.
+        """
+        if not isinstance(texts, tuple) or len(texts) != 2:
+            raise ValueError(
+                "BertMultipleChoice takes text as a pair (contexts, choices): contexts "
+                "[batch] and choices [batch, num_choices] strings."
+            )
+        contexts, choices = (tf.convert_to_tensor(part, tf.string) for part in texts)
+        if choices.shape.rank != 2 or choices.shape[-1] not in (None, self.num_choices):
+            raise ValueError(
+                f"choices must be [batch, num_choices={self.num_choices}] strings, got shape "
+                f"{choices.shape}."
+            )
+        repeated_contexts = tf.repeat(contexts, self.num_choices)  # [batch * num_choices]
+        features = self.preprocessor((repeated_contexts, tf.reshape(choices, [-1])))
+        return {
+            name: tf.reshape(feature, [-1, self.num_choices, tf.shape(feature)[-1]])
+            for name, feature in features.items()
+        }  # each [batch, num_choices, sequence_length]
 
     def default_loss(self):
         return keras.losses.SparseCategoricalCrossentropy(from_logits=True)

@@ -20,6 +20,10 @@ class BertQuestionAnswerer(BertTask):
 
     Args:
         backbone: a `BertBackbone`.
+        preprocessor: optional `BertPreprocessor`; with one, `fit`, `evaluate`
+            and `predict` take `(questions, contexts)` pairs of strings. Span
+            labels index the packed tokens; `BertPreprocessor.call_with_offsets`
+            maps them to text (as `bert_keras.finetuning.squad` does).
         **kwargs: standard `keras.Model` arguments.
 
     Example:
@@ -33,6 +37,9 @@ class BertQuestionAnswerer(BertTask):
     >>> tuple(reader.predict(inputs, verbose=0)["start_logits"].shape)
     (2, 5)
     """
+
+    checkpoint_head = "question_answering"
+    output_layer_name = "span_logits"
 
     def __init__(self, backbone, **kwargs):
         inputs = backbone_inputs()

@@ -1,10 +1,19 @@
-"""What every task model shares: a backbone, its dtype, its serialisation."""
+"""What every task model shares: a backbone, its dtype, raw text input, its serialisation."""
+
+import os
 
 import keras
+from absl import logging
 
 from bert_keras.layers.dropout import Dropout
 from bert_keras.layers.initializers import bert_kernel_initializer
 from bert_keras.models.bert_backbone import INPUT_NAMES
+from bert_keras.models.bert_backbone import BertBackbone
+from bert_keras.models.text_inputs import holds_text
+from bert_keras.models.text_inputs import split_for_validation
+from bert_keras.models.text_inputs import text_dataset
+from bert_keras.text.preprocessor import BertPreprocessor
+from bert_keras.text.tokenizer import BertTokenizer
 from bert_keras.training.optimizers import create_optimizer
 
 
@@ -14,11 +23,28 @@ class BertTask(keras.Model):
     Subclasses build their graph in `__init__` and call
     `super().__init__(backbone, inputs=..., outputs=...)`. This class follows
     the backbone's dtype policy (so `compile()` adds loss scaling under
-    mixed_float16) and serialises the backbone inside `get_config()`;
-    subclasses add their own constructor arguments to the config.
-    `compile()` fills in what is left "auto": the paper's AdamW recipe (see
-    `bert_keras.training.create_optimizer`) at the task's default learning
-    rate, and the task's loss and metrics.
+    mixed_float16) and serialises the backbone (and preprocessor) inside
+    `get_config()`; subclasses add their own constructor arguments to the
+    config. `compile()` fills in what is left "auto": the paper's AdamW recipe
+    (see `bert_keras.training.create_optimizer`) at the task's default
+    learning rate, and the task's loss and metrics.
+
+    With a `preprocessor` attached, `fit`, `evaluate` and `predict` also take
+    raw text: a list, numpy array or tensor of strings, a tuple
+    `(texts_a, texts_b)` of two such for sentence pairs, or a batched
+    `tf.data.Dataset` of texts, `(texts, labels)` or `(texts, labels,
+    sample_weights)`. The preprocessor runs inside `tf.data` (batched,
+    in-graph, in parallel), so the model itself only sees token ids, under
+    every backend. Inputs that are already ids are used as they are. Calling
+    the model directly (`model(inputs)`) takes ids only.
+
+    Args:
+        backbone: a `BertBackbone`.
+        inputs: the Functional model's inputs.
+        outputs: its outputs.
+        preprocessor: a `BertPreprocessor` (or any layer mapping a batch of
+            texts to the model's inputs in TensorFlow), or None.
+        **kwargs: standard `keras.Model` arguments.
 
     Example:
     >>> from bert_keras.models.bert_backbone import BertBackbone
@@ -27,14 +53,20 @@ class BertTask(keras.Model):
     >>> inputs = backbone_inputs()
     >>> task = BertTask(backbone, inputs=inputs,
     ...                 outputs=backbone(inputs)["pooled_output"])
-    >>> task.backbone is backbone
-    True
+    >>> task.backbone is backbone, task.preprocessor
+    (True, None)
     """
 
-    def __init__(self, backbone, inputs, outputs, **kwargs):
+    # The `Checkpoint.head_weights` entry whose kernel and bias the output
+    # layer named `output_layer_name` takes in `from_preset`.
+    checkpoint_head = None
+    output_layer_name = "logits"
+
+    def __init__(self, backbone, inputs, outputs, preprocessor=None, **kwargs):
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         self.dtype_policy = backbone.dtype_policy
         self.backbone = backbone
+        self.preprocessor = preprocessor
 
     default_learning_rate = 5e-5
 
@@ -85,18 +117,200 @@ class BertTask(keras.Model):
         """The task's metrics."""
         return None
 
+    @classmethod
+    def from_preset(cls, preset, sequence_length=128, **kwargs):
+        """The task model on a checkpoint's backbone, head and vocabulary.
+
+        Loads the backbone from any directory `BertBackbone.from_preset`
+        reads, takes the checkpoint's matching head when its shape fits (e.g.
+        a Hugging Face `BertForSequenceClassification` with as many labels),
+        and attaches a `BertPreprocessor` built from the directory's
+        vocab.txt and casing, so the model takes raw text.
+
+        Args:
+            preset: a checkpoint directory.
+            sequence_length: the preprocessor's packed length (the original
+                run_classifier.py's default is 128).
+            **kwargs: the task's constructor arguments (e.g. `num_classes`);
+                `preprocessor=None` attaches none.
+
+        Example:
+        >>> import os, tempfile
+        >>> directory = tempfile.mkdtemp() + "/tiny"
+        >>> vocabulary = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+        >>> _ = open(vocabulary, "w").write(
+        ...     "\\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "ok"]))
+        >>> BertBackbone(6, 1, 2, 8, 16).save_to_preset(
+        ...     directory, vocabulary_file=vocabulary)
+        >>> from bert_keras.models.bert_classifier import BertClassifier
+        >>> classifier = BertClassifier.from_preset(directory, num_classes=2)
+        >>> classifier.predict(["ok", "ok ok"], verbose=0).shape
+        (2, 2)
+        """
+        # Imported here: the checkpoint readers import the models.
+        from bert_keras.checkpoints.preset import load_checkpoint
+        from bert_keras.checkpoints.preset import set_backbone_weights
+
+        checkpoint = load_checkpoint(preset)
+        backbone = BertBackbone.from_config(checkpoint.backbone_config)
+        set_backbone_weights(backbone, checkpoint)
+        if "preprocessor" not in kwargs:
+            kwargs["preprocessor"] = checkpoint_preprocessor(checkpoint, sequence_length)
+        model = cls(backbone, **kwargs)
+        set_head_weights(
+            model.get_layer(cls.output_layer_name),
+            checkpoint.head_weights.get(cls.checkpoint_head),
+            cls.checkpoint_head,
+        )
+        return model
+
+    def preprocess_text(self, texts):
+        """The model's inputs for a batch of raw texts, in TensorFlow (runs in `tf.data`).
+
+        Subclasses whose inputs are not one packed sequence per example
+        override this (see `BertMultipleChoice`).
+        """
+        return self.preprocessor(texts)
+
+    def fit(self, x=None, y=None, batch_size=None, *, sample_weight=None, validation_data=None,
+            validation_split=0.0, shuffle=True, **kwargs):
+        """`keras.Model.fit`; with a preprocessor, `x` and `validation_data` may be text."""
+        if self._takes_as_text(x):
+            if validation_split:
+                (x, y, sample_weight), validation_data = split_for_validation(
+                    (x, y, sample_weight), validation_split
+                )
+                validation_split = 0.0
+            x = text_dataset(self.preprocess_text, x, y, sample_weight, batch_size, shuffle)
+            # The dataset reshuffles itself each epoch.
+            y, sample_weight, batch_size, shuffle = None, None, None, False
+        validation_data = self._validation_dataset(
+            validation_data, kwargs.get("validation_batch_size") or batch_size
+        )
+        return super().fit(
+            x, y, batch_size=batch_size, sample_weight=sample_weight,
+            validation_data=validation_data, validation_split=validation_split,
+            shuffle=shuffle, **kwargs,
+        )
+
+    def evaluate(self, x=None, y=None, batch_size=None, *, sample_weight=None, **kwargs):
+        """`keras.Model.evaluate`; with a preprocessor, `x` may be text."""
+        if self._takes_as_text(x):
+            x = text_dataset(self.preprocess_text, x, y, sample_weight, batch_size)
+            y = sample_weight = batch_size = None
+        return super().evaluate(x, y, batch_size=batch_size, sample_weight=sample_weight, **kwargs)
+
+    def predict(self, x, batch_size=None, **kwargs):
+        """`keras.Model.predict`; with a preprocessor, `x` may be text."""
+        if self._takes_as_text(x):
+            x = text_dataset(self.preprocess_text, x, batch_size=batch_size)
+            batch_size = None
+        return super().predict(x, batch_size=batch_size, **kwargs)
+
+    def _takes_as_text(self, x):
+        if not holds_text(x):
+            return False
+        if self.preprocessor is None:
+            raise ValueError(
+                f"{type(self).__name__} got text but has no preprocessor: build it with "
+                "preprocessor=BertPreprocessor(tokenizer, sequence_length), or give token ids."
+            )
+        return True
+
+    def _validation_dataset(self, validation_data, batch_size):
+        if validation_data is None:
+            return None
+        if isinstance(validation_data, tuple):
+            x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(validation_data)
+            if self._takes_as_text(x):
+                return text_dataset(self.preprocess_text, x, y, sample_weight, batch_size)
+            return validation_data
+        if self._takes_as_text(validation_data):
+            return text_dataset(self.preprocess_text, validation_data)
+        return validation_data
+
     def get_config(self):
         return {
             "name": self.name,
             "trainable": self.trainable,
             "backbone": keras.layers.serialize(self.backbone),
+            "preprocessor": (
+                None if self.preprocessor is None
+                else keras.layers.serialize(self.preprocessor)
+            ),
         }
 
     @classmethod
     def from_config(cls, config):
         config = dict(config)
         config["backbone"] = keras.layers.deserialize(config["backbone"])
+        if config.get("preprocessor") is not None:
+            config["preprocessor"] = keras.layers.deserialize(config["preprocessor"])
         return cls(**config)
+
+
+def checkpoint_preprocessor(checkpoint, sequence_length):
+    """A `BertPreprocessor` from a checkpoint's vocab.txt and casing, or None without one.
+
+    Args:
+        checkpoint: a `bert_keras.checkpoints.preset.Checkpoint`.
+        sequence_length: the packed length.
+
+    Example:
+    >>> import os, tempfile
+    >>> from bert_keras.checkpoints.preset import load_checkpoint
+    >>> directory = tempfile.mkdtemp() + "/tiny"
+    >>> vocabulary = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+    >>> _ = open(vocabulary, "w").write(
+    ...     "\\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "Ok"]))
+    >>> BertBackbone(6, 1, 2, 8, 16).save_to_preset(
+    ...     directory, vocabulary_file=vocabulary, lowercase=False)
+    >>> preprocessor = checkpoint_preprocessor(load_checkpoint(directory), 4)
+    >>> preprocessor("Ok")["token_ids"].numpy().tolist()
+    [2, 5, 3, 0]
+    """
+    if checkpoint.vocabulary_file is None:
+        return None
+    casing = {}
+    if "do_lower_case" in checkpoint.tokenizer_config:
+        casing["lowercase"] = checkpoint.tokenizer_config["do_lower_case"]
+    tokenizer = BertTokenizer.from_preset(
+        os.path.dirname(checkpoint.vocabulary_file), **casing
+    )
+    return BertPreprocessor(tokenizer, sequence_length=sequence_length)
+
+
+def set_head_weights(output_layer, head, head_name):
+    """Gives `output_layer` a checkpoint head's kernel and bias when their shapes match.
+
+    Args:
+        output_layer: the task's output `Dense` layer.
+        head: dict with "kernel" `[in, out]` and "bias" numpy arrays, or None.
+        head_name: the head's name, for the log.
+
+    Returns:
+        Whether the weights were taken.
+
+    Example:
+    >>> import numpy as np
+    >>> layer = keras.layers.Dense(3)
+    >>> layer.build((None, 2))
+    >>> set_head_weights(layer, {"kernel": np.ones((2, 3)), "bias": np.zeros(3)}, "classifier")
+    True
+    >>> set_head_weights(layer, {"kernel": np.ones((2, 5)), "bias": np.zeros(5)}, "classifier")
+    False
+    """
+    if not head:
+        return False
+    if tuple(head["kernel"].shape) != tuple(output_layer.kernel.shape):
+        logging.info(
+            "Not loading the checkpoint's %s head: its kernel is %s, the task's %s.",
+            head_name, list(head["kernel"].shape), list(output_layer.kernel.shape),
+        )
+        return False
+    output_layer.set_weights([head["kernel"], head["bias"]])
+    logging.info("Loaded the checkpoint's %s head.", head_name)
+    return True
 
 
 def backbone_inputs(*extra_names):

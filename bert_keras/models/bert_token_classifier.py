@@ -23,6 +23,10 @@ class BertTokenClassifier(BertTask):
         backbone: a `BertBackbone`.
         num_classes: number of tags.
         dropout: dropout before the output layer.
+        preprocessor: optional `BertPreprocessor`; with one, `fit`, `evaluate`
+            and `predict` take raw text. Give it a fixed `sequence_length`, so
+            every batch of logits has the same length; labels index the packed
+            tokens (`bert_keras.finetuning.tagging` aligns word labels).
         **kwargs: standard `keras.Model` arguments.
 
     Example:
@@ -36,6 +40,8 @@ class BertTokenClassifier(BertTask):
     >>> tuple(tagger.predict(inputs, verbose=0).shape)
     (2, 5, 9)
     """
+
+    checkpoint_head = "token_classifier"
 
     def __init__(self, backbone, num_classes, dropout=0.1, **kwargs):
         inputs = backbone_inputs()

@@ -324,7 +324,9 @@ class BertTokenizer(keras.layers.Layer):
         config = super().get_config()
         config.update(
             {
-                "vocabulary": self.vocabulary,
+                # The tokens, not a vocab.txt path: a saved .keras model
+                # carries its vocabulary wherever it is loaded.
+                "vocabulary": list(self._tokens),
                 "lowercase": self.lowercase,
                 "strip_accents": self.strip_accents,
                 "tokenize_chinese_chars": self.tokenize_chinese_chars,

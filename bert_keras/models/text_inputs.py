@@ -1,0 +1,175 @@
+"""Raw text for `fit`, `evaluate` and `predict`: a tf.data pipeline that tokenizes in-graph.
+
+A task model with a preprocessor takes strings; these functions turn them
+(Python lists, numpy arrays, TensorFlow tensors or a `tf.data.Dataset`) into
+batches of the model's integer inputs. Tokenizing runs as TensorFlow ops
+inside `tf.data` (batched, in parallel, prefetched), so the model only ever
+sees ids, under every Keras backend.
+"""
+
+import numpy as np
+import tensorflow as tf
+
+DEFAULT_BATCH_SIZE = 32  # keras.Model.fit's default.
+
+
+def holds_text(data):
+    """Whether `data` (inputs, a tuple of text segments or a dataset) holds strings.
+
+    Tuples and dicts are structure, as in `tf.data.Dataset.from_tensor_slices`;
+    anything else is one array, looked at by its dtype or first element.
+
+    Example:
+    >>> holds_text(["a movie", "a film"]), holds_text((["a"], ["b"]))
+    (True, True)
+    >>> holds_text({"token_ids": np.ones((2, 3), "int32")})
+    False
+    """
+    if isinstance(data, tf.data.Dataset):
+        return any(spec.dtype == tf.string for spec in tf.nest.flatten(data.element_spec))
+    if isinstance(data, tuple):
+        return any(holds_text(part) for part in data)
+    if isinstance(data, dict):
+        return any(holds_text(part) for part in data.values())
+    return _is_text_array(data)
+
+
+def _is_text_array(array):
+    if isinstance(array, (str, bytes)):
+        return True
+    if isinstance(array, (tf.Tensor, tf.RaggedTensor)):
+        return array.dtype == tf.string
+    if isinstance(array, np.ndarray):
+        if array.dtype.kind in "US":
+            return True
+        return array.dtype.kind == "O" and array.size > 0 and _is_text_array(array.flat[0])
+    if isinstance(array, list):
+        return bool(array) and _is_text_array(array[0])
+    return False
+
+
+def text_dataset(preprocess, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
+    """Batches of the model's inputs (and labels, weights) made from raw text.
+
+    Args:
+        preprocess: batch of texts -> dict of the model's input tensors; plain
+            TensorFlow (e.g. a `BertPreprocessor`), as it runs in `tf.data`.
+        x: texts (a list, numpy array or tensor of strings), a tuple of two
+            such for pairs, or a batched `tf.data.Dataset` whose elements are
+            `texts`, `(texts, labels)` or `(texts, labels, sample_weights)`;
+            `texts` may be a tuple `(texts_a, texts_b)`, and an element
+            `(texts_a, texts_b)` of two strings is a pair.
+        y: labels for array-like `x`.
+        sample_weight: weights for array-like `x`.
+        batch_size: examples per batch for array-like `x` (default 32).
+        shuffle: reshuffle array-like `x` every epoch, as `fit` does.
+
+    Returns:
+        A `tf.data.Dataset` of the model's inputs, or of `(inputs, labels)`
+        or `(inputs, labels, sample_weights)`.
+
+    Raises:
+        ValueError: labels given beside a dataset, or a dataset of single
+            (unbatched) strings.
+
+    Example:
+    >>> from bert_keras.text.tokenizer import BertTokenizer
+    >>> from bert_keras.text.preprocessor import BertPreprocessor
+    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi"])
+    >>> dataset = text_dataset(BertPreprocessor(tokenizer, 5), ["hi", "hi hi"], [0, 1])
+    >>> features, labels = next(iter(dataset))
+    >>> features["token_ids"].numpy().tolist(), labels.numpy().tolist()
+    ([[2, 5, 3, 0, 0], [2, 5, 5, 3, 0]], [0, 1])
+    """
+    # Plain TensorFlow ops throughout: AutoGraph would only slow the trace,
+    # and it cannot convert Keras layers' methods.
+    @tf.autograph.experimental.do_not_convert
+    def preprocessed(texts, rest):
+        features = preprocess(texts)
+        return (features, *rest) if rest else features
+
+    if isinstance(x, tf.data.Dataset):
+        if y is not None or sample_weight is not None:
+            raise ValueError(
+                "x is a tf.data.Dataset: give its labels (and sample weights) inside it, as "
+                "elements (texts, labels), not as y or sample_weight."
+            )
+        _check_batched(x.element_spec)
+        dataset = x.map(
+            lambda *element: preprocessed(*_texts_and_rest(element)),
+            num_parallel_calls=tf.data.AUTOTUNE,
+        )
+    else:
+        columns = (x,) + tuple(part for part in (y, sample_weight) if part is not None)
+        dataset = tf.data.Dataset.from_tensor_slices(columns)
+        if shuffle:
+            dataset = dataset.shuffle(dataset.cardinality(), reshuffle_each_iteration=True)
+        dataset = dataset.batch(batch_size or DEFAULT_BATCH_SIZE).map(
+            lambda texts, *rest: preprocessed(texts, rest),
+            num_parallel_calls=tf.data.AUTOTUNE,
+        )
+    return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def _texts_and_rest(element):
+    """`(texts, (labels, ...))` of a dataset element, texts being one or two segments."""
+    if len(element) == 1:
+        return element[0], ()
+    if isinstance(element[0], tuple):  # ((texts_a, texts_b), labels, ...)
+        return element[0], tuple(element[1:])
+    if all(_is_text_array(part) for part in element[:2]):  # (texts_a, texts_b, ...)
+        return tuple(element[:2]), tuple(element[2:])
+    return element[0], tuple(element[1:])
+
+
+def _check_batched(element_spec):
+    for spec in tf.nest.flatten(element_spec):
+        if spec.dtype == tf.string and spec.shape.rank == 0:
+            raise ValueError(
+                "The tf.data.Dataset yields single strings (element_spec "
+                f"{element_spec}); batch it first, e.g. dataset.batch(32)."
+            )
+
+
+def split_for_validation(arrays, validation_split):
+    """Splits array-like `(x, y, sample_weight)` into the first and last parts, as `fit` does.
+
+    Args:
+        arrays: a tuple of array-likes (lists, numpy arrays, tuples of them)
+            or None, all with the same number of examples.
+        validation_split: fraction, in (0, 1), of the examples, taken from
+            the end, to validate on.
+
+    Returns:
+        `(training_arrays, validation_arrays)`.
+
+    Example:
+    >>> train, validation = split_for_validation((["a", "b", "c", "d"], [0, 1, 0, 1]), 0.25)
+    >>> train[0].tolist(), validation[0].tolist(), validation[1].tolist()
+    (['a', 'b', 'c'], ['d'], [1])
+    """
+    arrays = _map_arrays(np.asarray, arrays)
+    count = len(next(array for array in _flat_arrays(arrays)))
+    split_at = int(count * (1.0 - validation_split))
+    if split_at in (0, count):
+        raise ValueError(
+            f"validation_split={validation_split} of {count} examples leaves none to "
+            "train or to validate on."
+        )
+    return tuple(
+        _map_arrays(lambda array: array[start:end], arrays)
+        for start, end in ((0, split_at), (split_at, count))
+    )
+
+
+def _map_arrays(function, arrays):
+    """`function` on every array of nested tuples; lists are arrays, None stays."""
+    if isinstance(arrays, tuple):
+        return tuple(_map_arrays(function, part) for part in arrays)
+    return None if arrays is None else function(arrays)
+
+
+def _flat_arrays(arrays):
+    if isinstance(arrays, tuple):
+        return [array for part in arrays for array in _flat_arrays(part)]
+    return [] if arrays is None else [arrays]

@@ -1,0 +1,182 @@
+"""Task models with an attached preprocessor take raw text in fit, evaluate and predict."""
+
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_keras.checkpoints.preset import load_checkpoint
+from bert_keras.checkpoints.preset import save_checkpoint
+from bert_keras.models.bert_backbone import BertBackbone
+from bert_keras.models.bert_classifier import BertClassifier
+from bert_keras.models.bert_multiple_choice import BertMultipleChoice
+from bert_keras.models.bert_question_answerer import BertQuestionAnswerer
+from bert_keras.text.preprocessor import BertPreprocessor
+from bert_keras.text.tokenizer import SPECIAL_TOKENS
+from bert_keras.text.tokenizer import BertTokenizer
+
+POSITIVE = ["good", "great", "fine", "nice", "happy", "glad", "best", "superb"]
+NEGATIVE = ["bad", "awful", "poor", "sad", "worst", "ugly", "grim", "dull"]
+NEUTRAL = [f"word{index}" for index in range(50 - len(SPECIAL_TOKENS) - 16)]
+VOCABULARY = list(SPECIAL_TOKENS) + POSITIVE + NEGATIVE + NEUTRAL  # 50 tokens
+SEQUENCE_LENGTH = 12
+
+
+def _toy_sentiment(count, seed=0):
+    """Three-word sentences of positive (label 1) or negative (label 0) words."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 2, count)
+    texts = [" ".join(rng.choice(POSITIVE if label else NEGATIVE, 3)) for label in labels]
+    return texts, labels.astype("int32")
+
+
+@pytest.fixture(scope="module")
+def vocabulary_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("vocabulary") / "vocab.txt"
+    path.write_text("\n".join(VOCABULARY) + "\n")
+    return str(path)
+
+
+def _preprocessor(vocabulary_file, sequence_length=SEQUENCE_LENGTH):
+    return BertPreprocessor(BertTokenizer(vocabulary_file), sequence_length=sequence_length)
+
+
+def _backbone(**overrides):
+    config = {"vocabulary_size": len(VOCABULARY), "num_layers": 2, "num_heads": 2,
+              "hidden_dim": 16, "intermediate_dim": 32, "max_sequence_length": 32}
+    return BertBackbone(**{**config, **overrides})
+
+
+def _classifier(vocabulary_file, **overrides):
+    return BertClassifier(_backbone(**overrides), num_classes=2,
+                          preprocessor=_preprocessor(vocabulary_file))
+
+
+def test_fit_on_strings_learns_a_toy_task(vocabulary_file):
+    texts, labels = _toy_sentiment(64)
+    classifier = _classifier(vocabulary_file, dropout=0.0)
+    classifier.compile(learning_rate=2e-2)
+    history = classifier.fit(texts, labels, batch_size=8, epochs=4, verbose=0).history
+    assert history["loss"][-1] < 0.5 * history["loss"][0], history["loss"]
+    held_out_texts, held_out_labels = _toy_sentiment(32, seed=1)
+    _, accuracy = classifier.evaluate(held_out_texts, held_out_labels, verbose=0)
+    assert accuracy > 0.9
+
+
+def test_fit_on_sentence_pairs_with_validation(vocabulary_file):
+    texts, labels = _toy_sentiment(8)
+    pairs = (texts, np.array(texts[::-1]))
+    classifier = _classifier(vocabulary_file)
+    classifier.compile()
+    before = [np.array(weight) for weight in classifier.trainable_weights]
+    validation = ((pairs[0][:3], pairs[1][:3]), labels[:3])
+    history = classifier.fit(pairs, labels, batch_size=4, validation_data=validation,
+                             verbose=0).history
+    changed = [not np.array_equal(b, np.array(a))
+               for b, a in zip(before, classifier.trainable_weights)]
+    assert all(changed)
+    expected = classifier.evaluate(*validation, verbose=0)[0]
+    assert history["val_loss"][0] == pytest.approx(expected, rel=1e-5)
+    history = classifier.fit(pairs, labels, validation_split=0.25, batch_size=4, verbose=0).history
+    assert set(history) >= {"loss", "val_loss", "val_accuracy"}
+
+
+def test_predict_on_strings_equals_predict_on_the_preprocessors_ids(vocabulary_file):
+    texts, _ = _toy_sentiment(5)
+    classifier = _classifier(vocabulary_file)
+    features = {name: value.numpy() for name, value in classifier.preprocessor(texts).items()}
+    expected = classifier.predict(features, verbose=0)
+    np.testing.assert_allclose(classifier.predict(texts, batch_size=2, verbose=0), expected,
+                               atol=1e-6)
+    pairs = (texts, texts[::-1])
+    pair_features = {name: value.numpy() for name, value in classifier.preprocessor(pairs).items()}
+    np.testing.assert_allclose(classifier.predict(pairs, verbose=0),
+                               classifier.predict(pair_features, verbose=0), atol=1e-6)
+
+
+def test_datasets_of_strings_labels_and_pairs(vocabulary_file):
+    texts, labels = _toy_sentiment(6)
+    classifier = _classifier(vocabulary_file)
+    classifier.compile()
+    from_arrays = classifier.evaluate(texts, labels, batch_size=3, verbose=0)
+    labelled = tf.data.Dataset.from_tensor_slices((texts, labels)).batch(3)
+    np.testing.assert_allclose(classifier.evaluate(labelled, verbose=0), from_arrays, rtol=1e-5)
+    expected = classifier.predict((texts, texts), verbose=0)
+    pairs = tf.data.Dataset.from_tensor_slices((texts, texts)).batch(4)
+    np.testing.assert_allclose(classifier.predict(pairs, verbose=0), expected, atol=1e-6)
+    with pytest.raises(ValueError, match="batch it first"):
+        classifier.predict(tf.data.Dataset.from_tensor_slices(texts), verbose=0)
+
+
+def test_text_without_a_preprocessor_is_a_clear_error():
+    classifier = BertClassifier(_backbone(), num_classes=2)
+    with pytest.raises(ValueError, match="BertClassifier got text but has no preprocessor"):
+        classifier.predict(["a sentence"], verbose=0)
+
+
+def test_keras_file_with_a_preprocessor_predicts_the_same_on_strings(tmp_path):
+    vocabulary_file = tmp_path / "vocab.txt"
+    vocabulary_file.write_text("\n".join(VOCABULARY) + "\n")
+    classifier = _classifier(str(vocabulary_file))
+    texts, _ = _toy_sentiment(4)
+    expected = classifier.predict(texts, verbose=0)
+    path = str(tmp_path / "classifier.keras")
+    classifier.save(path)
+    vocabulary_file.unlink()  # the vocabulary travels inside the .keras file
+    restored = keras.saving.load_model(path, safe_mode=True)
+    assert isinstance(restored.preprocessor, BertPreprocessor)
+    assert restored.preprocessor.tokenizer.get_vocabulary() == VOCABULARY
+    np.testing.assert_allclose(restored.predict(texts, verbose=0), expected, atol=1e-6)
+    config = classifier.get_config()
+    assert BertClassifier.from_config(config).get_config() == config
+
+
+def test_multiple_choice_takes_contexts_and_choices(vocabulary_file):
+    chooser = BertMultipleChoice(_backbone(), num_choices=3,
+                                 preprocessor=_preprocessor(vocabulary_file))
+    contexts = ["good word1", "bad word2"]
+    choices = np.array([["fine", "sad", "word3"], ["ugly", "nice", "word4 word5"]])
+    features = chooser.preprocess_text((tf.constant(contexts), tf.constant(choices)))
+    assert tuple(features["token_ids"].shape) == (2, 3, SEQUENCE_LENGTH)
+    single = chooser.preprocessor(([contexts[1]], [choices[1, 2]]))
+    np.testing.assert_array_equal(features["token_ids"][1, 2], single["token_ids"][0])
+    logits = chooser.predict((contexts, choices), verbose=0)
+    as_ids = chooser.predict({name: value.numpy() for name, value in features.items()}, verbose=0)
+    np.testing.assert_allclose(logits, as_ids, atol=1e-6)
+    chooser.compile()
+    history = chooser.fit((contexts, choices), np.array([0, 1]), verbose=0).history
+    assert np.isfinite(history["loss"][0])
+
+
+def test_question_answerer_takes_question_context_pairs(vocabulary_file):
+    reader = BertQuestionAnswerer(_backbone(), preprocessor=_preprocessor(vocabulary_file))
+    outputs = reader.predict((["good word1"], ["word2 bad word3"]), verbose=0)
+    assert outputs["start_logits"].shape == (1, SEQUENCE_LENGTH)
+
+
+def test_from_preset_loads_backbone_head_and_preprocessor(vocabulary_file, tmp_path):
+    backbone = _backbone()
+    directory = str(tmp_path / "backbone")
+    backbone.save_to_preset(directory, vocabulary_file=vocabulary_file)
+    classifier = BertClassifier.from_preset(directory, num_classes=2, sequence_length=10)
+    assert classifier.preprocessor.sequence_length == 10
+    assert classifier.preprocessor.tokenizer.get_vocabulary() == VOCABULARY
+    for original, loaded in zip(backbone.weights, classifier.backbone.weights):
+        np.testing.assert_array_equal(np.asarray(original), np.asarray(loaded))
+    texts, _ = _toy_sentiment(3)
+    assert classifier.predict(texts, verbose=0).shape == (3, 2)
+    assert BertClassifier.from_preset(directory, num_classes=2, preprocessor=None).preprocessor is None
+
+    # A checkpoint with a two-label classifier head (BertForSequenceClassification).
+    checkpoint = load_checkpoint(directory)
+    head = {"kernel": np.full((16, 2), 0.5, "float32"), "bias": np.array([1.0, -1.0], "float32")}
+    checkpoint.head_weights["classifier"] = head
+    headed = str(tmp_path / "headed")
+    save_checkpoint(checkpoint, headed)
+    logits = BertClassifier.from_preset(headed, num_classes=2).get_layer("logits")
+    np.testing.assert_array_equal(np.asarray(logits.kernel), head["kernel"])
+    np.testing.assert_array_equal(np.asarray(logits.bias), head["bias"])
+    fresh = BertClassifier.from_preset(headed, num_classes=3).get_layer("logits")
+    assert not np.any(np.asarray(fresh.bias))  # no head of that shape: freshly initialised
