@@ -17,9 +17,9 @@ OUTPUT_DIR/eval_results.json, predictions to OUTPUT_DIR/predictions_{split}.tsv.
 from absl import app
 from absl import flags
 
-from bert_keras.finetuning.run import check_flags
-from bert_keras.finetuning.run import define_flags
-from bert_keras.finetuning.run import run_steps
+from bert_keras.finetuning.flags import check_flags
+from bert_keras.finetuning.flags import define_flags
+from bert_keras.finetuning.flags import run_steps
 
 _TASK_NAME = flags.DEFINE_string("task_name", None, "GLUE task (e.g. SST-2, MNLI) or 'csv'.")
 _FLAGS = define_flags()

@@ -17,9 +17,9 @@ OUTPUT_DIR/predictions_{dev,test}.tsv.
 
 from absl import app
 
-from bert_keras.finetuning.run import check_flags
-from bert_keras.finetuning.run import define_flags
-from bert_keras.finetuning.run import run_steps
+from bert_keras.finetuning.flags import check_flags
+from bert_keras.finetuning.flags import define_flags
+from bert_keras.finetuning.flags import run_steps
 
 _FLAGS = define_flags(learning_rate=2e-5)
 

@@ -19,9 +19,9 @@ the input lines with the predicted tag appended (conlleval's input).
 
 from absl import app
 
-from bert_keras.finetuning.run import check_flags
-from bert_keras.finetuning.run import define_flags
-from bert_keras.finetuning.run import run_steps
+from bert_keras.finetuning.flags import check_flags
+from bert_keras.finetuning.flags import define_flags
+from bert_keras.finetuning.flags import run_steps
 
 _FLAGS = define_flags()
 

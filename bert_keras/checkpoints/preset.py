@@ -83,6 +83,8 @@ class Checkpoint:
             checkpoint tensor names it came from, for error messages.
         extra_config: the format's own config dict (e.g. config.json's
             id2label), untouched.
+        label_names: the names of the classifier or token-classifier head's
+            outputs, in order (config.json's id2label), or None.
 
     Example:
     >>> import tempfile
@@ -104,6 +106,7 @@ class Checkpoint:
     directory: str = None
     sources: dict = dataclasses.field(default_factory=dict)
     extra_config: dict = dataclasses.field(default_factory=dict)
+    label_names: list = None
 
 
 def detect_format(path):
@@ -204,9 +207,20 @@ def _load_huggingface(directory):
         pooler_optional=architecture in huggingface.ARCHITECTURES_WITHOUT_POOLER,
     )
     checkpoint.format, checkpoint.directory, checkpoint.extra_config = "huggingface", directory, raw
+    checkpoint.label_names = _label_names(raw.get("id2label"), _num_named_labels(checkpoint))
     checkpoint.vocabulary_file = _existing(directory, "vocab.txt")
     checkpoint.tokenizer_config = _read_json(_existing(directory, "tokenizer_config.json")) or {}
     return checkpoint
+
+
+def _label_names(id2label, num_labels):
+    """id2label's names in id order when it names exactly the head's `num_labels` outputs."""
+    if not id2label or num_labels is None or len(id2label) != num_labels:
+        return None
+    try:
+        return [id2label[str(index)] for index in range(num_labels)]
+    except KeyError:
+        return None
 
 
 def _load_own(directory):
@@ -521,6 +535,7 @@ def save_checkpoint(checkpoint, directory, overwrite=False, format="bert_keras")
     architecture = _architecture(checkpoint.head_weights)
     tensors = _checkpoint_tensors(checkpoint, huggingface, huggingface.ENCODER_PREFIX)
     config = huggingface.config_json(checkpoint.backbone_config, architecture, _num_labels(checkpoint))
+    config.update(_label_config(checkpoint.label_names, _num_named_labels(checkpoint)))
     with _atomic_directory(directory, overwrite) as staging:
         huggingface.write_tensors(staging, tensors)
         _write_json(os.path.join(staging, huggingface.CONFIG_FILE), config)
@@ -555,6 +570,29 @@ def _architecture(head_weights):
         raise ValueError(f"No transformers class holds exactly the heads {list(heads)}; "
                          f"supported: {[list(key) for key in by_heads]}.")
     return by_heads[heads]
+
+
+def _label_config(label_names, num_labels):
+    """config.json's id2label and label2id for `label_names` (none without them)."""
+    if label_names is None:
+        return {}
+    if len(label_names) != num_labels:
+        raise ValueError(
+            f"The checkpoint names {len(label_names)} labels ({list(label_names)}) but its "
+            f"classifier or token_classifier head has {num_labels or 'no'} outputs."
+        )
+    return {
+        "id2label": {str(index): name for index, name in enumerate(label_names)},
+        "label2id": {name: index for index, name in enumerate(label_names)},
+    }
+
+
+def _num_named_labels(checkpoint):
+    """Outputs of the head whose labels have names: classifier or token_classifier."""
+    for head in ("classifier", "token_classifier"):
+        if head in checkpoint.head_weights:
+            return int(checkpoint.head_weights[head]["bias"].shape[-1])
+    return None
 
 
 def _num_labels(checkpoint):

@@ -78,15 +78,21 @@ class ClassificationRun(FineTuningRun):
     def train(
         self, batch_size, learning_rate, num_epochs, warmup_proportion=0.1, limit=None, verbose=2
     ):
-        """Fine-tunes on the train split with the paper's AdamW recipe; returns the history."""
+        """Fine-tunes on the train split with the paper's AdamW recipe; returns the history.
+
+        The model, with its label names, goes to OUTPUT_DIR/export (see
+        `FineTuningRun.export`).
+        """
         examples = self._read("train", limit=limit)
         dataset = classification_dataset(
             self.preprocessor, examples, batch_size, shuffle=True, seed=self.seed
         )
-        return self.fit(
+        history = self.fit(
             self.model, dataset, len(examples), batch_size, learning_rate, num_epochs,
             warmup_proportion, verbose,
         )
+        self.export(self.model, "classifier", label_names=self.label_names or None)
+        return history
 
     def evaluate(self, split, batch_size):
         """Scores `split` with the task's GLUE metrics; writes eval_results.json."""

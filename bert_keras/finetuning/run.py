@@ -2,27 +2,27 @@
 
 A task's run (classification, tagging, multiple choice, ...) subclasses
 `FineTuningRun` and adds reading its data and scoring it; a task's absl
-program calls `define_flags` at import, then `check_flags`, builds its run
-from `run_arguments` and hands it to `run_steps`, which does what
---do_train, --do_eval and --do_predict ask, in that order.
+program defines and checks its flags with `bert_keras.finetuning.flags`
+(which imports neither TensorFlow nor Keras, so bad flags fail at once),
+builds its run from `run_arguments` and hands it to `run_steps`.
 """
 
-import dataclasses
 import json
 import math
 import os
 
 import keras
-from absl import app
-from absl import flags
-from absl import logging
 
+from bert_keras.checkpoints.preset import Checkpoint
 from bert_keras.checkpoints.preset import load_checkpoint
+from bert_keras.checkpoints.preset import save_checkpoint
 from bert_keras.checkpoints.preset import set_backbone_weights
 from bert_keras.models.bert_backbone import BertBackbone
+from bert_keras.models.bert_task import set_head_weights
 from bert_keras.text.tokenizer import BertTokenizer
 
 EVAL_RESULTS_FILE = "eval_results.json"
+EXPORT_DIR = "export"
 
 
 class FineTuningRun:
@@ -80,16 +80,9 @@ class FineTuningRun:
         backbone = BertBackbone.from_config(self.checkpoint.backbone_config)
         set_backbone_weights(backbone, self.checkpoint)
         model = build_task(backbone)
-        head = self.checkpoint.head_weights.get(head_name)
-        layer = model.get_layer(output_layer)
-        if head and tuple(head["kernel"].shape) == tuple(layer.kernel.shape):
-            layer.set_weights([head["kernel"], head["bias"]])
-            logging.info("Loaded the checkpoint's %s head.", head_name)
-        elif head:
-            logging.info(
-                "Not loading the checkpoint's %s head: its kernel is %s, the task's %s.",
-                head_name, list(head["kernel"].shape), list(layer.kernel.shape),
-            )
+        set_head_weights(
+            model.get_layer(output_layer), self.checkpoint.head_weights.get(head_name), head_name
+        )
         return model
 
     def fit(self, model, dataset, num_examples, batch_size, learning_rate, num_epochs,
@@ -129,6 +122,42 @@ class FineTuningRun:
         )
         return history.history
 
+    def export(self, model, head_name, output_layer="logits", label_names=None):
+        """Writes the fine-tuned model to OUTPUT_DIR/export, a checkpoint directory.
+
+        It holds the backbone, the output layer as the checkpoint head
+        `head_name`, the label names (config.json's id2label) and the
+        tokenizer files: `BertClassifier.from_preset` (or the task's class)
+        and transformers' matching class load it, and it serves as
+        --init_checkpoint of a later run. Written atomically.
+
+        Args:
+            model: the fine-tuned task model.
+            head_name: "classifier" or "token_classifier".
+            output_layer: name of the model's output `Dense` layer.
+            label_names: names of the outputs, in order, or None.
+
+        Returns:
+            The export directory.
+        """
+        layer = model.get_layer(output_layer)
+        checkpoint = Checkpoint(
+            backbone_config=model.backbone.get_config(),
+            backbone_weights={
+                weight.path: keras.ops.convert_to_numpy(weight) for weight in model.backbone.weights
+            },
+            head_weights={head_name: {"kernel": keras.ops.convert_to_numpy(layer.kernel),
+                                      "bias": keras.ops.convert_to_numpy(layer.bias)}},
+            vocabulary_file=self.checkpoint.vocabulary_file,
+            tokenizer_config=self.checkpoint.tokenizer_config,
+            format=self.checkpoint.format,
+            directory=self.checkpoint.directory,
+            label_names=None if label_names is None else list(label_names),
+        )
+        directory = os.path.join(self.output_dir, EXPORT_DIR)
+        save_checkpoint(checkpoint, directory, overwrite=True)
+        return directory
+
     def write_results(self, results):
         """Writes `results` (a JSON-able dict) to OUTPUT_DIR/eval_results.json."""
         self.write_file(EVAL_RESULTS_FILE, json.dumps(results, indent=2) + "\n")
@@ -152,136 +181,3 @@ def write_atomically(path, text):
     with open(temporary, "w", encoding="utf-8") as file:
         file.write(text)
     os.replace(temporary, path)
-
-
-@dataclasses.dataclass(frozen=True)
-class FineTuningFlags:
-    """The `absl.flags.FlagHolder`s of the flags every fine-tuning program takes."""
-
-    data_dir: flags.FlagHolder
-    init_checkpoint: flags.FlagHolder
-    output_dir: flags.FlagHolder
-    do_train: flags.FlagHolder
-    do_eval: flags.FlagHolder
-    do_predict: flags.FlagHolder
-    max_seq_length: flags.FlagHolder
-    train_batch_size: flags.FlagHolder
-    eval_batch_size: flags.FlagHolder
-    learning_rate: flags.FlagHolder
-    num_train_epochs: flags.FlagHolder
-    warmup_proportion: flags.FlagHolder
-    train_limit: flags.FlagHolder
-    seed: flags.FlagHolder
-
-    def run_arguments(self):
-        """The `FineTuningRun` constructor arguments the flags give."""
-        return {
-            "data_dir": self.data_dir.value,
-            "init_checkpoint": self.init_checkpoint.value,
-            "output_dir": self.output_dir.value,
-            "max_seq_length": self.max_seq_length.value,
-            "seed": self.seed.value,
-        }
-
-
-def define_flags(flag_values=flags.FLAGS, learning_rate=5e-5, max_seq_length=128):
-    """Defines the task-independent flags, named as in the original run_classifier.py.
-
-    Call it once, at a program's import (flags are process-wide).
-
-    Args:
-        flag_values: the `absl.flags.FlagValues` to define them in.
-        learning_rate: the task's default --learning_rate.
-        max_seq_length: the task's default --max_seq_length.
-
-    Returns:
-        `FineTuningFlags`.
-
-    Example:
-    >>> from absl import flags
-    >>> flag_values = flags.FlagValues()
-    >>> program_flags = define_flags(flag_values)
-    >>> _ = flag_values(["program", "--data_dir=data", "--do_eval"])
-    >>> program_flags.data_dir.value, program_flags.train_batch_size.value
-    ('data', 32)
-    """
-
-    def define(kind, name, default, help_text):
-        return getattr(flags, f"DEFINE_{kind}")(name, default, help_text, flag_values=flag_values)
-
-    return FineTuningFlags(
-        data_dir=define("string", "data_dir", None, "Directory of the task's files."),
-        init_checkpoint=define("string", "init_checkpoint", None, "Checkpoint directory."),
-        output_dir=define("string", "output_dir", None, "Where results are written."),
-        do_train=define("boolean", "do_train", False, "Fine-tune on the train split."),
-        do_eval=define("boolean", "do_eval", False, "Evaluate on the dev split."),
-        do_predict=define("boolean", "do_predict", False, "Predict the test split."),
-        max_seq_length=define("integer", "max_seq_length", max_seq_length, "Tokens per packed input."),
-        train_batch_size=define("integer", "train_batch_size", 32, "Training batch size."),
-        eval_batch_size=define("integer", "eval_batch_size", 8, "Evaluation batch size."),
-        learning_rate=define("float", "learning_rate", learning_rate, "Peak AdamW learning rate."),
-        num_train_epochs=define("float", "num_train_epochs", 3.0, "Training epochs."),
-        warmup_proportion=define("float", "warmup_proportion", 0.1, "Fraction of steps warming up."),
-        train_limit=define("integer", "train_limit", None, "Use only the first N training examples."),
-        seed=define("integer", "seed", 12345, "Random seed."),
-    )
-
-
-def check_flags(program_flags, required=()):
-    """Raises `app.UsageError` naming the first flag that is missing or out of range.
-
-    Args:
-        program_flags: `FineTuningFlags`.
-        required: the program's own required `FlagHolder`s.
-
-    Example:
-    >>> from absl import flags
-    >>> flag_values = flags.FlagValues()
-    >>> program_flags = define_flags(flag_values)
-    >>> _ = flag_values(["program", "--data_dir=d", "--init_checkpoint=c", "--output_dir=o"])
-    >>> check_flags(program_flags)
-    Traceback (most recent call last):
-    ...
-    absl.app.UsageError: At least one of --do_train, --do_eval, --do_predict must be set.
-    """
-    for flag in (*required, program_flags.data_dir, program_flags.init_checkpoint,
-                 program_flags.output_dir):
-        if not flag.value:
-            raise app.UsageError(f"--{flag.name} is required.")
-    if not (program_flags.do_train.value or program_flags.do_eval.value
-            or program_flags.do_predict.value):
-        raise app.UsageError("At least one of --do_train, --do_eval, --do_predict must be set.")
-    if program_flags.max_seq_length.value < 3:
-        raise app.UsageError(
-            f"--max_seq_length must be at least 3, got {program_flags.max_seq_length.value}."
-        )
-    for flag in (program_flags.train_batch_size, program_flags.eval_batch_size):
-        if flag.value < 1:
-            raise app.UsageError(f"--{flag.name} must be positive, got {flag.value}.")
-
-
-def run_steps(run, program_flags):
-    """Trains, evaluates on "dev" (printing the metrics), predicts "test", as the flags ask.
-
-    Args:
-        run: a `FineTuningRun`.
-        program_flags: `FineTuningFlags`, parsed.
-
-    Returns:
-        The dev metrics, or None without --do_eval.
-    """
-    results = None
-    if program_flags.do_train.value:
-        run.train(
-            batch_size=program_flags.train_batch_size.value,
-            learning_rate=program_flags.learning_rate.value,
-            num_epochs=program_flags.num_train_epochs.value,
-            warmup_proportion=program_flags.warmup_proportion.value,
-            limit=program_flags.train_limit.value,
-        )
-    if program_flags.do_eval.value:
-        results = run.evaluate("dev", program_flags.eval_batch_size.value)
-        print(json.dumps(results))
-    if program_flags.do_predict.value:
-        run.predict("test", program_flags.eval_batch_size.value)
-    return results

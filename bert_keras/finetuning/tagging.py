@@ -88,7 +88,11 @@ class TaggingRun(FineTuningRun):
     def train(
         self, batch_size, learning_rate, num_epochs, warmup_proportion=0.1, limit=None, verbose=2
     ):
-        """Fine-tunes on train.txt with the paper's AdamW recipe; returns the history."""
+        """Fine-tunes on train.txt with the paper's AdamW recipe; returns the history.
+
+        The model, with its tag names, goes to OUTPUT_DIR/export (see
+        `FineTuningRun.export`).
+        """
         sentences = self._read("train", limit=limit)
         label_ids = {name: index for index, name in enumerate(self.label_names)}
         windows = self._windows(
@@ -99,10 +103,12 @@ class TaggingRun(FineTuningRun):
             .shuffle(len(windows), seed=self.seed, reshuffle_each_iteration=True)
             .batch(batch_size)
         )
-        return self.fit(
+        history = self.fit(
             self.model, dataset, len(windows), batch_size, learning_rate, num_epochs,
             warmup_proportion, verbose,
         )
+        self.export(self.model, HEAD_NAME, label_names=self.label_names)
+        return history
 
     def evaluate(self, split, batch_size):
         """Entity precision, recall, F1 (conlleval) and tag accuracy; writes them and the tags."""

@@ -1,0 +1,160 @@
+"""The flags every fine-tuning program takes, their checks, and the steps they ask for.
+
+Imports neither TensorFlow nor Keras (nor, through `bert_keras/__init__.py`,
+the models), so a program given a bad or missing flag fails at once; a task's
+absl program calls `define_flags` at import, `check_flags` in `main`, and only
+then imports its run (`bert_keras.finetuning.classification`, ...) and hands
+it to `run_steps`, which does what --do_train, --do_eval and --do_predict ask,
+in that order.
+"""
+
+import dataclasses
+import json
+
+from absl import app
+from absl import flags
+
+
+@dataclasses.dataclass(frozen=True)
+class FineTuningFlags:
+    """The `absl.flags.FlagHolder`s of the flags every fine-tuning program takes."""
+
+    data_dir: flags.FlagHolder
+    init_checkpoint: flags.FlagHolder
+    output_dir: flags.FlagHolder
+    do_train: flags.FlagHolder
+    do_eval: flags.FlagHolder
+    do_predict: flags.FlagHolder
+    max_seq_length: flags.FlagHolder
+    train_batch_size: flags.FlagHolder
+    eval_batch_size: flags.FlagHolder
+    learning_rate: flags.FlagHolder
+    num_train_epochs: flags.FlagHolder
+    warmup_proportion: flags.FlagHolder
+    train_limit: flags.FlagHolder
+    seed: flags.FlagHolder
+
+    def run_arguments(self):
+        """The `FineTuningRun` constructor arguments the flags give."""
+        return {
+            "data_dir": self.data_dir.value,
+            "init_checkpoint": self.init_checkpoint.value,
+            "output_dir": self.output_dir.value,
+            "max_seq_length": self.max_seq_length.value,
+            "seed": self.seed.value,
+        }
+
+
+def define_flags(flag_values=flags.FLAGS, learning_rate=5e-5, max_seq_length=128):
+    """Defines the task-independent flags, named as in the original run_classifier.py.
+
+    Call it once, at a program's import (flags are process-wide).
+
+    Args:
+        flag_values: the `absl.flags.FlagValues` to define them in.
+        learning_rate: the task's default --learning_rate.
+        max_seq_length: the task's default --max_seq_length.
+
+    Returns:
+        `FineTuningFlags`.
+
+    Example:
+    >>> from absl import flags
+    >>> flag_values = flags.FlagValues()
+    >>> program_flags = define_flags(flag_values)
+    >>> _ = flag_values(["program", "--data_dir=data", "--do_eval"])
+    >>> program_flags.data_dir.value, program_flags.train_batch_size.value
+    ('data', 32)
+    """
+
+    def define(kind, name, default, help_text):
+        return getattr(flags, f"DEFINE_{kind}")(name, default, help_text, flag_values=flag_values)
+
+    return FineTuningFlags(
+        data_dir=define("string", "data_dir", None, "Directory of the task's files."),
+        init_checkpoint=define("string", "init_checkpoint", None, "Checkpoint directory."),
+        output_dir=define("string", "output_dir", None, "Where results are written."),
+        do_train=define("boolean", "do_train", False, "Fine-tune on the train split."),
+        do_eval=define("boolean", "do_eval", False, "Evaluate on the dev split."),
+        do_predict=define("boolean", "do_predict", False, "Predict the test split."),
+        max_seq_length=define("integer", "max_seq_length", max_seq_length, "Tokens per packed input."),
+        train_batch_size=define("integer", "train_batch_size", 32, "Training batch size."),
+        eval_batch_size=define("integer", "eval_batch_size", 8, "Evaluation batch size."),
+        learning_rate=define("float", "learning_rate", learning_rate, "Peak AdamW learning rate."),
+        num_train_epochs=define("float", "num_train_epochs", 3.0, "Training epochs."),
+        warmup_proportion=define("float", "warmup_proportion", 0.1, "Fraction of steps warming up."),
+        train_limit=define("integer", "train_limit", None, "Use only the first N training examples."),
+        seed=define("integer", "seed", 12345, "Random seed."),
+    )
+
+
+def check_flags(program_flags, required=()):
+    """Raises `app.UsageError` naming the first flag that is missing or out of range.
+
+    Args:
+        program_flags: `FineTuningFlags`.
+        required: the program's own required `FlagHolder`s.
+
+    Example:
+    >>> from absl import flags
+    >>> flag_values = flags.FlagValues()
+    >>> program_flags = define_flags(flag_values)
+    >>> _ = flag_values(["program", "--data_dir=d", "--init_checkpoint=c", "--output_dir=o"])
+    >>> check_flags(program_flags)
+    Traceback (most recent call last):
+    ...
+    absl.app.UsageError: At least one of --do_train, --do_eval, --do_predict must be set.
+    """
+    for flag in (*required, program_flags.data_dir, program_flags.init_checkpoint,
+                 program_flags.output_dir):
+        if not flag.value:
+            raise app.UsageError(f"--{flag.name} is required.")
+    if not (program_flags.do_train.value or program_flags.do_eval.value
+            or program_flags.do_predict.value):
+        raise app.UsageError("At least one of --do_train, --do_eval, --do_predict must be set.")
+    if program_flags.max_seq_length.value < 3:
+        raise app.UsageError(
+            f"--max_seq_length must be at least 3, got {program_flags.max_seq_length.value}."
+        )
+    for flag in (program_flags.train_batch_size, program_flags.eval_batch_size):
+        if flag.value < 1:
+            raise app.UsageError(f"--{flag.name} must be positive, got {flag.value}.")
+    if program_flags.train_limit.value is not None and program_flags.train_limit.value < 1:
+        raise app.UsageError(
+            f"--train_limit must be positive, got {program_flags.train_limit.value}."
+        )
+    if program_flags.num_train_epochs.value <= 0:
+        raise app.UsageError(
+            f"--num_train_epochs must be positive, got {program_flags.num_train_epochs.value}."
+        )
+    if not 0.0 <= program_flags.warmup_proportion.value <= 1.0:
+        raise app.UsageError(
+            f"--warmup_proportion must be in [0, 1], got {program_flags.warmup_proportion.value}."
+        )
+
+
+def run_steps(run, program_flags):
+    """Trains, evaluates on "dev" (printing the metrics), predicts "test", as the flags ask.
+
+    Args:
+        run: a `FineTuningRun`.
+        program_flags: `FineTuningFlags`, parsed.
+
+    Returns:
+        The dev metrics, or None without --do_eval.
+    """
+    results = None
+    if program_flags.do_train.value:
+        run.train(
+            batch_size=program_flags.train_batch_size.value,
+            learning_rate=program_flags.learning_rate.value,
+            num_epochs=program_flags.num_train_epochs.value,
+            warmup_proportion=program_flags.warmup_proportion.value,
+            limit=program_flags.train_limit.value,
+        )
+    if program_flags.do_eval.value:
+        results = run.evaluate("dev", program_flags.eval_batch_size.value)
+        print(json.dumps(results))
+    if program_flags.do_predict.value:
+        run.predict("test", program_flags.eval_batch_size.value)
+    return results

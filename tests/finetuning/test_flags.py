@@ -1,0 +1,70 @@
+"""The programs' flags are parsed and checked before TensorFlow or Keras is imported."""
+
+import subprocess
+import sys
+
+import pytest
+from absl import app
+from absl import flags
+
+from bert_keras.finetuning.flags import check_flags
+from bert_keras.finetuning.flags import define_flags
+
+REQUIRED = ["--data_dir=d", "--init_checkpoint=c", "--output_dir=o"]
+
+
+@pytest.mark.parametrize(
+    "program", ["tasks.classify", "tasks.tag", "tasks.multiple_choice", "tasks.squad"]
+)
+def test_programs_and_their_flags_import_no_tensorflow_or_keras(program):
+    heavy = ("tensorflow", "keras", "jax", "torch", "tensorflow_text")
+    code = (
+        "import sys\n"
+        f"import bert_keras.finetuning.flags, {program}\n"
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {heavy!r}))\n"
+    )
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.strip() == "[]"
+
+
+def test_public_names_still_import_from_the_package():
+    code = "from bert_keras import BertBackbone, BertClassifier; print(BertClassifier.__name__)"
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert completed.stdout.strip() == "BertClassifier", completed.stderr
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (["--bogus"], "Unknown command line flag 'bogus'"),
+        (["--task_name=SST-2", "--do_train", *REQUIRED, "--warmup_proportion=2"],
+         "--warmup_proportion must be in [0, 1], got 2.0"),
+        (["--task_name=SST-2", "--do_train", "--data_dir=d", "--output_dir=o"],
+         "--init_checkpoint is required"),
+    ],
+)
+def test_bad_flags_fail_naming_the_flag(arguments, message):
+    completed = subprocess.run(
+        [sys.executable, "-m", "tasks.classify", *arguments], capture_output=True, text=True,
+        timeout=30,
+    )
+    assert completed.returncode != 0 and message in completed.stderr, completed.stderr
+    assert "Traceback" not in completed.stderr
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (["--do_eval", "--eval_batch_size=0"], "--eval_batch_size must be positive, got 0."),
+        (["--do_train", "--num_train_epochs=0"], "--num_train_epochs must be positive, got 0.0."),
+        (["--do_train", "--train_limit=0"], "--train_limit must be positive, got 0."),
+        (["--do_train", "--max_seq_length=2"], "--max_seq_length must be at least 3, got 2."),
+    ],
+)
+def test_check_flags_names_the_value_out_of_range(arguments, message):
+    flag_values = flags.FlagValues()
+    program_flags = define_flags(flag_values)
+    flag_values(["program", *REQUIRED, *arguments])
+    with pytest.raises(app.UsageError, match=message.replace(".", r"\.").replace("[", r"\[")):
+        check_flags(program_flags)
