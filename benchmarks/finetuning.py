@@ -7,7 +7,7 @@ In the current KERAS_BACKEND's process, on the same data, measures
    - bert_keras: `read_squad` + `squad_features`, the original run_squad.py's
      windows from in-graph tokenizer offsets;
    - transformers: the JSON read into columns, then Hugging Face run_qa.py's
-     `prepare_train_features` (its code, below): the fast `BertTokenizerFast`
+     `prepare_train_features` (rebuilt below): the fast `BertTokenizerFast`
      on the same vocab.txt with truncation="only_second", stride=128,
      return_overflowing_tokens, return_offsets_mapping, padding to 384, then
      its Python loop mapping answer characters to token positions; 1,000
@@ -190,51 +190,52 @@ def _without_long_questions(squad, tokenizer):
 
 
 def prepare_train_features(examples, tokenizer):
-    """Hugging Face run_qa.py's `prepare_train_features` (pad_on_right, pad_to_max_length).
+    """The features of Hugging Face run_qa.py's training set, made as it makes them.
+
+    The fast tokenizer windows each (question, context) pair (truncation of
+    the context only, `stride` tokens shared by consecutive windows, padding
+    to max_length, character offsets), then a per-window Python loop maps the
+    first answer's characters to token positions, or to [CLS] where the
+    window does not hold the whole answer.
 
     `examples` is a dict of columns: "question", "context" and "answers"
-    ({"text": [...], "answer_start": [...]}), as its `datasets.map` passes.
+    ({"text": [...], "answer_start": [...]}), as run_qa.py's `datasets.map` passes.
     """
-    examples["question"] = [question.lstrip() for question in examples["question"]]
     tokenized = tokenizer(
-        examples["question"], examples["context"], truncation="only_second",
-        max_length=MAX_SEQ_LENGTH, stride=DOC_STRIDE, return_overflowing_tokens=True,
-        return_offsets_mapping=True, padding="max_length",
+        [question.lstrip() for question in examples["question"]], examples["context"],
+        truncation="only_second", max_length=MAX_SEQ_LENGTH, stride=DOC_STRIDE,
+        return_overflowing_tokens=True, return_offsets_mapping=True, padding="max_length",
     )
-    sample_mapping = tokenized.pop("overflow_to_sample_mapping")
-    offset_mapping = tokenized.pop("offset_mapping")
-    tokenized["start_positions"] = []
-    tokenized["end_positions"] = []
-    for i, offsets in enumerate(offset_mapping):
-        input_ids = tokenized["input_ids"][i]
-        cls_index = input_ids.index(tokenizer.cls_token_id)
-        sequence_ids = tokenized.sequence_ids(i)
-        answers = examples["answers"][sample_mapping[i]]
-        if len(answers["answer_start"]) == 0:
-            tokenized["start_positions"].append(cls_index)
-            tokenized["end_positions"].append(cls_index)
-            continue
-        start_char = answers["answer_start"][0]
-        end_char = start_char + len(answers["text"][0])
-        token_start_index = 0
-        while sequence_ids[token_start_index] != 1:
-            token_start_index += 1
-        token_end_index = len(input_ids) - 1
-        while sequence_ids[token_end_index] != 1:
-            token_end_index -= 1
-        if not (offsets[token_start_index][0] <= start_char
-                and offsets[token_end_index][1] >= end_char):
-            tokenized["start_positions"].append(cls_index)
-            tokenized["end_positions"].append(cls_index)
-        else:
-            while token_start_index < len(offsets) and offsets[token_start_index][0] <= start_char:
-                token_start_index += 1
-            tokenized["start_positions"].append(token_start_index - 1)
-            while offsets[token_end_index][1] >= end_char:
-                token_end_index -= 1
-            tokenized["end_positions"].append(token_end_index + 1)
-    tokenized["overflow_to_sample_mapping"] = sample_mapping
+    windows_example = tokenized.pop("overflow_to_sample_mapping")
+    offsets_of_windows = tokenized.pop("offset_mapping")
+    positions = [_answer_positions(tokenized, window, offsets, examples["answers"][windows_example[window]],
+                                   tokenizer.cls_token_id)
+                 for window, offsets in enumerate(offsets_of_windows)]
+    tokenized["start_positions"] = [start for start, _ in positions]
+    tokenized["end_positions"] = [end for _, end in positions]
+    tokenized["overflow_to_sample_mapping"] = windows_example
     return tokenized
+
+
+def _answer_positions(tokenized, window, offsets, answers, cls_token_id):
+    """(start, end) token positions of the first answer in one window; [CLS]'s where it is not whole there."""
+    cls_position = tokenized["input_ids"][window].index(cls_token_id)
+    if not answers["answer_start"]:
+        return cls_position, cls_position
+    answer_begin = answers["answer_start"][0]
+    answer_end = answer_begin + len(answers["text"][0])
+    context_positions = [position for position, segment in enumerate(tokenized.sequence_ids(window))
+                         if segment == 1]
+    first, last = context_positions[0], context_positions[-1]
+    if offsets[first][0] > answer_begin or offsets[last][1] < answer_end:
+        return cls_position, cls_position
+    start = first
+    while start <= last and offsets[start][0] <= answer_begin:
+        start += 1
+    end = last
+    while offsets[end][1] >= answer_end:
+        end -= 1
+    return start - 1, end + 1
 
 
 def _transformers_squad_features(path, tokenizer):

@@ -167,23 +167,15 @@ def test_each_token_has_max_context_in_exactly_one_window(tokenizer):
     assert owners[LONG_CONTEXT.index("t6 ")] == (0, 6)
 
 
-def _original_check_is_max_context(doc_spans, cur_span_index, position):
-    """run_squad.py's `_check_is_max_context`, verbatim but for the span type."""
-    best_score = None
-    best_span_index = None
-    for (span_index, (start, length)) in enumerate(doc_spans):
-        end = start + length - 1
-        if position < start:
-            continue
-        if position > end:
-            continue
-        num_left_context = position - start
-        num_right_context = end - position
-        score = min(num_left_context, num_right_context) + 0.01 * length
-        if best_score is None or score > best_score:
-            best_score = score
-            best_span_index = span_index
-    return cur_span_index == best_span_index
+def _owning_window(spans, position):
+    """The max-context rule as the original states it, one token at a time.
+
+    Among the windows (start, length) holding `position`, the owner has the
+    most context on its shorter side, plus 0.01 x its length; the first wins a tie.
+    """
+    scores = [(min(position - start, start + length - 1 - position) + 0.01 * length, -index)
+              for index, (start, length) in enumerate(spans) if start <= position < start + length]
+    return -max(scores)[1]
 
 
 @pytest.mark.parametrize("spans", [
@@ -194,7 +186,7 @@ def _original_check_is_max_context(doc_spans, cur_span_index, position):
 ])
 def test_window_max_context_is_the_originals_check_for_every_token(spans):
     for span_index, (start, length) in enumerate(spans):
-        expected = [_original_check_is_max_context(spans, span_index, position)
+        expected = [_owning_window(spans, position) == span_index
                     for position in range(start, start + length)]
         assert window_max_context(spans, span_index).tolist() == expected
 
