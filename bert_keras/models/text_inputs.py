@@ -34,6 +34,28 @@ def holds_text(data):
     return _is_text_array(data)
 
 
+def holds_words(data):
+    """Whether `data` holds sentences split into words: `[batch, (words)]` strings.
+
+    `data` is a `tf.RaggedTensor` or 2-D tensor or array of strings, a list of
+    lists of strings, or a batched `tf.data.Dataset` whose elements (or their
+    first part) are such.
+
+    Example:
+    >>> holds_words([["EU", "rejects"], ["Peter"]]), holds_words(["EU rejects"])
+    (True, False)
+    """
+    if isinstance(data, tf.data.Dataset):
+        words = tf.nest.flatten(data.element_spec)[0]
+        return words.dtype == tf.string and words.shape.rank == 2
+    if isinstance(data, (tf.Tensor, tf.RaggedTensor, np.ndarray)):
+        return _is_text_array(data) and len(data.shape) == 2
+    return (
+        isinstance(data, list) and bool(data) and isinstance(data[0], list)
+        and _is_text_array(data[0])
+    )
+
+
 def _is_text_array(array):
     if isinstance(array, (str, bytes)):
         return True
@@ -136,7 +158,8 @@ def split_for_validation(arrays, validation_split):
 
     Args:
         arrays: a tuple of array-likes (lists, numpy arrays, tuples of them)
-            or None, all with the same number of examples.
+            or None, all with the same number of examples; `tf.RaggedTensor`s
+            (sentences of words) too.
         validation_split: fraction, in (0, 1), of the examples, taken from
             the end, to validate on.
 
@@ -148,8 +171,8 @@ def split_for_validation(arrays, validation_split):
     >>> train[0].tolist(), validation[0].tolist(), validation[1].tolist()
     (['a', 'b', 'c'], ['d'], [1])
     """
-    arrays = _map_arrays(np.asarray, arrays)
-    count = len(next(array for array in _flat_arrays(arrays)))
+    arrays = _map_arrays(_sliceable, arrays)
+    count = int(next(array for array in _flat_arrays(arrays)).shape[0])
     split_at = int(count * (1.0 - validation_split))
     if split_at in (0, count):
         raise ValueError(
@@ -160,6 +183,10 @@ def split_for_validation(arrays, validation_split):
         _map_arrays(lambda array: array[start:end], arrays)
         for start, end in ((0, split_at), (split_at, count))
     )
+
+
+def _sliceable(array):
+    return array if isinstance(array, tf.RaggedTensor) else np.asarray(array)
 
 
 def _map_arrays(function, arrays):

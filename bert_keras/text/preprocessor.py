@@ -154,6 +154,50 @@ class BertPreprocessor(keras.layers.Layer):
         """
         return self._pack(inputs, unit)
 
+    @_without_autograph
+    def call_with_word_ids(self, words):
+        """Packs sentences given as words, and says which word each token is from.
+
+        Each word is tokenized on its own; a word the tokenizer turns into
+        nothing (only control characters, say) becomes [UNK], so every word
+        has a first piece. Truncation to `sequence_length` keeps the first
+        tokens, as `call` does: a word cut at the end keeps the pieces that
+        fit, and later words have none.
+
+        Args:
+            words: `[batch, (words)]` strings: a `tf.RaggedTensor`, a 2-D
+                tensor, or a list of lists.
+
+        Returns:
+            A tuple `(features, word_ids)`: the features of `call`, and int32
+            `[batch, sequence]` word ids, the index in its sentence of the
+            word each token comes from, -1 for [CLS], [SEP] and padding.
+
+        Example:
+        >>> tokenizer = BertTokenizer(
+        ...     ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi", "you", "##s"])
+        >>> preprocessor = BertPreprocessor(tokenizer, sequence_length=6)
+        >>> features, word_ids = preprocessor.call_with_word_ids([["hi", "yous"]])
+        >>> features["token_ids"].numpy().tolist(), word_ids.numpy().tolist()
+        ([[2, 5, 6, 7, 3, 0]], [[-1, 0, 1, 1, -1, -1]])
+        """
+        words = ragged_words(words)
+        pieces = self.tokenizer.tokenize(words.values)  # [words, (pieces)]
+        no_pieces = tf.cast(tf.equal(pieces.row_lengths(), 0), tf.int64)
+        unknown = tf.RaggedTensor.from_row_lengths(
+            tf.fill([tf.reduce_sum(no_pieces)], tf.cast(self.tokenizer.unk_token_id, pieces.dtype)),
+            no_pieces,
+        )
+        pieces = tf.concat([pieces, unknown], axis=1)
+        token_ids = words.with_values(pieces).merge_dims(1, 2)  # [batch, (tokens)]
+        word_indices = tf.cast(tf.ragged.range(words.row_lengths()).values, tf.int32)
+        # Counted from 1 so that the 0 that packing puts on [CLS], [SEP] and
+        # padding becomes -1.
+        word_numbers = token_ids.with_values(tf.repeat(word_indices + 1, pieces.row_lengths()))
+        segments = self._truncate([(token_ids, word_numbers, word_numbers)])
+        features, word_numbers, _ = self._assemble(segments, with_offsets=True)
+        return features, word_numbers - 1
+
     def _pack(self, inputs, unit):
         texts = _segment_texts(inputs)
         if texts[0].shape.rank == 0:
@@ -262,3 +306,61 @@ def _keep_first(ragged, lengths):
         tf.minimum(ragged.row_lengths(), tf.cast(lengths, tf.int64)),
         validate=False,
     )
+
+
+def ragged_words(words):
+    """Sentences of words as a `[batch, (words)]` string `tf.RaggedTensor`.
+
+    Args:
+        words: a `tf.RaggedTensor`, a 2-D tensor or array, or a list of
+            lists of strings.
+
+    Raises:
+        ValueError: `words` is not `[batch, (words)]`.
+
+    Example:
+    >>> ragged_words([["EU", "rejects"], ["Peter"]]).row_lengths().numpy().tolist()
+    [2, 1]
+    """
+    if isinstance(words, tf.RaggedTensor):
+        ragged = words
+    elif isinstance(words, list):
+        ragged = tf.ragged.constant(words, dtype=tf.string)
+    else:
+        ragged = tf.RaggedTensor.from_tensor(tf.convert_to_tensor(words, tf.string))
+    if ragged.shape.rank != 2 or ragged.dtype != tf.string:
+        raise ValueError(
+            "Words must be [batch, (words)] strings (a list of lists of words), got "
+            f"{ragged.dtype.name} of shape {ragged.shape}."
+        )
+    return ragged
+
+
+def on_first_pieces(word_ids, word_values, fill):
+    """Puts each word's value on its first token; `fill` on every other position.
+
+    Args:
+        word_ids: int `[batch, sequence]`, as `BertPreprocessor.call_with_word_ids`
+            gives (-1 on [CLS], [SEP] and padding).
+        word_values: `[batch, (words)]` values, one per word (ragged or dense).
+        fill: the value of the other positions.
+
+    Returns:
+        `[batch, sequence]` values of `word_values`' dtype.
+
+    Example:
+    >>> word_ids = tf.constant([[-1, 0, 1, 1, -1, -1]])
+    >>> on_first_pieces(word_ids, tf.ragged.constant([[7, 8]]), -100).numpy().tolist()
+    [[-100, 7, 8, -100, -100, -100]]
+    """
+    if isinstance(word_values, tf.RaggedTensor):
+        word_values = word_values.to_tensor(tf.cast(fill, word_values.dtype))
+    word_values = tf.convert_to_tensor(word_values)  # [batch, max_words]
+    fill = tf.cast(fill, word_values.dtype)
+    word_ids = tf.cast(word_ids, tf.int32)
+    previous = tf.pad(word_ids[:, :-1], [[0, 0], [1, 0]], constant_values=-1)
+    first_piece = tf.logical_and(word_ids >= 0, tf.not_equal(word_ids, previous))
+    # One more column of `fill` for every position that is not a first piece.
+    with_fill = tf.pad(word_values, [[0, 0], [0, 1]], constant_values=fill)
+    fill_column = tf.shape(with_fill)[1] - 1
+    return tf.gather(with_fill, tf.where(first_piece, word_ids, fill_column), batch_dims=1)
