@@ -11,6 +11,7 @@ from bert_keras.models.text_inputs import holds_words
 from bert_keras.models.text_inputs import split_for_validation
 from bert_keras.models.text_inputs import text_dataset
 from bert_keras.text.preprocessor import on_first_pieces
+from bert_keras.text.preprocessor import ragged_rows
 from bert_keras.text.preprocessor import ragged_words
 
 IGNORED_LABEL = -100
@@ -180,9 +181,7 @@ class BertTokenClassifier(BertTask):
             if column is None:
                 columns.append(None)
                 continue
-            if not isinstance(column, tf.RaggedTensor):
-                column = (tf.ragged.constant(column) if isinstance(column, list)
-                          else tf.RaggedTensor.from_tensor(column))
+            column = ragged_rows(column)
             counts, word_counts = column.row_lengths().numpy(), words.row_lengths().numpy()
             if counts.shape != word_counts.shape or (counts != word_counts).any():
                 raise ValueError(

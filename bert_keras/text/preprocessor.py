@@ -322,18 +322,27 @@ def ragged_words(words):
     >>> ragged_words([["EU", "rejects"], ["Peter"]]).row_lengths().numpy().tolist()
     [2, 1]
     """
-    if isinstance(words, tf.RaggedTensor):
-        ragged = words
-    elif isinstance(words, list):
-        ragged = tf.ragged.constant(words, dtype=tf.string)
-    else:
-        ragged = tf.RaggedTensor.from_tensor(tf.convert_to_tensor(words, tf.string))
+    ragged = ragged_rows(words, tf.string)
     if ragged.shape.rank != 2 or ragged.dtype != tf.string:
         raise ValueError(
             "Words must be [batch, (words)] strings (a list of lists of words), got "
             f"{ragged.dtype.name} of shape {ragged.shape}."
         )
     return ragged
+
+
+def ragged_rows(rows, dtype=None):
+    """`[batch, (values)]` rows as a `tf.RaggedTensor`: from one, a 2-D tensor or array, or lists.
+
+    Example:
+    >>> ragged_rows([[1, 2], [3]]).row_lengths().numpy().tolist()
+    [2, 1]
+    """
+    if isinstance(rows, tf.RaggedTensor):
+        return rows
+    if isinstance(rows, list):
+        return tf.ragged.constant(rows, dtype=dtype)
+    return tf.RaggedTensor.from_tensor(tf.convert_to_tensor(rows, dtype))
 
 
 def on_first_pieces(word_ids, word_values, fill):
