@@ -46,10 +46,10 @@ def _lines(paths):
 
 def main(argv):
     del argv
+    paths = input_paths(_INPUT_FILE.value)  # before the imports below, so a bad glob fails fast
     from bert_keras.text.vocabulary_learner import count_words
     from bert_keras.text.vocabulary_learner import learn_vocabulary
 
-    paths = input_paths(_INPUT_FILE.value)
     counts = count_words(_lines(paths), lowercase=_DO_LOWER_CASE.value)
     logging.info("%d distinct words in %d files", len(counts), len(paths))
     try:

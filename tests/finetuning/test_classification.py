@@ -21,9 +21,10 @@ def _minilm_directory():
 
 @pytest.mark.skipif(not (SST2 / "train.tsv").exists(), reason=f"SST-2 is not at {SST2}")
 @pytest.mark.skipif(
-    keras.backend.backend() != "jax",
-    reason="a real fine-tuning run takes minutes on 2 cores: it runs once, under the jax "
-    "backend; tests/checkpoints pin the other backends' MiniLM numerics to transformers",
+    keras.backend.backend() != "torch",
+    reason="a real fine-tuning run takes minutes on 2 cores: it runs once, under the torch backend "
+    "(the shortest suite; CoNLL runs under jax); tests/checkpoints pin every backend's MiniLM "
+    "numerics to transformers",
 )
 def test_minilm_fine_tuned_on_part_of_sst2_beats_chance_on_dev(tmp_path):
     run = ClassificationRun("SST-2", str(SST2), _minilm_directory(), str(tmp_path), max_seq_length=48)
@@ -31,7 +32,7 @@ def test_minilm_fine_tuned_on_part_of_sst2_beats_chance_on_dev(tmp_path):
     results = run.evaluate("dev", batch_size=64)
     written = json.loads((tmp_path / "eval_results.json").read_text())
     assert written == results and results["examples"] == 872
-    # 1,000 examples, two epochs: 0.80 measured; chance is 0.51 ± 0.017 on these 872.
+    # 1,000 examples, two epochs: 0.79 to 0.80 measured (torch, jax); chance is 0.51 ± 0.017 on these 872.
     assert results["accuracy"] > 0.72, results
     predictions = (tmp_path / "predictions_dev.tsv").read_text().splitlines()
     assert len(predictions) == 873 and predictions[1].split("\t")[1] in ("0", "1")
