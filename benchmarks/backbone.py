@@ -74,7 +74,9 @@ def _build_pair(preset):
 def interleaved_median_seconds(calls, repeats):
     """Median seconds per call of each of `calls` ({name: function}), one call of each per round.
 
-    Two untimed calls each first compile and warm up.
+    Two untimed calls each first compile and warm up. Odd rounds run in reverse
+    order (ABC CBA ABC ...), so no call always runs right after the same other
+    one, whose thread pools may still be winding down.
 
     Example:
     >>> sorted(interleaved_median_seconds({"a": lambda: None, "b": lambda: None}, repeats=3))
@@ -84,8 +86,10 @@ def interleaved_median_seconds(calls, repeats):
         function()  # compile / warm up
         function()
     timings = {name: [] for name in calls}
-    for _ in range(repeats):
-        for name, function in calls.items():
+    names = list(calls)
+    for round_index in range(repeats):
+        for name in names[::-1] if round_index % 2 else names:
+            function = calls[name]
             start = time.perf_counter()
             function()
             timings[name].append(time.perf_counter() - start)
