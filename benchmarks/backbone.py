@@ -89,9 +89,8 @@ def interleaved_median_seconds(calls, repeats):
     names = list(calls)
     for round_index in range(repeats):
         for name in names[::-1] if round_index % 2 else names:
-            function = calls[name]
             start = time.perf_counter()
-            function()
+            calls[name]()
             timings[name].append(time.perf_counter() - start)
     return {name: statistics.median(seconds) for name, seconds in timings.items()}
 

@@ -141,7 +141,8 @@ def main(argv):
         f"{accuracy[0]:.3f} -> {accuracy[-1]:.3f}"
     )
     if accuracy[-1] < MIN_ACCURACY:
-        logging.error("The classifier did not learn the toy task: accuracy %.3f < %.2f.", accuracy[-1], MIN_ACCURACY)
+        logging.error("The classifier did not learn the toy task: accuracy %.3f < %.2f.",
+                      accuracy[-1], MIN_ACCURACY)
         raise SystemExit(1)
 
     path = os.path.join(output_dir, "classifier.keras")

@@ -32,7 +32,8 @@ def test_minilm_fine_tuned_on_part_of_sst2_beats_chance_on_dev(tmp_path):
     results = run.evaluate("dev", batch_size=64)
     written = json.loads((tmp_path / "eval_results.json").read_text())
     assert written == results and results["examples"] == 872
-    # 1,000 examples, two epochs: 0.79 to 0.80 measured (torch, jax); chance is 0.51 ± 0.017 on these 872.
+    # 1,000 examples, two epochs: 0.79 to 0.80 measured (torch, jax);
+    # chance is 0.51 ± 0.017 on these 872.
     assert results["accuracy"] > 0.72, results
     predictions = (tmp_path / "predictions_dev.tsv").read_text().splitlines()
     assert len(predictions) == 873 and predictions[1].split("\t")[1] in ("0", "1")
