@@ -26,7 +26,10 @@ Model FLOPs utilisation uses the model's training FLOPs per sequence,
 with L layers, H hidden, I intermediate, V vocabulary, P predictions, divided
 by `--peak_tflops` (printed "n/a" without it). transformers' decoder runs on
 all `seq` positions, more work for the same result; its MFU counts only the
-FLOPs above, so the three columns compare useful work.
+FLOPs above, so the three columns compare useful work. bert_keras does less
+than this count as well: its last encoder block computes only the [CLS] and
+masked rows that the heads read (keys and values still on every position).
+The count stays the whole model's, the figure NVIDIA's and MLPerf's MFU use.
 
     KERAS_BACKEND=jax python -m benchmarks.pretraining --preset=bert_small --repeats=5
     KERAS_BACKEND=torch python -m benchmarks.pretraining --mixed_precision=bfloat16 --peak_tflops=989

@@ -6,6 +6,7 @@ from keras import ops
 from bert_keras.layers.activations import get_activation
 from bert_keras.layers.initializers import bert_kernel_initializer
 from bert_keras.layers.initializers import clone_initializer
+from bert_keras.layers.sequence_positions import gather_positions
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")
@@ -36,7 +37,8 @@ class MaskedLMHead(keras.layers.Layer):
     Call arguments:
         inputs: float tensor `[batch, seq, hidden]`, the encoder output.
         masked_positions: int tensor `[batch, num_predictions]`, positions
-            into `seq` to predict.
+            into `seq` to predict; None when `inputs` holds only the vectors
+            to predict from (`seq` = `num_predictions`).
 
     Returns:
         float32 logits `[batch, num_predictions, vocabulary_size]`.
@@ -112,11 +114,11 @@ class MaskedLMHead(keras.layers.Layer):
             autocast=False,  # added to float32 logits at full precision
         )
 
-    def call(self, inputs, masked_positions):
-        masked_positions = ops.cast(masked_positions, "int32")
-        gathered = ops.take_along_axis(
-            inputs, masked_positions[:, :, None], axis=1
-        )  # [batch, num_predictions, hidden]
+    def call(self, inputs, masked_positions=None):
+        gathered = inputs
+        if masked_positions is not None:
+            # [batch, num_predictions, hidden]
+            gathered = gather_positions(inputs, masked_positions)
         transformed = self.transform_layer_norm(self.transform_dense(gathered))
         logits = ops.matmul(
             transformed, ops.cast(self._output_kernel(), self.compute_dtype)
@@ -128,13 +130,15 @@ class MaskedLMHead(keras.layers.Layer):
             return self.output_kernel
         return ops.transpose(self.token_embedding.embeddings)
 
-    def compute_output_shape(self, inputs_shape, masked_positions_shape):
+    def compute_output_shape(self, inputs_shape, masked_positions_shape=None):
+        if masked_positions_shape is None:
+            return tuple(inputs_shape[:-1]) + (self.vocabulary_size,)
         return tuple(masked_positions_shape) + (self.vocabulary_size,)
 
-    def compute_output_spec(self, inputs, masked_positions):
+    def compute_output_spec(self, inputs, masked_positions=None):
+        positions_shape = None if masked_positions is None else masked_positions.shape
         return keras.KerasTensor(
-            self.compute_output_shape(inputs.shape, masked_positions.shape),
-            dtype="float32",
+            self.compute_output_shape(inputs.shape, positions_shape), dtype="float32"
         )
 
     def get_config(self):

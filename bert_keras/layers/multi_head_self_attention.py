@@ -6,6 +6,7 @@ from keras import ops
 from bert_keras.layers.dropout import Dropout
 from bert_keras.layers.initializers import bert_kernel_initializer
 from bert_keras.layers.initializers import clone_initializer
+from bert_keras.layers.sequence_positions import gather_positions
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")
@@ -30,8 +31,12 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     Call arguments:
         inputs: float tensor `[batch, seq, hidden]`.
         attention_mask: optional bool or int tensor broadcastable to
-            `[batch, 1, seq, seq]`; true (non-zero) where a query may attend
-            to a key.
+            `[batch, 1, queries, seq]`; true (non-zero) where a query may
+            attend to a key.
+        query_positions: optional int tensor `[batch, queries]`: attend from
+            these positions only (keys and values still span every position)
+            and return `[batch, queries, hidden]`, the full output's rows at
+            those positions, without projecting the other queries.
         training: whether attention dropout is active.
 
     Example:
@@ -82,14 +87,14 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             name=name,
         )
 
-    def call(self, inputs, attention_mask=None, training=None):
-        batch_size, seq_length = ops.shape(inputs)[0], ops.shape(inputs)[1]
-        query_key_value = self.query_key_value(inputs)  # [batch, seq, 3 * hidden]
-        # Each [batch, seq, heads, head_dim].
-        query, key, value = (
-            ops.reshape(part, (batch_size, seq_length, self.num_heads, self.head_dim))
-            for part in ops.split(query_key_value, 3, axis=-1)
-        )
+    def call(self, inputs, attention_mask=None, query_positions=None, training=None):
+        if query_positions is None:
+            query_key_value = self.query_key_value(inputs)  # [batch, seq, 3 * hidden]
+            query, key, value = ops.split(query_key_value, 3, axis=-1)
+        else:
+            query, key, value = self._project_at(inputs, query_positions)
+        # Each [batch, queries or seq, heads, head_dim].
+        query, key, value = (self._split_heads(part) for part in (query, key, value))
         if attention_mask is not None:
             attention_mask = ops.cast(attention_mask, "bool")
         if not (training and self.dropout > 0):
@@ -103,9 +108,24 @@ class MultiHeadSelfAttention(keras.layers.Layer):
                 query, key, value, attention_mask, training
             )
         context = ops.reshape(
-            context, (batch_size, seq_length, self.num_heads * self.head_dim)
-        )
+            context, tuple(ops.shape(context)[:2]) + (self.num_heads * self.head_dim,)
+        )  # [batch, queries, hidden]
         return self.attention_output(context)
+
+    def _project_at(self, inputs, query_positions):
+        """Queries at `query_positions` only; keys and values everywhere."""
+        hidden_dim = self.num_heads * self.head_dim
+        kernel, bias = self.query_key_value.kernel, self.query_key_value.bias
+        queries = gather_positions(inputs, query_positions)  # [batch, queries, hidden]
+        query = ops.matmul(queries, kernel[:, :hidden_dim]) + bias[:hidden_dim]
+        key_value = ops.matmul(inputs, kernel[:, hidden_dim:]) + bias[hidden_dim:]
+        return (query, *ops.split(key_value, 2, axis=-1))
+
+    def _split_heads(self, projection):
+        # [batch, length, hidden] -> [batch, length, heads, head_dim]
+        return ops.reshape(
+            projection, tuple(ops.shape(projection)[:2]) + (self.num_heads, self.head_dim)
+        )
 
     def _attention_with_dropout(self, query, key, value, attention_mask, training):
         scale = 1.0 / float(self.head_dim) ** 0.5
@@ -117,8 +137,10 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         probabilities = self.dropout_layer(probabilities, training=training)
         return ops.einsum("bnqk,bknh->bqnh", probabilities, value)
 
-    def compute_output_shape(self, inputs_shape):
-        return inputs_shape
+    def compute_output_shape(self, inputs_shape, query_positions_shape=None):
+        if query_positions_shape is None:
+            return inputs_shape
+        return tuple(query_positions_shape) + (inputs_shape[-1],)
 
     def get_config(self):
         config = super().get_config()

@@ -8,6 +8,7 @@ from bert_keras.layers.dropout import Dropout
 from bert_keras.layers.initializers import bert_kernel_initializer
 from bert_keras.layers.initializers import clone_initializer
 from bert_keras.layers.multi_head_self_attention import MultiHeadSelfAttention
+from bert_keras.layers.sequence_positions import gather_positions
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")
@@ -40,6 +41,12 @@ class TransformerEncoder(keras.layers.Layer):
             tokens, 0 for padding.
         attention_mask: optional int/bool tensor `[batch, seq, seq]`, 1 where
             query `i` may attend to key `j`. Combined with `padding_mask`.
+        output_positions: optional int tensor `[batch, n]`: compute the
+            output at these positions only and return `[batch, n, hidden]`,
+            the full output's rows there. Attention still reads every
+            position; the queries, attention output and feed-forward net run
+            on `n` rows instead of `seq` (BERT pretraining reads the last
+            block at [CLS] and the masked positions only).
         training: whether dropout is active.
 
     Example:
@@ -117,25 +124,44 @@ class TransformerEncoder(keras.layers.Layer):
             name=name,
         )
 
-    def call(self, inputs, padding_mask=None, attention_mask=None, training=None):
+    def call(
+        self,
+        inputs,
+        padding_mask=None,
+        attention_mask=None,
+        output_positions=None,
+        training=None,
+    ):
         attention_mask = merge_attention_masks(padding_mask, attention_mask)
-        x = inputs
+        residual = inputs
+        if output_positions is not None:
+            residual = gather_positions(inputs, output_positions)  # [batch, n, hidden]
+            attention_mask = _query_rows(attention_mask, output_positions)
         if self.normalize_first:
-            x = x + self._attend(self.attention_layer_norm(x), attention_mask, training)
+            normalized = self.attention_layer_norm(inputs)
+            x = residual + self._attend(normalized, attention_mask, output_positions, training)
             return x + self._feed_forward(self.output_layer_norm(x), training)
-        x = self.attention_layer_norm(x + self._attend(x, attention_mask, training))
+        attended = self._attend(inputs, attention_mask, output_positions, training)
+        x = self.attention_layer_norm(residual + attended)
         return self.output_layer_norm(x + self._feed_forward(x, training))
 
-    def _attend(self, x, attention_mask, training):
-        attended = self.self_attention(x, attention_mask=attention_mask, training=training)
+    def _attend(self, x, attention_mask, query_positions, training):
+        attended = self.self_attention(
+            x,
+            attention_mask=attention_mask,
+            query_positions=query_positions,
+            training=training,
+        )
         return self.dropout_layer(attended, training=training)
 
     def _feed_forward(self, x, training):
         hidden = self.intermediate_dense(x)  # [batch, seq, intermediate_dim]
         return self.dropout_layer(self.output_dense(hidden), training=training)
 
-    def compute_output_shape(self, inputs_shape):
-        return inputs_shape
+    def compute_output_shape(self, inputs_shape, output_positions_shape=None):
+        if output_positions_shape is None:
+            return inputs_shape
+        return tuple(output_positions_shape) + (inputs_shape[-1],)
 
     def get_config(self):
         config = super().get_config()
@@ -177,3 +203,12 @@ def merge_attention_masks(padding_mask, attention_mask):
         full = ops.cast(attention_mask, "bool")[:, None, :, :]
         merged = full if merged is None else ops.logical_and(merged, full)
     return merged
+
+
+def _query_rows(attention_mask, positions):
+    """The rows of a `[batch, 1, seq or 1, seq]` mask for the queries kept."""
+    if attention_mask is None or attention_mask.shape[2] == 1:
+        return attention_mask
+    return ops.take_along_axis(
+        attention_mask, ops.cast(positions, "int32")[:, None, :, None], axis=2
+    )  # [batch, 1, n, seq]

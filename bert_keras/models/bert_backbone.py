@@ -111,11 +111,7 @@ class BertBackbone(keras.Model):
             name: keras.Input(shape=(None,), dtype="int32", name=name)
             for name in INPUT_NAMES
         }
-        sequence_output = embeddings(inputs["token_ids"], inputs["segment_ids"])
-        for block in encoder_blocks:
-            sequence_output = block(
-                sequence_output, padding_mask=inputs["padding_mask"]
-            )  # [batch, seq, hidden_dim]
+        sequence_output = _encode(embeddings, encoder_blocks, inputs)  # [batch, seq, hidden_dim]
         pooled_output = pooler_dense(sequence_output[:, 0, :])  # [batch, hidden_dim]
         super().__init__(
             inputs=inputs,
@@ -153,6 +149,37 @@ class BertBackbone(keras.Model):
         # Checked here, before Keras wraps errors raised inside `call`.
         self._check_inputs(inputs)
         return super().__call__(inputs, *args, **kwargs)
+
+    def sequence_output_at(self, inputs, positions):
+        """The encoder's output at `positions` only, computed for less.
+
+        Equals `self(inputs)["sequence_output"]` gathered at `positions`, but
+        the last encoder block computes only those rows (its attention still
+        reads every position). Task models that read few positions (the
+        pretraining heads read [CLS] and the masked positions) call this on
+        their symbolic inputs to skip most of the last block's work.
+
+        Args:
+            inputs: the backbone's input dict.
+            positions: int tensor `[batch, n]`.
+
+        Returns:
+            float tensor `[batch, n, hidden_dim]`.
+
+        Example:
+        >>> import numpy as np
+        >>> from keras import ops
+        >>> backbone = BertBackbone(vocabulary_size=50, num_layers=2, num_heads=2,
+        ...                         hidden_dim=8, intermediate_dim=16)
+        >>> inputs = {"token_ids": np.array([[2, 7, 8, 3]]), "segment_ids": np.zeros((1, 4)),
+        ...           "padding_mask": np.ones((1, 4))}
+        >>> full = ops.convert_to_numpy(backbone(inputs)["sequence_output"])
+        >>> rows = ops.convert_to_numpy(backbone.sequence_output_at(inputs, np.array([[3, 0]])))
+        >>> bool(np.allclose(rows, full[:, [3, 0]], atol=1e-6))
+        True
+        """
+        self._check_inputs(inputs)
+        return _encode(self.embeddings, self.encoder_blocks, inputs, output_positions=positions)
 
     def _check_inputs(self, inputs):
         if not isinstance(inputs, dict) or set(inputs) != set(INPUT_NAMES):
@@ -249,6 +276,19 @@ class BertBackbone(keras.Model):
             lowercase=lowercase,
             overwrite=overwrite,
         )
+
+
+def _encode(embeddings, encoder_blocks, inputs, output_positions=None):
+    """Embeddings then every block; the last block only at `output_positions`."""
+    sequence = embeddings(inputs["token_ids"], inputs["segment_ids"])
+    for index, block in enumerate(encoder_blocks):
+        is_last = index == len(encoder_blocks) - 1
+        sequence = block(
+            sequence,
+            padding_mask=inputs["padding_mask"],
+            output_positions=output_positions if is_last else None,
+        )
+    return sequence
 
 
 def _check_architecture(hidden_dim, num_heads, activation):

@@ -23,6 +23,10 @@ class BertPretrainer(BertTask):
     Outputs (float32 under any dtype policy): `masked_lm_logits`
     `[batch, num_predictions, vocabulary_size]` and `next_sentence_logits`
     `[batch, 2]` (class 0 = B follows A, as in the original records).
+    The heads read the encoder at [CLS] and the masked positions only, so the
+    last encoder block computes just those rows
+    (`BertBackbone.sequence_output_at`); the logits are those of the whole
+    backbone's outputs.
 
     Trained with `model.fit` on `(features, labels)` where `labels` is a dict
     with `masked_lm_ids` `[batch, num_predictions]`, `masked_lm_weights`
@@ -74,12 +78,21 @@ class BertPretrainer(BertTask):
 
         # === Functional graph ===
         inputs = backbone_inputs("masked_positions")
-        backbone_outputs = backbone({name: inputs[name] for name in INPUT_NAMES})
+        masked_positions = inputs["masked_positions"]
+        # The heads read [CLS] and the masked positions only, so the last
+        # encoder block computes just those rows.
+        read_positions = ops.concatenate(
+            [ops.zeros_like(masked_positions[:, :1]), masked_positions], axis=1
+        )  # [batch, 1 + num_predictions]
+        read_outputs = backbone.sequence_output_at(
+            {name: inputs[name] for name in INPUT_NAMES}, read_positions
+        )  # [batch, 1 + num_predictions, hidden]
         masked_lm_logits = masked_lm_head(
-            backbone_outputs["sequence_output"], inputs["masked_positions"]
+            read_outputs[:, 1:, :]
         )  # [batch, num_predictions, vocabulary_size]
+        pooled_output = backbone.pooler_dense(read_outputs[:, 0, :])  # [batch, hidden]
         next_sentence_logits = float32_logits(
-            next_sentence_head(backbone_outputs["pooled_output"]), name="next_sentence_logits"
+            next_sentence_head(pooled_output), name="next_sentence_logits"
         )  # [batch, 2]
         super().__init__(
             backbone,

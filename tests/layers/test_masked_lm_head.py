@@ -40,6 +40,15 @@ class TestMaskedLMHead(TestCase):
         table = ops.convert_to_numpy(embedding.embeddings)
         np.testing.assert_allclose(logits, hidden @ table.T + w["output_bias"], atol=1e-5)
 
+    def test_without_positions_it_predicts_from_every_vector_given(self):
+        head, _ = _tied_head()
+        gathered = np.take_along_axis(SEQUENCE, POSITIONS[:, :, None], axis=1)
+        np.testing.assert_allclose(
+            ops.convert_to_numpy(head(gathered)),
+            ops.convert_to_numpy(head(SEQUENCE, POSITIONS)),
+            atol=1e-6,
+        )
+
     def test_tied_head_owns_no_output_kernel(self):
         head, embedding = _tied_head()
         head(SEQUENCE, POSITIONS)

@@ -68,6 +68,16 @@ class TestMultiHeadSelfAttention(TestCase):
         layer = MultiHeadSelfAttention(num_heads=2, dropout=0.5)
         assert not np.allclose(_call(layer, PADDING, training=True), _call(layer, PADDING))
 
+    @pytest.mark.parametrize("training", [False, True])
+    def test_query_positions_are_the_full_outputs_rows(self, training):
+        # Training with a tiny dropout rate takes the explicit (or torch's) path.
+        layer = MultiHeadSelfAttention(num_heads=2, dropout=1e-9)
+        positions = np.array([[3, 0], [2, 2]], "int32")
+        full = _call(layer, PADDING, training=training)
+        rows = _call(layer, PADDING, training=training, query_positions=positions)
+        expected = np.take_along_axis(full, positions[:, :, None], axis=1)
+        np.testing.assert_allclose(rows, expected, atol=1e-5)
+
     def test_padded_keys_do_not_change_real_positions(self):
         layer = MultiHeadSelfAttention(num_heads=2)
         changed = INPUTS.copy()

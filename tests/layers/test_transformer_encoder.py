@@ -72,6 +72,21 @@ class TestTransformerEncoder(TestCase):
         expected = _reference_block(layer, INPUTS, mask, reference.gelu_tanh)
         np.testing.assert_allclose(actual, expected, atol=2e-5)
 
+    @pytest.mark.parametrize("normalize_first", [False, True])
+    @pytest.mark.parametrize("causal", [False, True])
+    def test_output_positions_are_the_full_outputs_rows(self, normalize_first, causal):
+        layer = TransformerEncoder(**INIT, normalize_first=normalize_first)
+        attention_mask = np.tril(np.ones((2, 5, 5), "int32")) if causal else None
+        positions = np.array([[4, 0, 2], [1, 1, 0]], "int32")
+        full = ops.convert_to_numpy(
+            layer(INPUTS, padding_mask=PADDING, attention_mask=attention_mask)
+        )
+        rows = layer(
+            INPUTS, padding_mask=PADDING, attention_mask=attention_mask, output_positions=positions
+        )
+        expected = np.take_along_axis(full, positions[:, :, None], axis=1)
+        np.testing.assert_allclose(ops.convert_to_numpy(rows), expected, atol=1e-5)
+
     def test_layer_norm_epsilon_defaults_to_bert(self):
         assert TransformerEncoder(**INIT).get_config()["layer_norm_epsilon"] == 1e-12
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from keras import ops
 
+from bert_keras.models.bert_backbone import INPUT_NAMES as BACKBONE_INPUTS
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_pretrainer import BertPretrainer
 from bert_keras.models.presets import backbone_preset_config
@@ -46,6 +47,28 @@ def test_loss_is_the_originals_weighted_masked_lm_plus_next_sentence():
     nsp_loss = -np.take_along_axis(nsp_log_probs, LABELS["next_sentence_labels"], -1).mean()
     loss = model.compute_loss(y=LABELS, y_pred=model(FEATURES))
     np.testing.assert_allclose(float(ops.convert_to_numpy(loss)), masked_lm_loss + nsp_loss, rtol=1e-5)
+
+
+def test_heads_see_what_the_whole_backbone_computes():
+    # The pretrainer runs the last block at [CLS] and the masked positions only.
+    model = _pretrainer(dropout=0.0)
+    features = dict(FEATURES, padding_mask=np.array([[1] * 10, [1] * 8 + [0] * 2] * 2, "int32"))
+    backbone_outputs = model.backbone({name: features[name] for name in BACKBONE_INPUTS})
+    expected_masked_lm = model.masked_lm_head(
+        backbone_outputs["sequence_output"], features["masked_positions"]
+    )
+    expected_next_sentence = model.next_sentence_head(backbone_outputs["pooled_output"])
+    outputs = model(features)
+    np.testing.assert_allclose(
+        ops.convert_to_numpy(outputs["masked_lm_logits"]),
+        ops.convert_to_numpy(expected_masked_lm),
+        atol=1e-5,
+    )
+    np.testing.assert_allclose(
+        ops.convert_to_numpy(outputs["next_sentence_logits"]),
+        ops.convert_to_numpy(expected_next_sentence),
+        atol=1e-5,
+    )
 
 
 def test_padded_predictions_do_not_count():
