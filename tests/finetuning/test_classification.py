@@ -23,7 +23,7 @@ def _minilm_directory():
 @pytest.mark.skipif(
     keras.backend.backend() != "torch",
     reason="a real fine-tuning run takes minutes on 2 cores: it runs once, under the torch backend "
-    "(the shortest suite; CoNLL runs under jax); tests/checkpoints pin every backend's MiniLM "
+    "(the shortest suite; CoNLL runs there too); tests/checkpoints pin every backend's MiniLM "
     "numerics to transformers",
 )
 def test_minilm_fine_tuned_on_part_of_sst2_beats_chance_on_dev(tmp_path):
