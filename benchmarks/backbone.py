@@ -72,11 +72,14 @@ def _build_pair(preset):
 
 
 def interleaved_median_seconds(calls, repeats):
-    """Median seconds per call of each of `calls` ({name: function}), one call of each per round.
+    """Median seconds per call of each of `calls` ({name: function}), interleaved in rounds.
 
-    Two untimed calls each first compile and warm up. Odd rounds run in reverse
-    order (ABC CBA ABC ...), so no call always runs right after the same other
-    one, whose thread pools may still be winding down.
+    Two untimed calls each first compile and warm up. In every round each
+    function runs twice in a row and the second call is timed: on a CPU a step
+    right after another model's step ran up to 60% slower (its memory had been
+    handed to the other model), which training, one step after another, never
+    sees. Odd rounds run in reverse order (AABBCC CCBBAA ...), so no function
+    always follows the same other one.
 
     Example:
     >>> sorted(interleaved_median_seconds({"a": lambda: None, "b": lambda: None}, repeats=3))
@@ -89,6 +92,7 @@ def interleaved_median_seconds(calls, repeats):
     names = list(calls)
     for round_index in range(repeats):
         for name in names[::-1] if round_index % 2 else names:
+            calls[name]()
             start = time.perf_counter()
             calls[name]()
             timings[name].append(time.perf_counter() - start)

@@ -11,8 +11,8 @@ For the current KERAS_BACKEND, measures sequences/second of one training step
   labels -100 where unmasked, + NSP), `torch.optim.AdamW` and
   `clip_grad_norm_(1.0)`; on CUDA when torch sees a GPU.
 
-The three are timed in interleaved rounds (one step of each per round) so
-background load hits them alike, and the median is kept. Device placement is
+The three are timed in interleaved rounds (two steps of each per round, the
+second timed) so background load hits them alike, and the median is kept. Device placement is
 the backends' own: the same command measures on a GPU where one is visible.
 
 Model FLOPs utilisation uses the model's training FLOPs per sequence,
