@@ -12,8 +12,9 @@ For the current KERAS_BACKEND, measures sequences/second of one training step
   `clip_grad_norm_(1.0)`; on CUDA when torch sees a GPU.
 
 The three are timed in interleaved rounds (two steps of each per round, the
-second timed) so background load hits them alike, and the median is kept. Device placement is
-the backends' own: the same command measures on a GPU where one is visible.
+second timed) so background load hits them alike, and the median is kept.
+Device placement is the backends' own: the same command measures on a GPU
+where one is visible.
 
 Model FLOPs utilisation uses the model's training FLOPs per sequence,
 3 x the forward FLOPs (a multiply-add is 2 FLOPs):

@@ -209,6 +209,4 @@ def _query_rows(attention_mask, positions):
     """The rows of a `[batch, 1, seq or 1, seq]` mask for the queries kept."""
     if attention_mask is None or attention_mask.shape[2] == 1:
         return attention_mask
-    return ops.take_along_axis(
-        attention_mask, ops.cast(positions, "int32")[:, None, :, None], axis=2
-    )  # [batch, 1, n, seq]
+    return gather_positions(attention_mask[:, 0], positions)[:, None]  # [batch, 1, n, seq]
