@@ -118,15 +118,16 @@ class BertPretrainer(BertTask):
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         masked_lm_loss, next_sentence_loss = self._pretraining_losses(y, y_pred)
+        # Tracked here, where they are computed: compute_metrics would compute
+        # them again, which eager torch pays for (XLA would merge the two).
+        self.masked_lm_loss_tracker.update_state(masked_lm_loss)
+        self.next_sentence_loss_tracker.update_state(next_sentence_loss)
         total = masked_lm_loss + next_sentence_loss
         if self.losses:
             total = total + ops.sum(self.losses)
         return total
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
-        masked_lm_loss, next_sentence_loss = self._pretraining_losses(y, y_pred)
-        self.masked_lm_loss_tracker.update_state(masked_lm_loss)
-        self.next_sentence_loss_tracker.update_state(next_sentence_loss)
         self.masked_lm_accuracy.update_state(
             y["masked_lm_ids"], y_pred["masked_lm_logits"], sample_weight=y["masked_lm_weights"]
         )

@@ -49,6 +49,20 @@ def test_loss_is_the_originals_weighted_masked_lm_plus_next_sentence():
     np.testing.assert_allclose(float(ops.convert_to_numpy(loss)), masked_lm_loss + nsp_loss, rtol=1e-5)
 
 
+def test_reported_losses_are_the_parts_of_the_loss():
+    model = _pretrainer(dropout=0.0)
+    model.compile(optimizer="adam")
+    parts = model.evaluate(FEATURES, LABELS, batch_size=4, verbose=0, return_dict=True)
+    outputs = model(FEATURES)
+    ce = keras.losses.sparse_categorical_crossentropy(
+        LABELS["next_sentence_labels"][:, 0], outputs["next_sentence_logits"], from_logits=True
+    )
+    np.testing.assert_allclose(parts["next_sentence_loss"], ops.convert_to_numpy(ops.mean(ce)), rtol=1e-5)
+    np.testing.assert_allclose(parts["masked_lm_loss"] + parts["next_sentence_loss"], parts["loss"],
+                               rtol=1e-5)
+    assert parts["masked_lm_loss"] > 0.0
+
+
 def test_heads_see_what_the_whole_backbone_computes():
     # The pretrainer runs the last block at [CLS] and the masked positions only.
     model = _pretrainer(dropout=0.0)
