@@ -31,6 +31,10 @@ FLOPs above, so the three columns compare useful work. bert_keras does less
 than this count as well: its last encoder block computes only the [CLS] and
 masked rows that the heads read (keys and values still on every position).
 The count stays the whole model's, the figure NVIDIA's and MLPerf's MFU use.
+The "GFLOP done" column is what each implementation computes instead (its
+last block, its decoder rows), and "work ratio" that over bert_keras's: no
+implementation can outrun another by more than the work ratio at equal
+matmul speed.
 
     KERAS_BACKEND=jax python -m benchmarks.pretraining --preset=bert_small --repeats=5
     KERAS_BACKEND=torch python -m benchmarks.pretraining --mixed_precision=bfloat16 --peak_tflops=989
@@ -56,21 +60,50 @@ _PEAK_TFLOPS = flags.DEFINE_float("peak_tflops", None, "The device's peak TFLOP/
 _SKIP = flags.DEFINE_list("skip", [], "Implementations to leave out: keras_hub, transformers.")
 
 
-def training_flops_per_sequence(config, seq_length, predictions):
-    """Model FLOPs of one training step per sequence (see the module docstring).
+def training_flops_per_sequence(config, seq_length, predictions, last_block_rows=None,
+                                masked_lm_rows=None):
+    """Training FLOPs per sequence (see the module docstring).
+
+    The defaults count the model FLOPs: every row through the last encoder
+    block, the masked-LM head on the `predictions` rows. `last_block_rows`
+    counts a last block whose queries and feed-forward net run on that many
+    rows only (keys and values on all); `masked_lm_rows` a head run on that
+    many rows.
 
     Example:
     >>> config = {"num_layers": 1, "hidden_dim": 2, "intermediate_dim": 8, "vocabulary_size": 10}
     >>> training_flops_per_sequence(config, seq_length=4, predictions=1)
     1728
+    >>> training_flops_per_sequence(config, seq_length=4, predictions=1, masked_lm_rows=4)
+    2160
     """
     layers, hidden = config["num_layers"], config["hidden_dim"]
     intermediate, vocabulary = config["intermediate_dim"], config["vocabulary_size"]
-    encoder = 6 * seq_length * layers * (4 * hidden**2 + 2 * hidden * intermediate)
-    attention = 12 * layers * seq_length**2 * hidden
-    masked_lm = 6 * predictions * (hidden**2 + hidden * vocabulary)
+    full_block = _block_flops(hidden, intermediate, seq_length, query_rows=seq_length)
+    last_block = _block_flops(hidden, intermediate, seq_length, query_rows=last_block_rows or seq_length)
+    masked_lm = 6 * (masked_lm_rows or predictions) * (hidden**2 + hidden * vocabulary)
     pooler_and_next_sentence = 6 * (hidden**2 + 2 * hidden)
-    return encoder + attention + masked_lm + pooler_and_next_sentence
+    return (layers - 1) * full_block + last_block + masked_lm + pooler_and_next_sentence
+
+
+def _block_flops(hidden, intermediate, seq_length, query_rows):
+    """One encoder block, keys and values on `seq_length` rows, the rest on `query_rows`."""
+    key_value = 6 * seq_length * 2 * hidden**2
+    query_output_feed_forward = 6 * query_rows * (2 * hidden**2 + 2 * hidden * intermediate)
+    attention = 12 * query_rows * seq_length * hidden
+    return key_value + query_output_feed_forward + attention
+
+
+def _flops_done(config):
+    """What each implementation computes per sequence (NSP's few FLOPs counted for all)."""
+    seq_length, predictions = _SEQ_LENGTH.value, _PREDICTIONS.value
+    return {
+        "bert_keras": training_flops_per_sequence(config, seq_length, predictions,
+                                                  last_block_rows=1 + predictions),
+        "keras_hub": training_flops_per_sequence(config, seq_length, predictions),
+        "transformers": training_flops_per_sequence(config, seq_length, predictions,
+                                                    masked_lm_rows=seq_length),
+    }
 
 
 def _batch(config):
@@ -186,14 +219,17 @@ def main(argv):
           f"{_SEQ_LENGTH.value}, {_PREDICTIONS.value} predictions, precision {_MIXED_PRECISION.value}, "
           f"median of {_REPEATS.value} interleaved rounds, {len(os.sched_getaffinity(0))} CPU cores; "
           f"{flops / 1e9:.2f} GFLOP per sequence")
-    header = f"{'implementation':<14} {'sequences/s':>12} {'bert_keras / this':>18} {'MFU':>7}"
+    done = _flops_done(config)
+    header = (f"{'implementation':<14} {'sequences/s':>12} {'bert_keras / this':>18} "
+              f"{'GFLOP done':>11} {'work ratio':>11} {'MFU':>7}")
     print(header)
     print("-" * len(header))
     ours = _BATCH_SIZE.value / seconds["bert_keras"]
     for name, value in seconds.items():
         rate = _BATCH_SIZE.value / value
         mfu = "n/a" if not _PEAK_TFLOPS.value else f"{100 * rate * flops / (_PEAK_TFLOPS.value * 1e12):.2f}%"
-        print(f"{name:<14} {rate:>12.1f} {ours / rate:>18.2f} {mfu:>7}")
+        print(f"{name:<14} {rate:>12.1f} {ours / rate:>18.2f} {done[name] / 1e9:>11.2f} "
+              f"{done[name] / done['bert_keras']:>11.2f} {mfu:>7}")
 
 
 if __name__ == "__main__":

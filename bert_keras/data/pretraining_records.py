@@ -58,7 +58,11 @@ def record_compression(path):
 
 def _record_lengths(path, compression):
     """(max_seq_length, max_predictions_per_seq) of the file's first record."""
-    for record in tf.data.TFRecordDataset(path, compression_type=compression).take(1):
+    try:
+        records = list(tf.data.TFRecordDataset(path, compression_type=compression).take(1))
+    except tf.errors.DataLossError as error:
+        raise ValueError(f"{path} is not a file of TFRecords: {error.message}") from None
+    for record in records:
         feature = tf.train.Example.FromString(record.numpy()).features.feature
         return (
             len(feature["input_ids"].int64_list.value),

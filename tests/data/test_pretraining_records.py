@@ -50,6 +50,14 @@ def test_other_lengths_name_the_file_and_both_numbers(records, expected, message
     assert os.path.basename(records[:-2]) in str(error.value)
 
 
+def test_a_file_that_is_not_records_is_named(records, tmp_path):
+    # e.g. the data tool's progress log, caught by a glob like "examples.tfrecord*"
+    not_records = tmp_path / "examples.tfrecord.progress"
+    not_records.write_text("shard 0 done\n")
+    with pytest.raises(ValueError, match="examples.tfrecord.progress is not a file of TFRecords"):
+        pretraining_dataset(f"{records},{not_records}", SEQ_LENGTH, PREDICTIONS, batch_size=4)
+
+
 def test_a_pretrainer_fits_on_the_records(records):
     backbone = BertBackbone(vocabulary_size=30522, num_layers=1, num_heads=2, hidden_dim=8,
                             intermediate_dim=16, max_sequence_length=SEQ_LENGTH)
