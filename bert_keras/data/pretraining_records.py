@@ -62,13 +62,13 @@ def _record_lengths(path, compression):
         records = list(tf.data.TFRecordDataset(path, compression_type=compression).take(1))
     except tf.errors.DataLossError as error:
         raise ValueError(f"{path} is not a file of TFRecords: {error.message}") from None
-    for record in records:
-        feature = tf.train.Example.FromString(record.numpy()).features.feature
-        return (
-            len(feature["input_ids"].int64_list.value),
-            len(feature["masked_lm_ids"].int64_list.value),
-        )
-    return None
+    if not records:
+        return None
+    feature = tf.train.Example.FromString(records[0].numpy()).features.feature
+    return (
+        len(feature["input_ids"].int64_list.value),
+        len(feature["masked_lm_ids"].int64_list.value),
+    )
 
 
 def check_record_lengths(paths, max_seq_length, max_predictions_per_seq, compression):
