@@ -54,6 +54,10 @@ _GRADIENT_ACCUMULATION_STEPS = _define_integer(
 _STEPS_PER_EXECUTION = _define_integer("steps_per_execution", 1, "Batches per compiled call.")
 _SEED = _define_integer("seed", 12345, "Seeds the weights, dropout and the data order.")
 _KEEP_CHECKPOINT_MAX = _define_integer("keep_checkpoint_max", 5, "Checkpoints kept.")
+_DISTRIBUTION = _define_enum(
+    "distribution", "none", ["none", "data_parallel"],
+    "data_parallel: split each batch among this machine's GPUs/TPUs (jax, tensorflow).",
+)
 
 
 def main(argv):
@@ -89,6 +93,7 @@ def main(argv):
             steps_per_execution=_STEPS_PER_EXECUTION.value,
             seed=_SEED.value,
             keep_checkpoint_max=_KEEP_CHECKPOINT_MAX.value,
+            distribution=_DISTRIBUTION.value,
         )
         run = PretrainingRun(config)
     except (ValueError, FileNotFoundError) as error:

@@ -173,19 +173,23 @@ def pretraining_dataset(
         raise FileNotFoundError(f"No file matches {file_pattern!r}.")
     compression = record_compression(paths[0])
     check_record_lengths(paths, max_seq_length, max_predictions_per_seq, compression)
+    # Repeated before the file shuffle, as the original does, so each pass
+    # over the files has another order. No reshuffle per iteration: every
+    # iterator over this dataset (Keras makes two under tf.distribute) yields
+    # the same order, which resuming and data parallelism rely on.
     files = tf.data.Dataset.from_tensor_slices(paths)
+    if repeat:
+        files = files.repeat()
     if shuffle:
-        files = files.shuffle(len(paths), seed=seed)
+        files = files.shuffle(len(paths), seed=seed, reshuffle_each_iteration=False)
     dataset = files.interleave(
         lambda path: tf.data.TFRecordDataset(path, compression_type=compression),
         cycle_length=min(len(paths), 8),
         num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=not shuffle or seed is not None,
     )
-    if repeat:
-        dataset = dataset.repeat()
     if shuffle:
-        dataset = dataset.shuffle(10_000, seed=seed)
+        dataset = dataset.shuffle(10_000, seed=seed, reshuffle_each_iteration=False)
     # Skipped as records, before they are parsed: cheap even deep into a run.
     dataset = dataset.skip(skip_batches * batch_size)
     spec = original_feature_spec(max_seq_length, max_predictions_per_seq)

@@ -125,7 +125,7 @@ class BertPretrainer(BertTask):
         total = masked_lm_loss + next_sentence_loss
         if self.losses:
             total = total + ops.sum(self.losses)
-        return total
+        return _share_of_replicas(total)
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         self.masked_lm_accuracy.update_state(
@@ -171,6 +171,18 @@ def _check_labels(y):
             f"BertPretrainer expects labels as a dict with keys {list(LABEL_NAMES)}; "
             f"received {received}."
         )
+
+
+def _share_of_replicas(loss):
+    """Under `tf.distribute` each replica's gradients are summed, so Keras'
+    own losses divide by the replica count (and its loss tracker multiplies
+    back); a `compute_loss` of one's own must do the same."""
+    if keras.backend.backend() != "tensorflow":
+        return loss
+    import tensorflow as tf
+
+    replicas = tf.distribute.get_strategy().num_replicas_in_sync
+    return loss / replicas if replicas > 1 else loss
 
 
 def _next_sentence_labels(y):

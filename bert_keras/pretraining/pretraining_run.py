@@ -54,6 +54,7 @@ from bert_keras.training.callbacks import TrainingProgress
 from bert_keras.training.callbacks import read_history
 from bert_keras.training.checkpoint_manager import CheckpointManager
 from bert_keras.training.checkpoint_manager import check_same
+from bert_keras.training.data_parallel import DataParallel
 from bert_keras.training.optimizers import OPTIMIZERS
 from bert_keras.training.optimizers import create_optimizer
 
@@ -73,6 +74,7 @@ ARCHITECTURE_KEYS = (
     "num_segments",
 )
 HEADS = {"masked_lm": "masked_lm_head", "next_sentence": "next_sentence_head"}
+GLOBAL_CLIPNORM = 1.0
 
 
 def resolve_backbone_config(preset=None, bert_config_file=None):
@@ -139,6 +141,9 @@ class PretrainingConfig:
         steps_per_execution: batches per compiled call.
         seed: seeds the weights, dropout and the data order.
         keep_checkpoint_max: checkpoints kept.
+        distribution: "none" or "data_parallel": every local device trains
+            on a slice of each `train_batch_size` batch (jax and tensorflow;
+            see `DataParallel`).
     """
 
     input_file: str
@@ -161,6 +166,7 @@ class PretrainingConfig:
     steps_per_execution: int = 1
     seed: int = 12345
     keep_checkpoint_max: int = 5
+    distribution: str = "none"
 
     def validate(self):
         """Raises ValueError naming the first setting out of range.
@@ -247,6 +253,8 @@ class PretrainingRun:
     def __init__(self, config):
         config.validate()
         self.config = config
+        self.replicas = DataParallel(config.distribution)
+        self.replicas.check_batch_size(config.train_batch_size)
         keras.utils.set_random_seed(config.seed)
         self.checkpoints = CheckpointManager(
             os.path.join(config.output_dir, CHECKPOINT_DIR), config.keep_checkpoint_max
@@ -266,9 +274,10 @@ class PretrainingRun:
                 f"{self.resumed.weights_path} is at step {self.initial_step}, past "
                 f"num_train_steps={config.num_train_steps}."
             )
-        self.model = self._build_model(backbone_config, initial)
-        if self.resumed:
-            self.checkpoints.restore(self.model, self.resumed)
+        with self.replicas.scope():
+            self.model = self._build_model(backbone_config, initial)
+            if self.resumed:
+                self.checkpoints.restore(self.model, self.resumed)
 
     def _init_checkpoint(self):
         if not self.config.init_checkpoint:
@@ -339,6 +348,7 @@ class PretrainingRun:
                 num_warmup_steps=config.num_warmup_steps,
                 optimizer=config.optimizer,
                 weight_decay=config.weight_decay,
+                global_clipnorm=self.replicas.clipnorm(GLOBAL_CLIPNORM),
                 gradient_accumulation_steps=accumulation if accumulation > 1 else None,
             ),
             steps_per_execution=config.steps_per_execution,
@@ -388,14 +398,15 @@ class PretrainingRun:
 
     def _fit(self, step, initial_epoch, epochs, steps_per_epoch, callbacks, verbose):
         accumulation = self.config.gradient_accumulation_steps
-        self.model.fit(
-            self.dataset(skip_batches=step * accumulation),
-            initial_epoch=initial_epoch,
-            epochs=epochs,
-            steps_per_epoch=steps_per_epoch * accumulation,
-            callbacks=callbacks,
-            verbose=verbose,
-        )
+        with self.replicas.scope():
+            self.model.fit(
+                self.dataset(skip_batches=step * accumulation),
+                initial_epoch=initial_epoch,
+                epochs=epochs,
+                steps_per_epoch=steps_per_epoch * accumulation,
+                callbacks=callbacks,
+                verbose=verbose,
+            )
 
     def export(self):
         """Writes the backbone and both heads to `output_dir/export` (replacing it)."""
