@@ -56,7 +56,8 @@ _SEED = _define_integer("seed", 12345, "Seeds the weights, dropout and the data 
 _KEEP_CHECKPOINT_MAX = _define_integer("keep_checkpoint_max", 5, "Checkpoints kept.")
 _DISTRIBUTION = _define_enum(
     "distribution", "none", ["none", "data_parallel"],
-    "data_parallel: split each batch among this machine's GPUs/TPUs (jax, tensorflow).",
+    "data_parallel: split each batch among this machine's GPUs/TPUs (jax, tensorflow), and among "
+    "processes on several machines (jax; see bert_keras/training/data_parallel.py).",
 )
 
 

@@ -257,9 +257,10 @@ class PretrainingRun:
         self.replicas.check_batch_size(config.train_batch_size)
         keras.utils.set_random_seed(config.seed)
         self.checkpoints = CheckpointManager(
-            os.path.join(config.output_dir, CHECKPOINT_DIR), config.keep_checkpoint_max
+            os.path.join(config.output_dir, CHECKPOINT_DIR), config.keep_checkpoint_max,
+            writes_files=self.replicas.is_chief,
         )
-        if os.path.isdir(self.checkpoints.directory):
+        if os.path.isdir(self.checkpoints.directory) and self.replicas.is_chief:
             self.checkpoints.remove_partial_files()
         self.resumed = self.checkpoints.latest()
         self.input_files = _matching_files(config.input_file)
@@ -385,15 +386,21 @@ class PretrainingRun:
         callbacks = [
             TrainingProgress(config.train_batch_size, self.initial_step,
                              config.gradient_accumulation_steps),
-            JsonLinesHistory(os.path.join(config.output_dir, HISTORY_FILE)),
-            StepTensorBoard(log_dir=os.path.join(config.output_dir, TENSORBOARD_DIR)),
-            PeriodicCheckpoint(self.checkpoints, metadata),
         ]
+        if self.replicas.is_chief:  # one process writes the logs
+            callbacks += [
+                JsonLinesHistory(os.path.join(config.output_dir, HISTORY_FILE)),
+                StepTensorBoard(log_dir=os.path.join(config.output_dir, TENSORBOARD_DIR)),
+            ]
+        else:
+            verbose = 0
+        callbacks.append(PeriodicCheckpoint(self.checkpoints, metadata))
         for first_step, initial_epoch, epochs, steps_per_epoch in fit_plan(
             self.initial_step, config.save_checkpoints_steps, config.num_train_steps
         ):
             self._fit(first_step, initial_epoch, epochs, steps_per_epoch, callbacks, verbose)
         self.export()
+        self.replicas.wait_for_all_processes("exported")
         return read_history(os.path.join(config.output_dir, HISTORY_FILE))
 
     def _fit(self, step, initial_epoch, epochs, steps_per_epoch, callbacks, verbose):
@@ -409,14 +416,20 @@ class PretrainingRun:
             )
 
     def export(self):
-        """Writes the backbone and both heads to `output_dir/export` (replacing it)."""
+        """Writes the backbone and both heads to `output_dir/export` (replacing it).
+
+        Every process reads the weights; only the chief writes them.
+        """
         backbone = self.model.backbone
         head_weights = {
             head: _layer_weights(self.model.get_layer(layer_name)) for head, layer_name in HEADS.items()
         }
+        backbone_weights = _layer_weights(backbone)
+        if not self.replicas.is_chief:
+            return None
         checkpoint = Checkpoint(
             backbone_config={**backbone.get_config(), "dtype": "float32"},
-            backbone_weights=_layer_weights(backbone),
+            backbone_weights=backbone_weights,
             head_weights=head_weights,
             vocabulary_file=self.config.vocab_file,
             tokenizer_config={"do_lower_case": self.config.do_lower_case},

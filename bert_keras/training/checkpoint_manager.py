@@ -20,6 +20,7 @@ import glob
 import json
 import os
 import re
+import tempfile
 
 from absl import logging
 
@@ -48,6 +49,10 @@ class CheckpointManager:
     Args:
         directory: where the checkpoints live (created when needed).
         keep_checkpoint_max: how many of the newest checkpoints to keep.
+        writes_files: False on all but one of several processes training one
+            model: they still go through `save` (reading variables that
+            span processes is collective: every process must take part), but
+            into a scratch file that is then deleted.
 
     Example:
     >>> import tempfile, keras
@@ -62,11 +67,12 @@ class CheckpointManager:
     {'batches': 30, 'step': 30}
     """
 
-    def __init__(self, directory, keep_checkpoint_max=5):
+    def __init__(self, directory, keep_checkpoint_max=5, writes_files=True):
         if keep_checkpoint_max < 1:
             raise ValueError(f"keep_checkpoint_max is {keep_checkpoint_max} but must be at least 1.")
         self.directory = os.fspath(directory)
         self.keep_checkpoint_max = keep_checkpoint_max
+        self.writes_files = writes_files
 
     def checkpoints(self):
         """The complete checkpoints, oldest first."""
@@ -90,10 +96,14 @@ class CheckpointManager:
         """Writes model + optimizer state at `step`, then drops the oldest beyond the limit.
 
         Returns:
-            The `SavedCheckpoint` written.
+            The `SavedCheckpoint` written (None where `writes_files` is False).
         """
-        os.makedirs(self.directory, exist_ok=True)
         _build_optimizer(model)
+        if not self.writes_files:
+            with tempfile.TemporaryDirectory() as scratch:
+                model.save_weights(os.path.join(scratch, "scratch.weights.h5"))
+            return None
+        os.makedirs(self.directory, exist_ok=True)
         stem = os.path.join(self.directory, f"ckpt-{step:08d}")
         weights_path = stem + ".weights.h5"
         # Keras insists on the .weights.h5 ending, so the marker goes before it.

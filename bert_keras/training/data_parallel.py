@@ -7,13 +7,23 @@ Both take the accelerators when there are any, else the CPU devices (one,
 unless the process made more: `--xla_force_host_platform_device_count` or
 `tf.config.set_logical_device_configuration`).
 Keras' torch backend has no distribution, so asking for it there is an error.
+
+Several machines (JAX only): start the same command on each with Keras'
+variables `KERAS_DISTRIBUTION_JOB_ADDRESSES` (the coordinator's host:port),
+`KERAS_DISTRIBUTION_NUM_PROCESSES` and `KERAS_DISTRIBUTION_PROCESS_ID`;
+`keras.distribution.initialize` joins them (`jax.distributed`), the mesh
+spans every process's devices and each process reads its share of every
+batch. TensorFlow's `MultiWorkerMirroredStrategy` does not run under Keras
+3's `fit` (keras-team/keras#20585), so there it is refused.
 """
 
 import contextlib
+import os
 
 import keras
 
 DISTRIBUTIONS = ("none", "data_parallel")
+NUM_PROCESSES_VARIABLE = "KERAS_DISTRIBUTION_NUM_PROCESSES"
 
 
 class DataParallel:
@@ -26,9 +36,13 @@ class DataParallel:
     Args:
         distribution: "none" (the default device only) or "data_parallel".
 
+    Attributes:
+        num_replicas: devices that share each batch, over all processes.
+        is_chief: whether this process writes the run's files (process 0).
+
     Raises:
         ValueError: an unknown distribution, or "data_parallel" on Keras'
-            torch backend.
+            torch backend, or on several TensorFlow processes.
 
     Example:
     >>> replicas = DataParallel("none")
@@ -45,8 +59,17 @@ class DataParallel:
         self.distribution = distribution
         self._engine = None
         self.num_replicas = 1
+        self.is_chief = True
         if distribution == "data_parallel":
             self._engine, self.num_replicas = _data_parallel_engine(keras.backend.backend())
+            self.is_chief = _process_index() == 0
+
+    def wait_for_all_processes(self, name):
+        """Returns once every process got here (at once with one process)."""
+        if _process_count() > 1:
+            from jax.experimental import multihost_utils
+
+            multihost_utils.sync_global_devices(name)
 
     def scope(self):
         """The context under which to build, restore and train the model."""
@@ -81,9 +104,19 @@ class DataParallel:
 
 def _data_parallel_engine(backend):
     if backend == "jax":
+        import jax
+
+        if int(os.environ.get(NUM_PROCESSES_VARIABLE, "1")) > 1 and not jax.distributed.is_initialized():
+            keras.distribution.initialize()
         distribution = keras.distribution.DataParallel()
         return distribution, distribution.device_mesh.devices.size
     if backend == "tensorflow":
+        if int(os.environ.get(NUM_PROCESSES_VARIABLE, "1")) > 1:
+            raise ValueError(
+                f"{NUM_PROCESSES_VARIABLE} asks for several processes, which data_parallel runs on "
+                "the jax backend only: MultiWorkerMirroredStrategy fails under Keras 3's fit "
+                "(keras-team/keras#20585)."
+            )
         import tensorflow as tf
 
         devices = tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("CPU")
@@ -93,3 +126,19 @@ def _data_parallel_engine(backend):
         f"distribution='data_parallel' needs the jax or tensorflow backend: Keras' {backend} "
         "backend has no distribution API."
     )
+
+
+def _process_count():
+    if keras.backend.backend() != "jax":
+        return 1
+    import jax
+
+    return jax.process_count()
+
+
+def _process_index():
+    if keras.backend.backend() != "jax":
+        return 0
+    import jax
+
+    return jax.process_index()

@@ -1,7 +1,8 @@
-"""Data-parallel pretraining on two CPU devices matches one device, step for step."""
+"""Data-parallel pretraining on two CPU devices, or two processes, matches one device."""
 
 import json
 import os
+import socket
 import subprocess
 import sys
 
@@ -9,7 +10,11 @@ import keras
 import numpy as np
 import pytest
 
+from bert_keras.checkpoints.preset import load_checkpoint
+from bert_keras.training.callbacks import read_history
 from bert_keras.training.data_parallel import DataParallel
+from tests.pretraining.synthetic_records import TINY_BACKBONE
+from tests.pretraining.synthetic_records import write_records
 
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BACKEND = keras.backend.backend()
@@ -35,9 +40,57 @@ def test_two_replicas_train_as_one_device_does(tmp_path):
     assert result["max_weight_difference"] < 1e-4
 
 
+@pytest.mark.skipif(BACKEND != "jax", reason="data_parallel spans processes on jax only")
+def test_two_processes_of_the_program_train_as_one_does(tmp_path):
+    write_records(tmp_path / "records.tfrecord", 48)
+    config_file = tmp_path / "bert_config.json"
+    config_file.write_text(json.dumps({
+        "vocab_size": TINY_BACKBONE["vocabulary_size"], "hidden_size": TINY_BACKBONE["hidden_dim"],
+        "num_hidden_layers": TINY_BACKBONE["num_layers"],
+        "num_attention_heads": TINY_BACKBONE["num_heads"],
+        "intermediate_size": TINY_BACKBONE["intermediate_dim"],
+        "max_position_embeddings": TINY_BACKBONE["max_sequence_length"],
+    }))
+
+    def program(output_dir, **environment):
+        command = [sys.executable, "-m", "tasks.pretrain", f"--input_file={tmp_path}/*.tfrecord",
+                   f"--output_dir={tmp_path / output_dir}", f"--bert_config_file={config_file}",
+                   "--max_seq_length=16", "--max_predictions_per_seq=3", "--train_batch_size=8",
+                   "--num_train_steps=6", "--num_warmup_steps=2", "--learning_rate=1e-3",
+                   "--save_checkpoints_steps=3", "--distribution=data_parallel"]
+        return subprocess.Popen(command, cwd=REPOSITORY, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                text=True, env={**os.environ, "XLA_FLAGS": "", **environment})
+
+    with socket.socket() as free:
+        free.bind(("localhost", 0))
+        port = free.getsockname()[1]
+    processes = [program("two", KERAS_DISTRIBUTION_JOB_ADDRESSES=f"localhost:{port}",
+                         KERAS_DISTRIBUTION_NUM_PROCESSES="2", KERAS_DISTRIBUTION_PROCESS_ID=str(index))
+                 for index in range(2)]
+    processes.append(program("one"))
+    for process in processes:
+        _, errors = process.communicate(timeout=600)
+        assert process.returncode == 0, errors[-3000:]
+    one, two = (read_history(tmp_path / name / "history.jsonl") for name in ("one", "two"))
+    assert [record["step"] for record in two] == [record["step"] for record in one] == [3, 6]
+    for single, parallel in zip(one, two):
+        for name in COMPARED:
+            np.testing.assert_allclose(parallel[name], single[name], rtol=1e-4, err_msg=name)
+    one, two = (load_checkpoint(str(tmp_path / name / "export")) for name in ("one", "two"))
+    for path, weights in one.backbone_weights.items():
+        np.testing.assert_allclose(two.backbone_weights[path], weights, atol=1e-5, err_msg=path)
+
+
 @pytest.mark.skipif(BACKEND != "torch", reason="only Keras' torch backend lacks distribution")
 def test_data_parallel_on_torch_is_refused():
     with pytest.raises(ValueError, match="needs the jax or tensorflow backend"):
+        DataParallel("data_parallel")
+
+
+@pytest.mark.skipif(BACKEND != "tensorflow", reason="only tensorflow refuses several processes")
+def test_several_tensorflow_processes_are_refused(monkeypatch):
+    monkeypatch.setenv("KERAS_DISTRIBUTION_NUM_PROCESSES", "2")
+    with pytest.raises(ValueError, match="KERAS_DISTRIBUTION_NUM_PROCESSES asks for several processes"):
         DataParallel("data_parallel")
 
 

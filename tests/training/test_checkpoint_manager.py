@@ -24,6 +24,13 @@ def values(variables):
     return [keras.ops.convert_to_numpy(variable) for variable in variables]
 
 
+def test_a_process_that_does_not_write_files_leaves_the_directory_alone(tmp_path):
+    manager = CheckpointManager(tmp_path / "checkpoints", writes_files=False)
+    assert manager.save(trained_model(seed=1, steps=1), 1, {}) is None
+    assert not os.path.exists(tmp_path / "checkpoints")
+    assert manager.latest() is None
+
+
 def test_restore_brings_back_weights_and_optimizer_moments(tmp_path):
     manager = CheckpointManager(tmp_path)
     saved = trained_model(seed=1, steps=3)
