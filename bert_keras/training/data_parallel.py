@@ -1,4 +1,4 @@
-"""Data parallelism over one machine's devices, with each backend's own engine.
+"""Data parallelism with each backend's own engine: a machine's devices, or (JAX) several machines'.
 
 JAX shards each batch over a `keras.distribution.DataParallel` mesh (XLA's
 GSPMD computes the global batch's loss and gradients); TensorFlow replicates
@@ -27,7 +27,7 @@ NUM_PROCESSES_VARIABLE = "KERAS_DISTRIBUTION_NUM_PROCESSES"
 
 
 class DataParallel:
-    """Builds and trains a Keras model on every local device, a slice of each batch per device.
+    """Builds and trains a Keras model on every device, a slice of each batch per device.
 
     Build, compile, restore and `fit` the model under `scope()`. The batch
     that `fit` receives is the global one and must divide evenly among the
