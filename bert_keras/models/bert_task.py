@@ -109,6 +109,18 @@ class BertTask(keras.Model):
             **kwargs,
         )
 
+    def compile_from_config(self, config):
+        """Compiles a model loaded from a `.keras` file as it was saved.
+
+        Keras skips models whose `compile` is overridden; the saved config
+        holds the resolved optimizer, loss and metrics, so they go straight
+        to `keras.Model.compile`. The optimizer is built so that its saved
+        state (moments, iterations) loads into it.
+        """
+        keras.Model.compile(self, **keras.saving.deserialize_keras_object(config))
+        if self.built:
+            self.optimizer.build(self.trainable_variables)
+
     def default_loss(self):
         """The task's loss; None when the model computes its own."""
         return None

@@ -133,6 +133,24 @@ def test_keras_file_with_a_preprocessor_predicts_the_same_on_strings(tmp_path):
     assert BertClassifier.from_config(config).get_config() == config
 
 
+def test_a_compiled_model_reloads_compiled_with_its_optimizer_state(vocabulary_file, tmp_path):
+    texts, labels = _toy_sentiment(8)
+    classifier = _classifier(vocabulary_file, dropout=0.0)
+    classifier.compile(learning_rate=1e-3, num_train_steps=20)
+    classifier.fit(texts, labels, batch_size=4, verbose=0)
+    path = str(tmp_path / "classifier.keras")
+    classifier.save(path)
+    restored = keras.saving.load_model(path, safe_mode=True)
+    assert restored.compiled
+    assert restored.optimizer.get_config() == classifier.optimizer.get_config()
+    for ours, theirs in zip(restored.optimizer.variables, classifier.optimizer.variables):
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(ours), keras.ops.convert_to_numpy(theirs))
+    np.testing.assert_allclose(restored.evaluate(texts, labels, verbose=0),
+                               classifier.evaluate(texts, labels, verbose=0), rtol=1e-5)
+    restored.fit(texts, labels, batch_size=4, verbose=0)
+    assert int(restored.optimizer.iterations) == 4
+
+
 def test_multiple_choice_takes_contexts_and_choices(vocabulary_file):
     chooser = BertMultipleChoice(_backbone(), num_choices=3,
                                  preprocessor=_preprocessor(vocabulary_file))
