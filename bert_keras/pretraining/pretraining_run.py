@@ -55,6 +55,7 @@ from bert_keras.training.callbacks import read_history
 from bert_keras.training.checkpoint_manager import CheckpointManager
 from bert_keras.training.checkpoint_manager import check_same
 from bert_keras.training.data_parallel import DataParallel
+from bert_keras.training.optimizers import GLOBAL_CLIPNORM
 from bert_keras.training.optimizers import OPTIMIZERS
 from bert_keras.training.optimizers import create_optimizer
 
@@ -74,7 +75,6 @@ ARCHITECTURE_KEYS = (
     "num_segments",
 )
 HEADS = {"masked_lm": "masked_lm_head", "next_sentence": "next_sentence_head"}
-GLOBAL_CLIPNORM = 1.0
 
 
 def resolve_backbone_config(preset=None, bert_config_file=None):

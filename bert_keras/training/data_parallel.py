@@ -38,6 +38,7 @@ class DataParallel:
 
     Attributes:
         num_replicas: devices that share each batch, over all processes.
+        num_processes: processes training the model together.
         is_chief: whether this process writes the run's files (process 0).
 
     Raises:
@@ -56,17 +57,21 @@ class DataParallel:
     def __init__(self, distribution="none"):
         if distribution not in DISTRIBUTIONS:
             raise ValueError(f"distribution is {distribution!r} but must be one of {list(DISTRIBUTIONS)}.")
-        self.distribution = distribution
         self._engine = None
         self.num_replicas = 1
+        self.num_processes = 1
         self.is_chief = True
         if distribution == "data_parallel":
             self._engine, self.num_replicas = _data_parallel_engine(keras.backend.backend())
-            self.is_chief = _process_index() == 0
+            if keras.backend.backend() == "jax":
+                import jax
+
+                self.num_processes = jax.process_count()
+                self.is_chief = jax.process_index() == 0
 
     def wait_for_all_processes(self, name):
         """Returns once every process got here (at once with one process)."""
-        if _process_count() > 1:
+        if self.num_processes > 1:
             from jax.experimental import multihost_utils
 
             multihost_utils.sync_global_devices(name)
@@ -103,15 +108,16 @@ class DataParallel:
 
 
 def _data_parallel_engine(backend):
+    several_processes = int(os.environ.get(NUM_PROCESSES_VARIABLE, "1")) > 1
     if backend == "jax":
         import jax
 
-        if int(os.environ.get(NUM_PROCESSES_VARIABLE, "1")) > 1 and not jax.distributed.is_initialized():
+        if several_processes and not jax.distributed.is_initialized():
             keras.distribution.initialize()
         distribution = keras.distribution.DataParallel()
         return distribution, distribution.device_mesh.devices.size
     if backend == "tensorflow":
-        if int(os.environ.get(NUM_PROCESSES_VARIABLE, "1")) > 1:
+        if several_processes:
             raise ValueError(
                 f"{NUM_PROCESSES_VARIABLE} asks for several processes, which data_parallel runs on "
                 "the jax backend only: MultiWorkerMirroredStrategy fails under Keras 3's fit "
@@ -127,18 +133,3 @@ def _data_parallel_engine(backend):
         "backend has no distribution API."
     )
 
-
-def _process_count():
-    if keras.backend.backend() != "jax":
-        return 1
-    import jax
-
-    return jax.process_count()
-
-
-def _process_index():
-    if keras.backend.backend() != "jax":
-        return 0
-    import jax
-
-    return jax.process_index()

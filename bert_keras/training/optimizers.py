@@ -8,6 +8,7 @@ from bert_keras.training.schedules import LinearWarmupLinearDecay
 # offset, and every bias — as the original excludes "LayerNorm" and "bias".
 NO_WEIGHT_DECAY_NAMES = ("gamma", "beta", "bias")
 OPTIMIZERS = ("adamw", "lamb")
+GLOBAL_CLIPNORM = 1.0  # the original's clip_by_global_norm
 
 
 def create_optimizer(
@@ -17,7 +18,7 @@ def create_optimizer(
     optimizer="adamw",
     weight_decay=0.01,
     epsilon=1e-6,
-    global_clipnorm=1.0,
+    global_clipnorm=GLOBAL_CLIPNORM,
     gradient_accumulation_steps=None,
 ):
     """The paper's optimizer: decoupled weight decay, warmup, linear decay, clipping.

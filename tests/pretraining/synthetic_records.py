@@ -1,5 +1,6 @@
 """Small random pretraining records and a tiny backbone config, for fast runs."""
 
+import json
 import os
 
 import numpy as np
@@ -44,4 +45,16 @@ def write_records(path, num_examples, max_seq_length=16, max_predictions_per_seq
                 target = feature.float_list if feature_spec.dtype == tf.float32 else feature.int64_list
                 target.value.extend(np.asarray(values[name]).tolist())
             writer.write(example.SerializeToString())
+    return os.fspath(path)
+
+
+def write_bert_config(path, backbone=TINY_BACKBONE):
+    """Writes `backbone` as the original release's bert_config.json; returns `path`."""
+    with open(path, "w", encoding="utf-8") as file:
+        json.dump({
+            "vocab_size": backbone["vocabulary_size"], "hidden_size": backbone["hidden_dim"],
+            "num_hidden_layers": backbone["num_layers"], "num_attention_heads": backbone["num_heads"],
+            "intermediate_size": backbone["intermediate_dim"],
+            "max_position_embeddings": backbone["max_sequence_length"],
+        }, file)
     return os.fspath(path)

@@ -13,7 +13,7 @@ import pytest
 from bert_keras.checkpoints.preset import load_checkpoint
 from bert_keras.training.callbacks import read_history
 from bert_keras.training.data_parallel import DataParallel
-from tests.pretraining.synthetic_records import TINY_BACKBONE
+from tests.pretraining.synthetic_records import write_bert_config
 from tests.pretraining.synthetic_records import write_records
 
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -43,14 +43,7 @@ def test_two_replicas_train_as_one_device_does(tmp_path):
 @pytest.mark.skipif(BACKEND != "jax", reason="data_parallel spans processes on jax only")
 def test_two_processes_of_the_program_train_as_one_does(tmp_path):
     write_records(tmp_path / "records.tfrecord", 48)
-    config_file = tmp_path / "bert_config.json"
-    config_file.write_text(json.dumps({
-        "vocab_size": TINY_BACKBONE["vocabulary_size"], "hidden_size": TINY_BACKBONE["hidden_dim"],
-        "num_hidden_layers": TINY_BACKBONE["num_layers"],
-        "num_attention_heads": TINY_BACKBONE["num_heads"],
-        "intermediate_size": TINY_BACKBONE["intermediate_dim"],
-        "max_position_embeddings": TINY_BACKBONE["max_sequence_length"],
-    }))
+    config_file = write_bert_config(tmp_path / "bert_config.json")
 
     def program(output_dir, **environment):
         command = [sys.executable, "-m", "tasks.pretrain", f"--input_file={tmp_path}/*.tfrecord",

@@ -1,6 +1,5 @@
 """python -m tasks.pretrain: killed with SIGKILL and started again, it continues where it was."""
 
-import json
 import os
 import signal
 import subprocess
@@ -16,7 +15,7 @@ from bert_keras.pretraining.pretraining_run import PretrainingRun
 from bert_keras.pretraining.pretraining_run import resolve_backbone_config
 from bert_keras.training.callbacks import read_history
 from tasks import pretrain
-from tests.pretraining.synthetic_records import TINY_BACKBONE
+from tests.pretraining.synthetic_records import write_bert_config
 from tests.pretraining.synthetic_records import write_records
 
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -42,14 +41,7 @@ def records(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def bert_config_file(tmp_path_factory):
-    path = tmp_path_factory.mktemp("config") / "bert_config.json"
-    path.write_text(json.dumps({
-        "vocab_size": TINY_BACKBONE["vocabulary_size"], "hidden_size": TINY_BACKBONE["hidden_dim"],
-        "num_hidden_layers": TINY_BACKBONE["num_layers"], "num_attention_heads": TINY_BACKBONE["num_heads"],
-        "intermediate_size": TINY_BACKBONE["intermediate_dim"],
-        "max_position_embeddings": TINY_BACKBONE["max_sequence_length"],
-    }))
-    return str(path)
+    return write_bert_config(tmp_path_factory.mktemp("config") / "bert_config.json")
 
 
 def program_flags(records, bert_config_file, output_dir):
