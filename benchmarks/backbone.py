@@ -20,6 +20,8 @@ import time
 from absl import app
 from absl import flags
 
+from bert_keras.training.host_memory import restart_with_huge_page_malloc
+
 BACKENDS = ("tensorflow", "jax", "torch")
 
 FLAGS = flags.DEFINE_list("backends", list(BACKENDS), "Keras backends to measure.")
@@ -168,4 +170,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    restart_with_huge_page_malloc()
     app.run(main)

@@ -65,6 +65,7 @@ from benchmarks.backbone import interleaved_median_seconds
 from benchmarks.create_pretraining_data import REPOSITORY
 from benchmarks.create_pretraining_data import docstring_corpus
 from benchmarks.create_pretraining_data import vocab_file
+from bert_keras.training.host_memory import restart_with_huge_page_malloc
 
 PARTS = ("squad", "finetuning")
 MAX_SEQ_LENGTH = 384
@@ -560,4 +561,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    restart_with_huge_page_malloc()
     app.run(main)

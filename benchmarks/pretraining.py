@@ -50,6 +50,7 @@ from benchmarks.backbone import _BATCH_SIZE
 from benchmarks.backbone import _REPEATS
 from benchmarks.backbone import _make_inputs
 from benchmarks.backbone import interleaved_median_seconds
+from bert_keras.training.host_memory import restart_with_huge_page_malloc
 
 _PRESET = flags.DEFINE_string("preset", "bert_small", "Backbone size.")
 _SEQ_LENGTH = flags.DEFINE_integer("seq_length", 128, "Tokens per sequence.")
@@ -233,4 +234,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    restart_with_huge_page_malloc()
     app.run(main)

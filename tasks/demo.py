@@ -20,6 +20,8 @@ from absl import app
 from absl import flags
 from absl import logging
 
+from bert_keras.training.host_memory import restart_with_huge_page_malloc
+
 _PRESET = flags.DEFINE_string("preset", "bert_tiny", "Backbone preset to build.")
 _STEPS = flags.DEFINE_integer("steps", 20, "Training steps per epoch.")
 _EPOCHS = flags.DEFINE_integer("epochs", 4, "Passes over the toy data.")
@@ -161,4 +163,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    restart_with_huge_page_malloc()
     app.run(main)

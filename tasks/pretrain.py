@@ -20,6 +20,8 @@ import functools
 from absl import app
 from absl import flags
 
+from bert_keras.training.host_memory import restart_with_huge_page_malloc
+
 # Several programs name their flags alike (input_file, max_seq_length, ...), as
 # the original scripts do; overridable definitions let one test process import
 # them all. A program run on its own defines each flag once either way.
@@ -103,4 +105,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    restart_with_huge_page_malloc()
     app.run(main)

@@ -18,6 +18,8 @@ import json
 from absl import app
 from absl import flags
 
+from bert_keras.training.host_memory import restart_with_huge_page_malloc
+
 _TRAIN_FILE = flags.DEFINE_string("train_file", None, "SQuAD JSON to train on.")
 _PREDICT_FILE = flags.DEFINE_string("predict_file", None, "SQuAD JSON to predict (and score).")
 _INIT_CHECKPOINT = flags.DEFINE_string("init_checkpoint", None, "Checkpoint directory.")
@@ -105,4 +107,5 @@ def _check_flags():
 
 
 if __name__ == "__main__":
+    restart_with_huge_page_malloc()
     app.run(main)

@@ -26,7 +26,7 @@ class BertTask(keras.Model):
     mixed_float16) and serialises the backbone (and preprocessor) inside
     `get_config()`; subclasses add their own constructor arguments to the
     config. `compile()` fills in what is left "auto": the paper's AdamW recipe
-    (see `bert_keras.training.create_optimizer`) at the task's default
+    (see `bert_keras.training.optimizers.create_optimizer`) at the task's default
     learning rate, and the task's loss and metrics.
 
     With a `preprocessor` attached, `fit`, `evaluate` and `predict` also take

@@ -1,4 +1,5 @@
-"""The training recipe: optimizers and learning-rate schedules."""
+"""Training: the optimizer recipe and schedules, callbacks, checkpoints, data parallelism, host memory.
 
-from bert_keras.training.optimizers import create_optimizer
-from bert_keras.training.schedules import LinearWarmupLinearDecay
+Each module is imported by name; this package imports nothing, so a program
+can reach `host_memory` before Keras and its backend are loaded.
+"""
