@@ -4,9 +4,11 @@ For the current KERAS_BACKEND, measures sequences/second of one training step
 (forward, backward, AdamW update with clipping) of
 
 - bert_keras: `BertPretrainer` (masked LM on the gathered positions + NSP),
-  `train_on_batch`, the optimizer of `create_optimizer`;
+  `train_on_batch`, the optimizer of `create_optimizer`, XLA where
+  `tasks.pretrain` uses it (jax, tensorflow);
 - keras_hub: `keras_hub.models.BertMaskedLM` on a `keras_hub.models.BertBackbone`
-  of the same config, same batch, same optimizer (it has no NSP head);
+  of the same config, same batch, same optimizer, same XLA setting (it has no
+  NSP head);
 - transformers: `BertForPreTraining` in torch (masked LM over every position,
   labels -100 where unmasked, + NSP), `torch.optim.AdamW` and
   `clip_grad_norm_(1.0)`; on CUDA when torch sees a GPU.
@@ -132,6 +134,13 @@ def _keras_policy():
         _MIXED_PRECISION.value]
 
 
+def _jit_compile():
+    """What `tasks.pretrain` compiles with (XLA on jax and tensorflow), for both Keras models."""
+    from bert_keras.training.data_parallel import DataParallel
+
+    return DataParallel("none").jit_compile()
+
+
 def _optimizer():
     from bert_keras.training.optimizers import create_optimizer
 
@@ -143,7 +152,7 @@ def _bert_keras_step(config, batch):
     from bert_keras.models.bert_pretrainer import BertPretrainer
 
     model = BertPretrainer(BertBackbone(**config, dtype=_keras_policy()))
-    model.compile(optimizer=_optimizer())
+    model.compile(optimizer=_optimizer(), jit_compile=_jit_compile())
     features = {name: batch[name] for name in ("token_ids", "segment_ids", "padding_mask", "masked_positions")}
     labels = {name: batch[name] for name in ("masked_lm_ids", "masked_lm_weights", "next_sentence_labels")}
     return lambda: model.train_on_batch(features, labels)
@@ -157,7 +166,8 @@ def _keras_hub_step(config, batch):
     model = keras_hub.models.BertMaskedLM(backbone, preprocessor=None)
     model.compile(optimizer=_optimizer(),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                  weighted_metrics=[keras.metrics.SparseCategoricalAccuracy()])
+                  weighted_metrics=[keras.metrics.SparseCategoricalAccuracy()],
+                  jit_compile=_jit_compile())
     features = {"token_ids": batch["token_ids"], "segment_ids": batch["segment_ids"],
                 "padding_mask": batch["padding_mask"], "mask_positions": batch["masked_positions"]}
     return lambda: model.train_on_batch(features, batch["masked_lm_ids"],

@@ -54,6 +54,10 @@ _GRADIENT_ACCUMULATION_STEPS = _define_integer(
     "gradient_accumulation_steps", 1, "Batches per optimizer step."
 )
 _STEPS_PER_EXECUTION = _define_integer("steps_per_execution", 1, "Batches per compiled call.")
+_JIT_COMPILE = _define_bool(
+    "jit_compile", True,
+    "XLA-compile the training step (jax, tensorflow; Keras' torch backend runs eagerly either way).",
+)
 _SEED = _define_integer("seed", 12345, "Seeds the weights, dropout and the data order.")
 _KEEP_CHECKPOINT_MAX = _define_integer("keep_checkpoint_max", 5, "Checkpoints kept.")
 _DISTRIBUTION = _define_enum(
@@ -94,6 +98,7 @@ def main(argv):
             mixed_precision=_MIXED_PRECISION.value,
             gradient_accumulation_steps=_GRADIENT_ACCUMULATION_STEPS.value,
             steps_per_execution=_STEPS_PER_EXECUTION.value,
+            jit_compile=_JIT_COMPILE.value,
             seed=_SEED.value,
             keep_checkpoint_max=_KEEP_CHECKPOINT_MAX.value,
             distribution=_DISTRIBUTION.value,

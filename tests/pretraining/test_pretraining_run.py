@@ -103,6 +103,12 @@ def test_a_new_run_in_the_same_directory_restores_weights_optimizer_and_step(fin
     assert fit_plan(resumed.initial_step, 2, 8) == [(5, 2, 3, 1), (6, 3, 4, 2)]
 
 
+def test_the_step_is_xla_compiled_unless_the_backend_is_torch_or_the_config_says_no(finished_run, records,
+                                                                                   tmp_path):
+    assert finished_run.model.jit_compile is not ON_TORCH
+    assert PretrainingRun(tiny_config(records, tmp_path, jit_compile=False)).model.jit_compile is False
+
+
 def test_resumed_batches_are_those_an_uninterrupted_run_sees_next(finished_run):
     uninterrupted = [features["token_ids"].numpy() for features, _ in finished_run.dataset(0).take(20)]
     resumed = [features["token_ids"].numpy() for features, _ in finished_run.dataset(13).take(7)]
