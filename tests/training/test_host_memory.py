@@ -1,5 +1,6 @@
 import json
 import os
+import pathlib
 import subprocess
 import sys
 
@@ -44,8 +45,8 @@ def test_the_tunable_is_added_to_the_others_and_an_explicit_choice_is_kept():
     assert environment_with_huge_page_malloc({"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}) is None
 
 
-THP_MODE = open(host_memory._TRANSPARENT_HUGE_PAGES).read() if os.path.exists(
-    host_memory._TRANSPARENT_HUGE_PAGES) else "[never]"
+THP_MODES = pathlib.Path(host_memory._TRANSPARENT_HUGE_PAGES)
+THP_MODE = THP_MODES.read_text() if THP_MODES.exists() else "[never]"
 
 
 @pytest.mark.skipif("[never]" in THP_MODE, reason="the kernel gives no transparent huge pages")
