@@ -58,14 +58,11 @@ class DataParallel:
         if distribution not in DISTRIBUTIONS:
             raise ValueError(f"distribution is {distribution!r} but must be one of {list(DISTRIBUTIONS)}.")
         self._engine = None
-        self._several_cpu_replicas = False
         self.num_replicas = 1
         self.num_processes = 1
         self.is_chief = True
         if distribution == "data_parallel":
-            self._engine, device_types = _data_parallel_engine(keras.backend.backend())
-            self.num_replicas = len(device_types)
-            self._several_cpu_replicas = self.num_replicas > 1 and set(device_types) == {"cpu"}
+            self._engine, self.num_replicas = _data_parallel_engine(keras.backend.backend())
             if keras.backend.backend() == "jax":
                 import jax
 
@@ -104,17 +101,18 @@ class DataParallel:
     def jit_compile(self, requested=True):
         """Keras' `jit_compile` for a model trained under `scope()`: `requested` where XLA can run it.
 
-        That is jax, and tensorflow except on several CPU devices, whose
-        variables TensorFlow's XLA cannot reach from one another
-        (tensorflow.org/xla/known_issues). Keras' torch backend runs eagerly:
-        torch.compile does not run these models through Keras 3.
+        That is jax, and tensorflow on one device: Keras turns XLA off under a
+        `tf.distribute` strategy, and forced on there it fails to reach the
+        other replicas' variables (tensorflow.org/xla/known_issues). Keras'
+        torch backend runs eagerly: torch.compile does not run these models
+        through Keras 3.
 
         Example:
         >>> DataParallel("none").jit_compile() == (keras.backend.backend() != "torch")
         True
         """
         backend = keras.backend.backend()
-        if backend == "torch" or (backend == "tensorflow" and self._several_cpu_replicas):
+        if backend == "torch" or (backend == "tensorflow" and self._engine is not None):
             return False
         return requested
 
@@ -128,7 +126,6 @@ class DataParallel:
 
 
 def _data_parallel_engine(backend):
-    """The backend's engine, and the type ("cpu", "gpu", ...) of each device it trains on."""
     several_processes = int(os.environ.get(NUM_PROCESSES_VARIABLE, "1")) > 1
     if backend == "jax":
         import jax
@@ -136,7 +133,7 @@ def _data_parallel_engine(backend):
         if several_processes and not jax.distributed.is_initialized():
             keras.distribution.initialize()
         distribution = keras.distribution.DataParallel()
-        return distribution, [device.split(":")[0] for device in distribution.device_mesh.devices.flat]
+        return distribution, distribution.device_mesh.devices.size
     if backend == "tensorflow":
         if several_processes:
             raise ValueError(
@@ -148,7 +145,7 @@ def _data_parallel_engine(backend):
 
         devices = tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("CPU")
         strategy = tf.distribute.MirroredStrategy([device.name for device in devices])
-        return strategy, [device.device_type.lower() for device in devices]
+        return strategy, strategy.num_replicas_in_sync
     raise ValueError(
         f"distribution='data_parallel' needs the jax or tensorflow backend: Keras' {backend} "
         "backend has no distribution API."

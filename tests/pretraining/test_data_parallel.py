@@ -103,6 +103,13 @@ def test_tensorflow_replicas_clip_their_own_gradient_at_the_global_norm():
     assert replicas.clipnorm(None) is None
 
 
+@pytest.mark.skipif(BACKEND == "torch", reason="Keras' torch backend has no distribution API")
+def test_xla_compiles_on_jax_but_not_under_a_tensorflow_strategy():
+    assert DataParallel("none").jit_compile() is True
+    assert DataParallel("data_parallel").jit_compile() is (BACKEND == "jax")
+    assert DataParallel("data_parallel").jit_compile(requested=False) is False
+
+
 def test_an_unknown_distribution_is_refused():
     with pytest.raises(ValueError, match="distribution is 'mirrored' but must be one of"):
         DataParallel("mirrored")
