@@ -6,6 +6,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from bert_keras.checkpoints import original
 from bert_keras.data.pretraining_records import original_feature_spec
 
 TINY_BACKBONE = {
@@ -49,12 +50,10 @@ def write_records(path, num_examples, max_seq_length=16, max_predictions_per_seq
 
 
 def write_bert_config(path, backbone=TINY_BACKBONE):
-    """Writes `backbone` as the original release's bert_config.json; returns `path`."""
+    """Writes `backbone`, modeling.BertConfig's defaults for the rest, as bert_config.json; returns `path`."""
+    defaults = {ours: default for _, ours, default in original.CONFIG_TABLE}
+    config = original.config_json({**defaults, "attention_dropout": None, "activation": "gelu_approximate",
+                                   "layer_norm_epsilon": original.LAYER_NORM_EPSILON, **backbone})
     with open(path, "w", encoding="utf-8") as file:
-        json.dump({
-            "vocab_size": backbone["vocabulary_size"], "hidden_size": backbone["hidden_dim"],
-            "num_hidden_layers": backbone["num_layers"], "num_attention_heads": backbone["num_heads"],
-            "intermediate_size": backbone["intermediate_dim"],
-            "max_position_embeddings": backbone["max_sequence_length"],
-        }, file)
+        json.dump(config, file)
     return os.fspath(path)
