@@ -1,6 +1,8 @@
 # Build, test and run bert_keras.
 #
-#   make test                       pytest on tests/ once per Keras backend, the backends in parallel
+#   make test                       lint, then pytest on tests/ once per Keras backend, in parallel
+#   make lint                       ruff (format and lint) and the import-layering contracts
+#   make format                     ruff format and ruff's safe fixes, in place
 #   make test BACKENDS=jax          one backend only
 #   make test PYTEST_ARGS='-k encoder -x'   extra pytest options
 #   make test TESTS=tests/layers    a part of tests/
@@ -37,7 +39,7 @@ TEST_ENV := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TF_CPP_MIN_LOG_LEVEL=2
 # left alone, one thread made its tests slower).
 SUITE_THREADS := OMP_NUM_THREADS=1 TF_NUM_INTRAOP_THREADS=1 TF_NUM_INTEROP_THREADS=1
 
-.PHONY: test demo bench bazel-install bazel-build lock clean distclean venv
+.PHONY: test lint format demo bench bazel-install bazel-build lock clean distclean venv
 
 venv: $(VENV_STAMP)
 
@@ -75,7 +77,7 @@ export JUNIT_SUMMARY_PY
 # finish three runs in about the time of the longest), each line prefixed with "[backend] ". Every run
 # goes to the end even after another fails; the failed ones are named, one line per backend follows
 # and the target exits non-zero if any run failed. The last line sums all runs.
-test: $(VENV_STAMP)
+test: lint
 	@junit_dir=$$(mktemp -d); pids=""; \
 	for backend in $(BACKENDS); do \
 	  ( env $(TEST_ENV) $(SUITE_THREADS) KERAS_BACKEND=$$backend $(PYTHON) -m pytest -p no:cacheprovider \
@@ -88,6 +90,15 @@ test: $(VENV_STAMP)
 	$(PYTHON) -c "$$JUNIT_SUMMARY_PY" $$junit_dir $(BACKENDS); \
 	rm -rf $$junit_dir; \
 	[ -z "$$failed" ]
+
+# The checks `make test` runs first; `make format` fixes what ruff can fix by itself.
+lint: $(VENV_STAMP)
+	$(VENV)/bin/ruff format --check --quiet .
+	$(VENV)/bin/ruff check --quiet .
+
+format: $(VENV_STAMP)
+	$(VENV)/bin/ruff format --quiet .
+	$(VENV)/bin/ruff check --quiet --fix .
 
 demo: $(VENV_STAMP)
 	env $(TEST_ENV) $(PYTHON) -m tasks.demo

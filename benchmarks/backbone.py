@@ -29,7 +29,9 @@ _SIZES = flags.DEFINE_list("sizes", ["bert_tiny", "bert_small"], "Presets to mea
 _BATCH_SIZE = flags.DEFINE_integer("batch_size", 32, "Sequences per batch.")
 _SEQUENCE_LENGTH = flags.DEFINE_integer("sequence_length", 128, "Tokens per sequence.")
 _REPEATS = flags.DEFINE_integer("repeats", 5, "Timed rounds per measurement; the median is kept.")
-_DTYPE = flags.DEFINE_string("dtype", "float32", "Keras dtype policy of both backbones, e.g. mixed_bfloat16.")
+_DTYPE = flags.DEFINE_string(
+    "dtype", "float32", "Keras dtype policy of both backbones, e.g. mixed_bfloat16."
+)
 _WORKER = flags.DEFINE_string("worker_backend", None, "Internal: measure in this process.")
 
 
@@ -41,7 +43,9 @@ def _make_inputs(batch_size, sequence_length, vocabulary_size):
     positions = np.arange(sequence_length)[None, :]
     padding_mask = (positions < lengths[:, None]).astype("int32")
     return {
-        "token_ids": rng.integers(1000, vocabulary_size, (batch_size, sequence_length)).astype("int32")
+        "token_ids": rng.integers(1000, vocabulary_size, (batch_size, sequence_length)).astype(
+            "int32"
+        )
         * padding_mask,
         "segment_ids": (positions >= lengths[:, None] // 2).astype("int32") * padding_mask,
         "padding_mask": padding_mask,
@@ -138,12 +142,15 @@ def _run_backend(backend):
     completed = subprocess.run(command, env=environment, capture_output=True, text=True)
     for line in completed.stdout.splitlines():
         if line.startswith("RESULT "):
-            return json.loads(line[len("RESULT "):])
+            return json.loads(line[len("RESULT ") :])
     raise RuntimeError(f"{backend} benchmark failed:\n{completed.stderr[-3000:]}")
 
 
 def _print_table(rows):
-    header = f"{'backend':<11} {'preset':<11} {'mode':<11} {'bert_keras seq/s':>17} {'keras_hub seq/s':>16} {'ratio':>6}"
+    header = (
+        f"{'backend':<11} {'preset':<11} {'mode':<11} "
+        f"{'bert_keras seq/s':>17} {'keras_hub seq/s':>16} {'ratio':>6}"
+    )
     print(header)
     print("-" * len(header))
     for row in rows:

@@ -38,12 +38,18 @@ from absl import flags
 
 _MEGABYTES = flags.DEFINE_float("corpus_megabytes", 10.0, "Size of the corpus.")
 _DUPE_FACTOR = flags.DEFINE_integer("benchmark_dupe_factor", 10, "--dupe_factor of both tools.")
-_NUM_WORKERS = flags.DEFINE_integer("benchmark_num_workers", None, "--num_workers of ours (default: all cores).")
+_NUM_WORKERS = flags.DEFINE_integer(
+    "benchmark_num_workers", None, "--num_workers of ours (default: all cores)."
+)
 _SKIP_MODEL_GARDEN = flags.DEFINE_bool("skip_model_garden", False, "Run only our tool.")
-_WORK_DIR = flags.DEFINE_string("benchmark_dir", None, "Where the corpus and outputs go (default: a temp dir).")
+_WORK_DIR = flags.DEFINE_string(
+    "benchmark_dir", None, "Where the corpus and outputs go (default: a temp dir)."
+)
 _BASELINE = flags.DEFINE_string(
-    "baseline_checkout", None, "Another checkout of this repository (e.g. `git worktree add /tmp/old HEAD~1`) "
-    "whose tool runs too, right after ours, with the same flags."
+    "baseline_checkout",
+    None,
+    "Another checkout of this repository (e.g. `git worktree add /tmp/old HEAD~1`) "
+    "whose tool runs too, right after ours, with the same flags.",
 )
 
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -156,7 +162,11 @@ def run_measured(command, environment, cwd=REPOSITORY):
     start = time.perf_counter()
     process = subprocess.Popen(
         ["/usr/bin/time", "-f", "%M %U %S", *command],
-        env=environment, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=environment,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     peak_tree, peaks = [0], {}
 
@@ -178,14 +188,21 @@ def run_measured(command, environment, cwd=REPOSITORY):
         raise RuntimeError(f"{command[:3]} failed:\n{stderr[-3000:]}")
     largest_kb, user, system = stderr.strip().splitlines()[-1].split()
     in_start_order = [peaks[pid] for pid in sorted(peaks)]
-    return seconds, float(user) + float(system), int(largest_kb) * 1024, peak_tree[0], in_start_order, stdout
+    return (
+        seconds,
+        float(user) + float(system),
+        int(largest_kb) * 1024,
+        peak_tree[0],
+        in_start_order,
+        stdout,
+    )
 
 
 def _same_files(directory, prefix, other_prefix):
     """Whether the shards `prefix-*` and `other_prefix-*` hold the same bytes."""
     names = sorted(name for name in os.listdir(directory) if name.startswith(prefix + "-"))
     for name in names:
-        other = os.path.join(directory, other_prefix + name[len(prefix):])
+        other = os.path.join(directory, other_prefix + name[len(prefix) :])
         if not os.path.exists(other):
             return False
         with open(os.path.join(directory, name), "rb") as file, open(other, "rb") as other_file:
@@ -202,14 +219,25 @@ def ensure_model_garden():
     """
     python = os.path.join(MODEL_GARDEN_VENV, "bin", "python")
     site_packages = os.path.join(
-        MODEL_GARDEN_VENV, "lib", f"python{sys.version_info.major}.{sys.version_info.minor}", "site-packages"
+        MODEL_GARDEN_VENV,
+        "lib",
+        f"python{sys.version_info.major}.{sys.version_info.minor}",
+        "site-packages",
     )
     script = os.path.join(site_packages, "official", "nlp", "data", "create_pretraining_data.py")
     if not os.path.exists(script):
         subprocess.run([sys.executable, "-m", "venv", MODEL_GARDEN_VENV], check=True)
         subprocess.run(
-            [python, "-m", "pip", "install", "--quiet", "--no-deps",
-             "tf-models-official==2.20.0", "tf-keras==2.21.0"],
+            [
+                python,
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--no-deps",
+                "tf-models-official==2.20.0",
+                "tf-keras==2.21.0",
+            ],
             check=True,
         )
         with open(os.path.join(site_packages, "bert_keras_venv.pth"), "w") as link:
@@ -234,10 +262,18 @@ def main(argv):
             os.remove(os.path.join(work_dir, name))
     vocabulary = vocab_file()
     environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": REPOSITORY}
-    print(f"Corpus: {megabytes:.1f} MB of docstring prose in {corpus}; dupe_factor {_DUPE_FACTOR.value}; "
-          f"{len(os.sched_getaffinity(0))} cores.")
-    ours = [sys.executable, "-m", "tools.create_pretraining_data",
-            *common_flags(corpus, os.path.join(work_dir, "ours.tfrecord"), vocabulary, _DUPE_FACTOR.value)]
+    print(
+        f"Corpus: {megabytes:.1f} MB of docstring prose in {corpus}; dupe_factor {_DUPE_FACTOR.value}; "
+        f"{len(os.sched_getaffinity(0))} cores."
+    )
+    ours = [
+        sys.executable,
+        "-m",
+        "tools.create_pretraining_data",
+        *common_flags(
+            corpus, os.path.join(work_dir, "ours.tfrecord"), vocabulary, _DUPE_FACTOR.value
+        ),
+    ]
     if _NUM_WORKERS.value:
         ours.append(f"--num_workers={_NUM_WORKERS.value}")
     results = {"bert_keras": run_measured(ours, environment)}
@@ -248,22 +284,40 @@ def main(argv):
         )
     if not _SKIP_MODEL_GARDEN.value:
         python, script = ensure_model_garden()
-        theirs = [python, script, *common_flags(
-            corpus, os.path.join(work_dir, "model_garden.tfrecord"), vocabulary, _DUPE_FACTOR.value)]
+        theirs = [
+            python,
+            script,
+            *common_flags(
+                corpus,
+                os.path.join(work_dir, "model_garden.tfrecord"),
+                vocabulary,
+                _DUPE_FACTOR.value,
+            ),
+        ]
         results["model_garden"] = run_measured(theirs, {**environment, "PYTHONPATH": ""})
-    print(f"{'tool':<14}{'seconds':>10}{'MB/min':>10}{'CPU s':>10}{'peak RSS MB':>14}{'tree RSS MB':>14}")
+    print(
+        f"{'tool':<14}{'seconds':>10}{'MB/min':>10}{'CPU s':>10}{'peak RSS MB':>14}{'tree RSS MB':>14}"
+    )
     for name, (seconds, cpu_seconds, largest, tree, _, _) in results.items():
-        print(f"{name:<14}{seconds:>10.1f}{megabytes / seconds * 60:>10.2f}{cpu_seconds:>10.1f}"
-              f"{largest / 2**20:>14.0f}{tree / 2**20:>14.0f}")
+        print(
+            f"{name:<14}{seconds:>10.1f}{megabytes / seconds * 60:>10.2f}{cpu_seconds:>10.1f}"
+            f"{largest / 2**20:>14.0f}{tree / 2**20:>14.0f}"
+        )
     for name, (*_, peaks, _) in results.items():
-        print(f"Peak RSS MB of each process of {name}, main first: "
-              f"{', '.join(f'{peak / 2**20:.0f}' for peak in peaks)}")
+        print(
+            f"Peak RSS MB of each process of {name}, main first: "
+            f"{', '.join(f'{peak / 2**20:.0f}' for peak in peaks)}"
+        )
     for other, label in (("model_garden", "ours / Model Garden"), ("baseline", "ours / baseline")):
         if other in results:
-            print(f"Throughput ratio ({label}): {results[other][0] / results['bert_keras'][0]:.2f}x "
-                  f"(CPU seconds: {results[other][1] / results['bert_keras'][1]:.2f}x)")
+            print(
+                f"Throughput ratio ({label}): {results[other][0] / results['bert_keras'][0]:.2f}x "
+                f"(CPU seconds: {results[other][1] / results['bert_keras'][1]:.2f}x)"
+            )
     if "baseline" in results:
-        print(f"Same output bytes as the baseline: {_same_files(work_dir, 'ours.tfrecord', 'baseline.tfrecord')}")
+        print(
+            f"Same output bytes as the baseline: {_same_files(work_dir, 'ours.tfrecord', 'baseline.tfrecord')}"
+        )
     print(results["bert_keras"][-1])
 
 

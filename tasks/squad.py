@@ -89,8 +89,14 @@ def _check_flags():
         raise app.UsageError("--train_file is required with --do_train.")
     if _DO_PREDICT.value and not _PREDICT_FILE.value:
         raise app.UsageError("--predict_file is required with --do_predict.")
-    for flag in (_DOC_STRIDE, _MAX_QUERY_LENGTH, _TRAIN_BATCH_SIZE, _PREDICT_BATCH_SIZE,
-                 _N_BEST_SIZE, _MAX_ANSWER_LENGTH):
+    for flag in (
+        _DOC_STRIDE,
+        _MAX_QUERY_LENGTH,
+        _TRAIN_BATCH_SIZE,
+        _PREDICT_BATCH_SIZE,
+        _N_BEST_SIZE,
+        _MAX_ANSWER_LENGTH,
+    ):
         if flag.value < 1:
             raise app.UsageError(f"--{flag.name} must be positive, got {flag.value}.")
     if _MAX_SEQ_LENGTH.value <= _MAX_QUERY_LENGTH.value + 3:

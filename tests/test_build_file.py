@@ -93,7 +93,9 @@ def test_build_lists_every_python_file(targets):
 
 def test_build_lists_only_existing_files(targets):
     listed = _listed_sources(targets) + [target.main for target in targets if target.main]
-    listed += [item for target in targets for item in target.data if not item.startswith(("@", ":", "//"))]
+    listed += [
+        item for target in targets for item in target.data if not item.startswith(("@", ":", "//"))
+    ]
     absent = sorted({path for path in listed if not (REPO_ROOT / path).is_file()})
     if absent:
         pytest.fail("BUILD lists files that do not exist:\n  " + "\n  ".join(absent))

@@ -171,9 +171,7 @@ def _dtype_name(array):
 
 
 def _zero_targets(outputs):
-    return keras.tree.map_structure(
-        lambda t: np.zeros(tuple(t.shape), "float32"), outputs
-    )
+    return keras.tree.map_structure(lambda t: np.zeros(tuple(t.shape), "float32"), outputs)
 
 
 def _first(inputs):

@@ -9,8 +9,7 @@ import pytest
 import bert_keras
 
 MODULES = sorted(
-    info.name
-    for info in pkgutil.walk_packages(bert_keras.__path__, prefix="bert_keras.")
+    info.name for info in pkgutil.walk_packages(bert_keras.__path__, prefix="bert_keras.")
 )
 
 

@@ -17,9 +17,7 @@ from absl import app
 from absl import flags
 from absl import logging
 
-_INPUT_FILE = flags.DEFINE_string(
-    "input_file", None, "Comma-separated text files or globs."
-)
+_INPUT_FILE = flags.DEFINE_string("input_file", None, "Comma-separated text files or globs.")
 _OUTPUT_FILE = flags.DEFINE_string("output_file", None, "Where vocab.txt goes.")
 _VOCAB_SIZE = flags.DEFINE_integer("vocab_size", 30522, "Largest vocabulary size.")
 _DO_LOWER_CASE = flags.DEFINE_boolean(

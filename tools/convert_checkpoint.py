@@ -24,12 +24,17 @@ from bert_keras.checkpoints.preset import OUTPUT_FORMATS
 from bert_keras.checkpoints.preset import convert_checkpoint
 
 _SOURCE = flags.DEFINE_string("source", None, "Checkpoint directory (or .keras file) to read.")
-_OUTPUT_DIR = flags.DEFINE_string("output_dir", None, "Directory to write; must not exist or be empty.")
+_OUTPUT_DIR = flags.DEFINE_string(
+    "output_dir", None, "Directory to write; must not exist or be empty."
+)
 _FORMAT = flags.DEFINE_enum(
     "format", "auto", ("auto",) + FORMATS, "Format of --source; auto detects it by its files."
 )
 _OUTPUT_FORMAT = flags.DEFINE_enum(
-    "output_format", "bert_keras", OUTPUT_FORMATS, "bert_keras (Hugging Face compatible) or original."
+    "output_format",
+    "bert_keras",
+    OUTPUT_FORMATS,
+    "bert_keras (Hugging Face compatible) or original.",
 )
 _OVERWRITE = flags.DEFINE_bool("overwrite", False, "Replace a non-empty --output_dir.")
 

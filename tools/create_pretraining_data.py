@@ -45,21 +45,39 @@ from bert_keras.data.pretraining_corpus import create_pretraining_data
 from bert_keras.data.pretraining_corpus import summary_lines
 from bert_keras.data.pretraining_instances import InstanceOptions
 
-_INPUT_FILE = flags.DEFINE_string("input_file", None, "Input text files (comma separated, globs allowed).")
-_OUTPUT_FILE = flags.DEFINE_string("output_file", None, "Output TFRecord paths (comma separated); shards get -00000...")
-_VOCAB_FILE = flags.DEFINE_string("vocab_file", None, "The vocabulary file the BERT model was trained on.")
+_INPUT_FILE = flags.DEFINE_string(
+    "input_file", None, "Input text files (comma separated, globs allowed)."
+)
+_OUTPUT_FILE = flags.DEFINE_string(
+    "output_file", None, "Output TFRecord paths (comma separated); shards get -00000..."
+)
+_VOCAB_FILE = flags.DEFINE_string(
+    "vocab_file", None, "The vocabulary file the BERT model was trained on."
+)
 _DO_LOWER_CASE = flags.DEFINE_bool("do_lower_case", True, "Lower-case the input (uncased models).")
-_DO_WHOLE_WORD_MASK = flags.DEFINE_bool("do_whole_word_mask", False, "Mask whole words, not WordPieces.")
+_DO_WHOLE_WORD_MASK = flags.DEFINE_bool(
+    "do_whole_word_mask", False, "Mask whole words, not WordPieces."
+)
 _MAX_SEQ_LENGTH = flags.DEFINE_integer("max_seq_length", 128, "Maximum sequence length.")
-_MAX_PREDICTIONS = flags.DEFINE_integer("max_predictions_per_seq", 20, "Maximum masked LM predictions per sequence.")
+_MAX_PREDICTIONS = flags.DEFINE_integer(
+    "max_predictions_per_seq", 20, "Maximum masked LM predictions per sequence."
+)
 _RANDOM_SEED = flags.DEFINE_integer("random_seed", 12345, "Random seed for data generation.")
-_DUPE_FACTOR = flags.DEFINE_integer("dupe_factor", 10, "Passes over the input, each with other masks.")
+_DUPE_FACTOR = flags.DEFINE_integer(
+    "dupe_factor", 10, "Passes over the input, each with other masks."
+)
 _MASKED_LM_PROB = flags.DEFINE_float("masked_lm_prob", 0.15, "Masked LM probability.")
-_SHORT_SEQ_PROB = flags.DEFINE_float("short_seq_prob", 0.1, "Probability of a shorter target length.")
-_COMPRESSION = flags.DEFINE_enum("compression", "none", ["none", "gzip"], "Compression of the output.")
+_SHORT_SEQ_PROB = flags.DEFINE_float(
+    "short_seq_prob", 0.1, "Probability of a shorter target length."
+)
+_COMPRESSION = flags.DEFINE_enum(
+    "compression", "none", ["none", "gzip"], "Compression of the output."
+)
 _NUM_WORKERS = flags.DEFINE_integer("num_workers", None, "Worker processes (default: all cores).")
 _INPUT_MB_PER_SHARD = flags.DEFINE_float(
-    "input_mb_per_shard", 1.0, "Input text per output shard; random next segments come from the same shard."
+    "input_mb_per_shard",
+    1.0,
+    "Input text per output shard; random next segments come from the same shard.",
 )
 
 
@@ -76,7 +94,9 @@ def main(argv):
         random_seed=_RANDOM_SEED.value,
     )
     if _NUM_WORKERS.value is not None and _NUM_WORKERS.value < 1:
-        sys.exit(f"create_pretraining_data: --num_workers is {_NUM_WORKERS.value} but must be at least 1.")
+        sys.exit(
+            f"create_pretraining_data: --num_workers is {_NUM_WORKERS.value} but must be at least 1."
+        )
     try:
         summary = create_pretraining_data(
             _INPUT_FILE.value,

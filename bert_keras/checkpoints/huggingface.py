@@ -41,18 +41,43 @@ _LAYER = "encoder.layer.{i}."
 BACKBONE_TABLE = (
     # BertBackbone weight path                        layout   checkpoint tensor(s)
     ("embeddings/token_embedding/embeddings", "same", ("embeddings.word_embeddings.weight",)),
-    ("embeddings/segment_embedding/embeddings", "same", ("embeddings.token_type_embeddings.weight",)),
-    ("embeddings/position_embedding/embeddings", "same", ("embeddings.position_embeddings.weight",)),
+    (
+        "embeddings/segment_embedding/embeddings",
+        "same",
+        ("embeddings.token_type_embeddings.weight",),
+    ),
+    (
+        "embeddings/position_embedding/embeddings",
+        "same",
+        ("embeddings.position_embeddings.weight",),
+    ),
     ("embeddings/layer_norm/gamma", "same", ("embeddings.LayerNorm.weight",)),
     ("embeddings/layer_norm/beta", "same", ("embeddings.LayerNorm.bias",)),
-    (_BLOCK + "self_attention/query_key_value/kernel", "transposed_concatenated",
-     tuple(_LAYER + f"attention.self.{part}.weight" for part in ("query", "key", "value"))),
-    (_BLOCK + "self_attention/query_key_value/bias", "concatenated",
-     tuple(_LAYER + f"attention.self.{part}.bias" for part in ("query", "key", "value"))),
-    (_BLOCK + "self_attention/attention_output/kernel", "transposed",
-     (_LAYER + "attention.output.dense.weight",)),
-    (_BLOCK + "self_attention/attention_output/bias", "same", (_LAYER + "attention.output.dense.bias",)),
-    (_BLOCK + "attention_layer_norm/gamma", "same", (_LAYER + "attention.output.LayerNorm.weight",)),
+    (
+        _BLOCK + "self_attention/query_key_value/kernel",
+        "transposed_concatenated",
+        tuple(_LAYER + f"attention.self.{part}.weight" for part in ("query", "key", "value")),
+    ),
+    (
+        _BLOCK + "self_attention/query_key_value/bias",
+        "concatenated",
+        tuple(_LAYER + f"attention.self.{part}.bias" for part in ("query", "key", "value")),
+    ),
+    (
+        _BLOCK + "self_attention/attention_output/kernel",
+        "transposed",
+        (_LAYER + "attention.output.dense.weight",),
+    ),
+    (
+        _BLOCK + "self_attention/attention_output/bias",
+        "same",
+        (_LAYER + "attention.output.dense.bias",),
+    ),
+    (
+        _BLOCK + "attention_layer_norm/gamma",
+        "same",
+        (_LAYER + "attention.output.LayerNorm.weight",),
+    ),
     (_BLOCK + "attention_layer_norm/beta", "same", (_LAYER + "attention.output.LayerNorm.bias",)),
     (_BLOCK + "intermediate_dense/kernel", "transposed", (_LAYER + "intermediate.dense.weight",)),
     (_BLOCK + "intermediate_dense/bias", "same", (_LAYER + "intermediate.dense.bias",)),
@@ -128,7 +153,7 @@ def table_name(name):
     'embeddings.LayerNorm.weight'
     """
     if name.startswith(ENCODER_PREFIX):
-        name = name[len(ENCODER_PREFIX):]
+        name = name[len(ENCODER_PREFIX) :]
     for pattern, replacement in LEGACY_NAMES:
         name = re.sub(pattern, replacement, name)
     return name
@@ -231,7 +256,9 @@ def read_config(directory):
     _check_supported(raw, path)
     config = {ours: raw.get(theirs, default) for theirs, ours, default in CONFIG_TABLE}
     attention_dropout = raw.get("attention_probs_dropout_prob", 0.1)
-    config["attention_dropout"] = None if attention_dropout == config["dropout"] else attention_dropout
+    config["attention_dropout"] = (
+        None if attention_dropout == config["dropout"] else attention_dropout
+    )
     config["activation"] = _read_activation(raw.get("hidden_act", "gelu"), path)
     architectures = raw.get("architectures") or [None]
     return config, architectures[0], raw
@@ -258,8 +285,7 @@ def _read_activation(hidden_act, path):
     names.update(ACTIVATION_ALIASES)
     if not isinstance(hidden_act, str) or hidden_act not in names:
         raise ValueError(
-            f"Unsupported hidden_act {hidden_act!r} in {path}; expected one of "
-            f"{sorted(names)}."
+            f"Unsupported hidden_act {hidden_act!r} in {path}; expected one of {sorted(names)}."
         )
     return names[hidden_act]
 

@@ -29,12 +29,26 @@ BACKBONE_TABLE = (
     ("embeddings/position_embedding/embeddings", "same", ("bert/embeddings/position_embeddings",)),
     ("embeddings/layer_norm/gamma", "same", ("bert/embeddings/LayerNorm/gamma",)),
     ("embeddings/layer_norm/beta", "same", ("bert/embeddings/LayerNorm/beta",)),
-    (_BLOCK + "self_attention/query_key_value/kernel", "concatenated",
-     tuple(_LAYER + f"attention/self/{part}/kernel" for part in ("query", "key", "value"))),
-    (_BLOCK + "self_attention/query_key_value/bias", "concatenated",
-     tuple(_LAYER + f"attention/self/{part}/bias" for part in ("query", "key", "value"))),
-    (_BLOCK + "self_attention/attention_output/kernel", "same", (_LAYER + "attention/output/dense/kernel",)),
-    (_BLOCK + "self_attention/attention_output/bias", "same", (_LAYER + "attention/output/dense/bias",)),
+    (
+        _BLOCK + "self_attention/query_key_value/kernel",
+        "concatenated",
+        tuple(_LAYER + f"attention/self/{part}/kernel" for part in ("query", "key", "value")),
+    ),
+    (
+        _BLOCK + "self_attention/query_key_value/bias",
+        "concatenated",
+        tuple(_LAYER + f"attention/self/{part}/bias" for part in ("query", "key", "value")),
+    ),
+    (
+        _BLOCK + "self_attention/attention_output/kernel",
+        "same",
+        (_LAYER + "attention/output/dense/kernel",),
+    ),
+    (
+        _BLOCK + "self_attention/attention_output/bias",
+        "same",
+        (_LAYER + "attention/output/dense/bias",),
+    ),
     (_BLOCK + "attention_layer_norm/gamma", "same", (_LAYER + "attention/output/LayerNorm/gamma",)),
     (_BLOCK + "attention_layer_norm/beta", "same", (_LAYER + "attention/output/LayerNorm/beta",)),
     (_BLOCK + "intermediate_dense/kernel", "same", (_LAYER + "intermediate/dense/kernel",)),
@@ -152,7 +166,9 @@ def read_config(directory):
         raise ValueError(f"{path} has no vocab_size.")
     config = {ours: raw.get(theirs, default) for theirs, ours, default in CONFIG_TABLE}
     attention_dropout = raw.get("attention_probs_dropout_prob", 0.1)
-    config["attention_dropout"] = None if attention_dropout == config["dropout"] else attention_dropout
+    config["attention_dropout"] = (
+        None if attention_dropout == config["dropout"] else attention_dropout
+    )
     hidden_act = raw.get("hidden_act", "gelu")
     if hidden_act not in ACTIVATIONS:
         raise ValueError(
@@ -264,8 +280,7 @@ class TensorFile:
         self.directory = directory
         self._reader = tf.train.load_checkpoint(checkpoint_prefix(directory))
         self.shapes = {
-            name: tuple(shape)
-            for name, shape in self._reader.get_variable_to_shape_map().items()
+            name: tuple(shape) for name, shape in self._reader.get_variable_to_shape_map().items()
         }
 
     def read(self, name):

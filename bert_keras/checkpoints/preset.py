@@ -132,7 +132,9 @@ def detect_format(path):
             return "keras"
         raise ValueError(f"{path} is a file; expected a checkpoint directory or a .keras file.")
     if huggingface.is_checkpoint(path):
-        return "bert_keras" if os.path.isfile(os.path.join(path, OWN_CONFIG_FILE)) else "huggingface"
+        return (
+            "bert_keras" if os.path.isfile(os.path.join(path, OWN_CONFIG_FILE)) else "huggingface"
+        )
     if original.is_checkpoint(path):
         return "original"
     if _keras_files(path):
@@ -177,7 +179,9 @@ def load_checkpoint(path, format="auto"):
     if format == "auto":
         format = detected
     elif format not in FORMATS:
-        raise ValueError(f"Unknown checkpoint format {format!r}; expected 'auto' or one of {FORMATS}.")
+        raise ValueError(
+            f"Unknown checkpoint format {format!r}; expected 'auto' or one of {FORMATS}."
+        )
     elif format != detected and (format, detected) != ("huggingface", "bert_keras"):
         # A bert_keras directory is also a Hugging Face one, not the reverse.
         raise ValueError(f"{path} holds a {detected!r} checkpoint, not {format!r}.")
@@ -297,14 +301,25 @@ def expand_table(table, num_layers):
     return rows
 
 
-def _read_tables(tensor_file, names, config, backbone_table, head_tables, ignored=(), tied=None,
-                 pooler_optional=False):
+def _read_tables(
+    tensor_file,
+    names,
+    config,
+    backbone_table,
+    head_tables,
+    ignored=(),
+    tied=None,
+    pooler_optional=False,
+):
     """Matches every tensor of `tensor_file` to a table row, or fails listing them."""
     backbone_rows = expand_table(backbone_table, config["num_layers"])
-    if pooler_optional and not any(name in names for name in _row_names(backbone_rows, POOLER_PATHS)):
+    if pooler_optional and not any(
+        name in names for name in _row_names(backbone_rows, POOLER_PATHS)
+    ):
         backbone_rows = [row for row in backbone_rows if row[0] not in POOLER_PATHS]
     head_rows = {
-        head: rows for head, rows in head_tables.items()
+        head: rows
+        for head, rows in head_tables.items()
         if any(name in names for _, _, row_names in rows for name in row_names)
     }
     _check_names(tensor_file, names, backbone_rows, head_rows, ignored, tied or {})
@@ -330,7 +345,8 @@ def _check_names(tensor_file, names, backbone_rows, head_rows, ignored, tied):
     expected = {name for _, _, row_names in rows for name in row_names}
     missing = sorted(expected - set(names))
     unexpected = sorted(
-        name for name in set(names) - expected
+        name
+        for name in set(names) - expected
         if name not in tied and not any(re.fullmatch(pattern, name) for pattern in ignored)
     )
     problems = []
@@ -341,7 +357,9 @@ def _check_names(tensor_file, names, backbone_rows, head_rows, ignored, tied):
         problems.append(f"{len(unexpected)} unexpected tensors: {shapes}")
     if problems:
         raise ValueError(
-            f"Checkpoint {tensor_file.directory} does not fit its config: " + "; ".join(problems) + "."
+            f"Checkpoint {tensor_file.directory} does not fit its config: "
+            + "; ".join(problems)
+            + "."
         )
 
 
@@ -377,8 +395,10 @@ def _check_head_shapes(checkpoint):
         for path, expected in expected_shapes.items():
             if tuple(weights[path].shape) != expected:
                 source = checkpoint.sources[f"{head}/{path}"]
-                problems.append(f"{head}/{path} (from {list(source)}): expected {list(expected)}, "
-                                f"found {list(weights[path].shape)}")
+                problems.append(
+                    f"{head}/{path} (from {list(source)}): expected {list(expected)}, "
+                    f"found {list(weights[path].shape)}"
+                )
     if problems:
         raise ValueError("Head tensors with the wrong shape: " + "; ".join(problems) + ".")
 
@@ -441,8 +461,10 @@ def set_backbone_weights(backbone, checkpoint):
 
 
 def _summary(backbone):
-    return (f"vocabulary_size={backbone.vocabulary_size}, num_layers={backbone.num_layers}, "
-            f"hidden_dim={backbone.hidden_dim}, intermediate_dim={backbone.intermediate_dim}")
+    return (
+        f"vocabulary_size={backbone.vocabulary_size}, num_layers={backbone.num_layers}, "
+        f"hidden_dim={backbone.hidden_dim}, intermediate_dim={backbone.intermediate_dim}"
+    )
 
 
 def load_backbone(path, format="auto", **overrides):
@@ -465,8 +487,12 @@ def load_backbone(path, format="auto", **overrides):
     backbone = BertBackbone.from_config({**checkpoint.backbone_config, **overrides})
     set_backbone_weights(backbone, checkpoint)
     for head, weights in checkpoint.head_weights.items():
-        logging.debug("Not loaded by the backbone: %s head of %s: %s", head, path,
-                      {name: list(value.shape) for name, value in weights.items()})
+        logging.debug(
+            "Not loaded by the backbone: %s head of %s: %s",
+            head,
+            path,
+            {name: list(value.shape) for name, value in weights.items()},
+        )
     return backbone
 
 
@@ -531,16 +557,22 @@ def save_checkpoint(checkpoint, directory, overwrite=False, format="bert_keras")
         _save_original(checkpoint, directory, overwrite)
         return
     if format != "bert_keras":
-        raise ValueError(f"Unknown output format {format!r}; expected one of {list(OUTPUT_FORMATS)}.")
+        raise ValueError(
+            f"Unknown output format {format!r}; expected one of {list(OUTPUT_FORMATS)}."
+        )
     architecture = _architecture(checkpoint.head_weights)
     tensors = _checkpoint_tensors(checkpoint, huggingface, huggingface.ENCODER_PREFIX)
-    config = huggingface.config_json(checkpoint.backbone_config, architecture, _num_labels(checkpoint))
+    config = huggingface.config_json(
+        checkpoint.backbone_config, architecture, _num_labels(checkpoint)
+    )
     config.update(_label_config(checkpoint.label_names, _num_named_labels(checkpoint)))
     with _atomic_directory(directory, overwrite) as staging:
         huggingface.write_tensors(staging, tensors)
         _write_json(os.path.join(staging, huggingface.CONFIG_FILE), config)
-        _write_json(os.path.join(staging, OWN_CONFIG_FILE),
-                    {"class_name": "BertBackbone", "config": checkpoint.backbone_config})
+        _write_json(
+            os.path.join(staging, OWN_CONFIG_FILE),
+            {"class_name": "BertBackbone", "config": checkpoint.backbone_config},
+        )
         _write_tokenizer_files(checkpoint, staging)
 
 
@@ -557,7 +589,9 @@ def _save_original(checkpoint, directory, overwrite):
         original.write_tensors(staging, tensors)
         _write_json(os.path.join(staging, original.CONFIG_FILE), config)
         if checkpoint.vocabulary_file is not None:
-            shutil.copyfile(checkpoint.vocabulary_file, os.path.join(staging, original.VOCABULARY_FILE))
+            shutil.copyfile(
+                checkpoint.vocabulary_file, os.path.join(staging, original.VOCABULARY_FILE)
+            )
 
 
 def _architecture(head_weights):
@@ -567,8 +601,10 @@ def _architecture(head_weights):
         for key, name in huggingface.ARCHITECTURES.items()
     }
     if heads not in by_heads:
-        raise ValueError(f"No transformers class holds exactly the heads {list(heads)}; "
-                         f"supported: {[list(key) for key in by_heads]}.")
+        raise ValueError(
+            f"No transformers class holds exactly the heads {list(heads)}; "
+            f"supported: {[list(key) for key in by_heads]}."
+        )
     return by_heads[heads]
 
 
@@ -610,7 +646,9 @@ def _checkpoint_tensors(checkpoint, tables, headed_prefix):
     """
     prefix = headed_prefix if checkpoint.head_weights else ""
     rows = expand_table(tables.BACKBONE_TABLE, checkpoint.backbone_config["num_layers"])
-    rows = [row for row in rows if row[0] in checkpoint.backbone_weights or row[0] not in POOLER_PATHS]
+    rows = [
+        row for row in rows if row[0] in checkpoint.backbone_weights or row[0] not in POOLER_PATHS
+    ]
     tensors = _to_checkpoint_names(rows, checkpoint.backbone_weights, prefix)
     for head, weights in checkpoint.head_weights.items():
         tensors.update(_to_checkpoint_names(tables.HEAD_TABLES[head], weights, ""))
@@ -631,14 +669,19 @@ def _write_tokenizer_files(checkpoint, staging):
     if checkpoint.directory is not None and checkpoint.format in ("huggingface", "bert_keras"):
         for name in huggingface.TOKENIZER_FILES[1:]:
             if os.path.isfile(os.path.join(checkpoint.directory, name)):
-                shutil.copyfile(os.path.join(checkpoint.directory, name), os.path.join(staging, name))
+                shutil.copyfile(
+                    os.path.join(checkpoint.directory, name), os.path.join(staging, name)
+                )
     config_path = os.path.join(staging, "tokenizer_config.json")
     if checkpoint.vocabulary_file is not None and not os.path.exists(config_path):
-        _write_json(config_path, {
-            "tokenizer_class": "BertTokenizer",
-            "do_lower_case": checkpoint.tokenizer_config.get("do_lower_case", True),
-            "model_max_length": checkpoint.backbone_config["max_sequence_length"],
-        })
+        _write_json(
+            config_path,
+            {
+                "tokenizer_class": "BertTokenizer",
+                "do_lower_case": checkpoint.tokenizer_config.get("do_lower_case", True),
+                "model_max_length": checkpoint.backbone_config["max_sequence_length"],
+            },
+        )
 
 
 def _write_json(path, value):
@@ -696,7 +739,9 @@ def check_output_directory(directory, overwrite=False):
         )
 
 
-def convert_checkpoint(source, output_dir, format="auto", overwrite=False, output_format="bert_keras"):
+def convert_checkpoint(
+    source, output_dir, format="auto", overwrite=False, output_format="bert_keras"
+):
     """Reads any supported checkpoint and writes it in the project's format (or the original's).
 
     The backbone weights are checked against a `BertBackbone` built from the

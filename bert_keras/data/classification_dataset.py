@@ -31,12 +31,18 @@ def classification_dataset(
     >>> features["token_ids"].numpy().tolist(), labels.numpy().tolist()
     ([[2, 5, 3, 0, 0, 0, 0, 0], [2, 5, 5, 3, 0, 0, 0, 0]], [0, 1])
     """
-    texts = (examples.texts_a,) if examples.texts_b is None else (examples.texts_a, examples.texts_b)
+    texts = (
+        (examples.texts_a,) if examples.texts_b is None else (examples.texts_a, examples.texts_b)
+    )
     dataset = tf.data.Dataset.from_tensor_slices(texts)
-    dataset = dataset.batch(256).map(
-        lambda *batch: preprocessor(batch if len(batch) > 1 else batch[0]),
-        num_parallel_calls=tf.data.AUTOTUNE,
-    ).unbatch()
+    dataset = (
+        dataset.batch(256)
+        .map(
+            lambda *batch: preprocessor(batch if len(batch) > 1 else batch[0]),
+            num_parallel_calls=tf.data.AUTOTUNE,
+        )
+        .unbatch()
+    )
     if with_labels:
         label_dtype = tf.float32 if not examples.label_names else tf.int32
         labels = tf.data.Dataset.from_tensor_slices(tf.constant(examples.labels, label_dtype))

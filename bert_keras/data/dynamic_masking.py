@@ -90,7 +90,10 @@ def dynamic_masking_dataset(
         unselectable_ids=special_ids,
     )
     values_chooser = tf_text.MaskValuesChooser(
-        tokenizer.vocabulary_size(), tokenizer.mask_token_id, mask_token_rate=0.8, random_token_rate=0.1
+        tokenizer.vocabulary_size(),
+        tokenizer.mask_token_id,
+        mask_token_rate=0.8,
+        random_token_rate=0.1,
     )
     trimmer = tf_text.RoundRobinTrimmer(max_seq_length - 3)
 

@@ -40,7 +40,9 @@ GLUE_TASKS = {
         text_a=8, text_b=9, labels=_NLI, files=("train.tsv", "dev_matched.tsv", "test_matched.tsv")
     ),
     "mnli-mm": TaskFormat(
-        text_a=8, text_b=9, labels=_NLI,
+        text_a=8,
+        text_b=9,
+        labels=_NLI,
         files=("train.tsv", "dev_mismatched.tsv", "test_mismatched.tsv"),
     ),
     "qnli": TaskFormat(text_a=1, text_b=2, labels=_TWO_WAY_NLI),
@@ -108,16 +110,23 @@ def read_generic(path, has_pair=None, limit=None):
         reader = csv.reader(file, delimiter=delimiter, quotechar='"' if delimiter == "," else None)
         header = next(reader, None)
         if not header or "text" not in header or "label" not in header:
-            raise ValueError(f"{path}:1: the header must name 'text' and 'label' columns, got {header}.")
+            raise ValueError(
+                f"{path}:1: the header must name 'text' and 'label' columns, got {header}."
+            )
         rows = list(reader)
     columns = {name: header.index(name) for name in header}
     pair_column = columns.get("text_pair")
-    label_values = [_cell(row, columns["label"], path, number + 2) for number, row in enumerate(rows)]
+    label_values = [
+        _cell(row, columns["label"], path, number + 2) for number, row in enumerate(rows)
+    ]
     label_names = tuple(sorted(set(label_values)))
     regression = all(map(_is_number, label_values)) and any(map(_is_fraction, label_values))
     task = TaskFormat(
-        text_a=columns["text"], text_b=pair_column, label=columns["label"],
-        labels=() if regression else label_names, header=False,
+        text_a=columns["text"],
+        text_b=pair_column,
+        label=columns["label"],
+        labels=() if regression else label_names,
+        header=False,
     )
     return _parse_rows(rows, path, task, task.labels, limit, first_line=2)
 
@@ -167,7 +176,9 @@ def _label(value, label_names, path, line_number):
         try:
             return float(value)
         except ValueError:
-            raise ValueError(f"{path}:{line_number}: regression label {value!r} is not a number.")
+            raise ValueError(
+                f"{path}:{line_number}: regression label {value!r} is not a number."
+            ) from None
     if value not in label_names:
         raise ValueError(
             f"{path}:{line_number}: label {value!r} is not one of {list(label_names)}."

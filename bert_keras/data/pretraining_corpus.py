@@ -46,7 +46,6 @@ offers.
 """
 
 import collections
-from concurrent import futures
 import dataclasses
 import functools
 import hashlib
@@ -56,6 +55,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent import futures
 
 import numpy as np
 from absl import logging
@@ -150,7 +150,9 @@ def read_documents(paths, statistics):
                     line.decode("utf-8")
                 except UnicodeDecodeError:
                     statistics.invalid_utf8_lines += 1
-                    statistics.first_invalid_utf8 = statistics.first_invalid_utf8 or f"{path}:{line_number}"
+                    statistics.first_invalid_utf8 = (
+                        statistics.first_invalid_utf8 or f"{path}:{line_number}"
+                    )
                     continue
                 line = line.strip()
                 if line:
@@ -339,11 +341,15 @@ def _file_sha256(path):
     return digest.hexdigest()
 
 
-def run_settings(paths, output_files, vocab_file, do_lower_case, options, compression, input_mb_per_shard):
+def run_settings(
+    paths, output_files, vocab_file, do_lower_case, options, compression, input_mb_per_shard
+):
     """Everything that decides the output bytes, as a JSON-able dict."""
     return {
         "format_version": _FORMAT_VERSION,
-        "input_files": [[path, os.path.getsize(path) if "://" not in path else None] for path in paths],
+        "input_files": [
+            [path, os.path.getsize(path) if "://" not in path else None] for path in paths
+        ],
         "output_files": list(output_files),
         "vocab_sha256": _file_sha256(vocab_file),
         "do_lower_case": do_lower_case,
@@ -403,7 +409,9 @@ class _WorkerPool:
         """
         process = self._thread_state.process
         if process is None:
-            raise RuntimeError(f"Shard {shard_index}: the worker process was stopped after an earlier error.")
+            raise RuntimeError(
+                f"Shard {shard_index}: the worker process was stopped after an earlier error."
+            )
         try:
             pretraining_instances.write_shard_task(
                 process.stdin, documents, special_tokens, options, shard_index
@@ -423,7 +431,9 @@ class _WorkerPool:
                 f"A worker process exited (code {process.wait()}) while making shard {shard_index}."
             ) from None
         if header["kind"] == "error":
-            raise RuntimeError(f"Shard {shard_index} failed in a worker process:\n{header['traceback']}")
+            raise RuntimeError(
+                f"Shard {shard_index} failed in a worker process:\n{header['traceback']}"
+            )
         return {**header, **arrays}
 
     def _batches(self, process, shard_index):
@@ -457,8 +467,13 @@ class _Progress:
         eta = (self.total_bytes - done) / speed if speed else float("inf")
         logging.info(
             "%d documents, %.1f of %.1f MB read (%.0f%%), %.2f MB/s, %d shards written, ETA %.0f s",
-            self.statistics.documents, done / 1e6, self.total_bytes / 1e6,
-            100 * done / max(self.total_bytes, 1), speed / 1e6, shards_done, eta,
+            self.statistics.documents,
+            done / 1e6,
+            self.total_bytes / 1e6,
+            100 * done / max(self.total_bytes, 1),
+            speed / 1e6,
+            shards_done,
+            eta,
         )
 
 
@@ -523,7 +538,9 @@ def create_pretraining_data(
     log = ProgressLog(output_files[0] + ".progress", settings)
 
     statistics = ReadStatistics()
-    progress = _Progress(statistics, sum(s for _, s in settings["input_files"] if s), progress_interval)
+    progress = _Progress(
+        statistics, sum(s for _, s in settings["input_files"] if s), progress_interval
+    )
     shard_statistics = dict(log.finished)
     writer = _ShardWriter(compression, log, shard_statistics)
     pending = collections.deque()
@@ -541,7 +558,9 @@ def create_pretraining_data(
             documents = tokenize_shard(tokenize, shard)
             write = functools.partial(writer.write, shard.index, path)
             pending.append(
-                pool.executor.submit(pool.make_shard, documents, special_tokens, options, shard.index, write)
+                pool.executor.submit(
+                    pool.make_shard, documents, special_tokens, options, shard.index, write
+                )
             )
             while len(pending) >= _IN_FLIGHT_PER_WORKER * num_workers:
                 pending.popleft().result()
@@ -565,7 +584,9 @@ def _tokenizer(vocab_file, do_lower_case, whole_words):
         sep_id=tokenizer.sep_token_id,
         mask_id=tokenizer.mask_token_id,
         vocabulary_size=len(vocabulary),
-        is_continuation=np.array([token.startswith("##") for token in vocabulary]) if whole_words else None,
+        is_continuation=np.array([token.startswith("##") for token in vocabulary])
+        if whole_words
+        else None,
     )
     tokenize = tf.function(tokenizer.tokenize, input_signature=[tf.TensorSpec([None], tf.string)])
     return tokenize, special_tokens

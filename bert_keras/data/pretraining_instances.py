@@ -100,26 +100,18 @@ class InstanceOptions:
                 "5: [CLS] A [SEP] B [SEP] needs a token in each of A and B."
             )
         if not 0 < self.masked_lm_prob < 1:
-            raise ValueError(
-                f"--masked_lm_prob is {self.masked_lm_prob} but must be in (0, 1)."
-            )
+            raise ValueError(f"--masked_lm_prob is {self.masked_lm_prob} but must be in (0, 1).")
         if not 0 <= self.short_seq_prob <= 1:
-            raise ValueError(
-                f"--short_seq_prob is {self.short_seq_prob} but must be in [0, 1]."
-            )
+            raise ValueError(f"--short_seq_prob is {self.short_seq_prob} but must be in [0, 1].")
         if self.max_predictions_per_seq < 1:
             raise ValueError(
                 f"--max_predictions_per_seq is {self.max_predictions_per_seq} "
                 "but must be at least 1."
             )
         if self.dupe_factor < 1:
-            raise ValueError(
-                f"--dupe_factor is {self.dupe_factor} but must be at least 1."
-            )
+            raise ValueError(f"--dupe_factor is {self.dupe_factor} but must be at least 1.")
         if self.random_seed < 0:
-            raise ValueError(
-                f"--random_seed is {self.random_seed} but must be >= 0."
-            )
+            raise ValueError(f"--random_seed is {self.random_seed} but must be >= 0.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -304,7 +296,9 @@ def _sentence_pairs(sentence_starts, document_starts, options, rng):
         chunk_first = first
         while chunk_first < last:
             chunk_start = starts[chunk_first]
-            chunk_end = bisect.bisect_left(starts, chunk_start + target_length, chunk_first + 1, last)
+            chunk_end = bisect.bisect_left(
+                starts, chunk_start + target_length, chunk_first + 1, last
+            )
             chunk_sentences = chunk_end - chunk_first
             a_end = chunk_first + 1
             if chunk_sentences >= 2:
@@ -354,9 +348,7 @@ def _assemble(documents, spans, special_tokens, options, np_rng):
     Also gives which positions hold text (not [CLS], [SEP] or padding).
     """
     a_start, a_end, b_start, b_end = (spans[:, column] for column in range(4))
-    a_length, b_length = truncated_lengths(
-        a_end - a_start, b_end - b_start, options.max_num_tokens
-    )
+    a_length, b_length = truncated_lengths(a_end - a_start, b_end - b_start, options.max_num_tokens)
     # Each removed token came off the front or the back with probability 1/2.
     a_start = a_start + np_rng.binomial(a_end - a_start - a_length, 0.5)
     b_start = b_start + np_rng.binomial(b_end - b_start - b_length, 0.5)
@@ -461,7 +453,9 @@ def _mask_whole_words(input_ids, candidates, options, special_tokens, np_rng):
     rows, piece_positions = np.nonzero(candidates)
     np.add.at(word_lengths, (rows, word_start[rows, piece_positions]), 1)
     # Word starts in a random order; positions that start no word go last.
-    visiting_order = np.argsort(np.where(starts_word, np_rng.random(starts_word.shape), 2.0), axis=1)
+    visiting_order = np.argsort(
+        np.where(starts_word, np_rng.random(starts_word.shape), 2.0), axis=1
+    )
     lengths_in_order = np.take_along_axis(word_lengths, visiting_order, axis=1)  # [n, seq]
     taken = np.zeros(num_rows, np.int64)
     is_taken = np.zeros((num_rows, seq_length), bool)  # in visiting order
@@ -484,7 +478,9 @@ def _mask_whole_words(input_ids, candidates, options, special_tokens, np_rng):
         special_tokens.mask_id,
         np.where(draw < 0.9, labels_flat, random_ids[rows, flat_positions]),
     )
-    counts = np.array([(draw < 0.8).sum(), (draw >= 0.9).sum(), ((draw >= 0.8) & (draw < 0.9)).sum()])
+    counts = np.array(
+        [(draw < 0.8).sum(), (draw >= 0.9).sum(), ((draw >= 0.8) & (draw < 0.9)).sum()]
+    )
     slot = np.arange(options.max_predictions_per_seq)[np.newaxis, :]
     chosen = slot < is_chosen.sum(axis=1)[:, np.newaxis]  # [n, max_predictions]
     positions = np.zeros(chosen.shape, np.int32)
@@ -644,13 +640,19 @@ def read_message(stream):
     """
     line = stream.readline()
     if not line.endswith(b"\n"):
-        raise EOFError("The stream ended before a message." if not line else "The stream ended inside a message.")
+        raise EOFError(
+            "The stream ended before a message."
+            if not line
+            else "The stream ended inside a message."
+        )
     header = json.loads(line)
     arrays = {}
     for name, dtype, shape in header.pop("arrays"):
         dtype = np.dtype(dtype)
         if dtype.kind not in "biuf":
-            raise ValueError(f"Message array {name!r} has dtype {dtype}; messages hold numbers only.")
+            raise ValueError(
+                f"Message array {name!r} has dtype {dtype}; messages hold numbers only."
+            )
         array = np.empty(shape, dtype)
         buffer, filled = memoryview(array.reshape(-1).view(np.uint8)), 0
         while filled < len(buffer):
@@ -682,8 +684,15 @@ def write_shard_task(stream, documents, special_tokens, options, shard_index):
     }
     if special_tokens.is_continuation is not None:
         arrays["is_continuation"] = special_tokens.is_continuation
-    ids = {name: int(getattr(special_tokens, name)) for name in ("cls_id", "sep_id", "mask_id", "vocabulary_size")}
-    header = {"shard_index": shard_index, "special_tokens": ids, "options": dataclasses.asdict(options)}
+    ids = {
+        name: int(getattr(special_tokens, name))
+        for name in ("cls_id", "sep_id", "mask_id", "vocabulary_size")
+    }
+    header = {
+        "shard_index": shard_index,
+        "special_tokens": ids,
+        "options": dataclasses.asdict(options),
+    }
     write_message(stream, header, arrays)
 
 

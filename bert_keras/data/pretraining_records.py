@@ -42,7 +42,7 @@ def original_feature_spec(max_seq_length, max_predictions_per_seq):
 
 
 def record_compression(path):
-    """"GZIP" when the file starts with gzip's magic bytes, else "".
+    """ "GZIP" when the file starts with gzip's magic bytes, else "".
 
     Example:
     >>> import gzip, os, tempfile
@@ -96,6 +96,7 @@ def check_record_lengths(paths, max_seq_length, max_predictions_per_seq, compres
 
 def _to_model_inputs(examples):
     """Parsed int64 examples -> (features, labels) with int32 ids."""
+
     def as_int32(name):
         return tf.cast(examples[name], tf.int32)
 
@@ -195,8 +196,9 @@ def pretraining_dataset(
     spec = original_feature_spec(max_seq_length, max_predictions_per_seq)
     return (
         dataset.batch(batch_size, drop_remainder=drop_remainder)
-        .map(lambda records: tf.io.parse_example(records, spec), num_parallel_calls=tf.data.AUTOTUNE)
+        .map(
+            lambda records: tf.io.parse_example(records, spec), num_parallel_calls=tf.data.AUTOTUNE
+        )
         .map(_to_model_inputs, num_parallel_calls=tf.data.AUTOTUNE)
         .prefetch(tf.data.AUTOTUNE)
     )
-

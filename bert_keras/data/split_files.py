@@ -20,4 +20,6 @@ def split_path(data_dir, split, split_files):
         path = os.path.join(data_dir, name)
         if os.path.isfile(path):
             return path
-    raise FileNotFoundError(f"No {split} file in {data_dir}: looked for {list(split_files[split])}.")
+    raise FileNotFoundError(
+        f"No {split} file in {data_dir}: looked for {list(split_files[split])}."
+    )

@@ -16,8 +16,6 @@ import unicodedata
 
 import numpy as np
 
-from bert_keras.text.tokenizer import BertTokenizer  # Used by the examples.
-
 # Questions and contexts are tokenized this many at a time: bounded memory,
 # few eager TensorFlow calls.
 _TOKENIZE_BATCH = 1024
@@ -99,9 +97,7 @@ def read_squad(path, version_2_with_negative=False, is_training=False):
             if not isinstance(context, str):
                 raise ValueError(f'{where} has no "context" string.')
             for qa in paragraph.get("qas", ()):
-                example = _read_question(
-                    qa, context, where, version_2_with_negative, is_training
-                )
+                example = _read_question(qa, context, where, version_2_with_negative, is_training)
                 if example.question_id in seen_ids:
                     raise ValueError(f"{where}: question id {example.question_id!r} is repeated.")
                 seen_ids.add(example.question_id)
@@ -122,8 +118,10 @@ def _read_question(qa, context, where, version_2_with_negative, is_training):
             f"{where} is marked is_impossible, a SQuAD v2.0 question; read it "
             "with version_2_with_negative (--version_2_with_negative)."
         )
-    answers = () if is_impossible else tuple(
-        _read_answer(answer, context, where) for answer in qa.get("answers", ())
+    answers = (
+        ()
+        if is_impossible
+        else tuple(_read_answer(answer, context, where) for answer in qa.get("answers", ()))
     )
     if is_training and not is_impossible and not answers:
         raise ValueError(f"{where} has no answer; every training question needs one.")
@@ -136,10 +134,10 @@ def _read_answer(answer, context, where):
         raise ValueError(
             f'{where}: answer {answer} needs a "text" string and an "answer_start" int.'
         )
-    if context[start:start + len(text)] != text:
+    if context[start : start + len(text)] != text:
         raise ValueError(
             f"{where}: answer {text!r} is not at answer_start {start}; the "
-            f"context there reads {context[start:start + len(text)]!r}."
+            f"context there reads {context[start : start + len(text)]!r}."
         )
     if not text.strip():
         raise ValueError(f"{where}: answer at {start} is empty or whitespace.")
@@ -257,8 +255,14 @@ def squad_features(
         for span_index in range(len(spans)):
             rows.append(
                 _pack_window(
-                    tokenizer, query, (doc_ids, doc_starts, doc_ends), spans, span_index,
-                    answer_tokens, max_seq_length, index,
+                    tokenizer,
+                    query,
+                    (doc_ids, doc_starts, doc_ends),
+                    spans,
+                    span_index,
+                    answer_tokens,
+                    max_seq_length,
+                    index,
                 )
             )
     return _stack(rows, max_seq_length, tokenizer.pad_token_id)
@@ -267,7 +271,7 @@ def squad_features(
 def _tokenize(tokenizer, texts):
     token_ids = []
     for begin in range(0, len(texts), _TOKENIZE_BATCH):
-        token_ids += tokenizer.tokenize(texts[begin:begin + _TOKENIZE_BATCH]).to_list()
+        token_ids += tokenizer.tokenize(texts[begin : begin + _TOKENIZE_BATCH]).to_list()
     return token_ids
 
 
@@ -275,7 +279,7 @@ def _tokenize_with_offsets(tokenizer, texts):
     """[(ids, starts, ends) numpy arrays] per text, character offsets."""
     tokens = []
     for begin in range(0, len(texts), _TOKENIZE_BATCH):
-        batch = texts[begin:begin + _TOKENIZE_BATCH]
+        batch = texts[begin : begin + _TOKENIZE_BATCH]
         ids, starts, ends = tokenizer.tokenize_with_offsets(batch, unit="character")
         # One conversion a batch: indexing ragged rows in eager mode costs
         # several TensorFlow calls each, most of the time of the whole function.
@@ -356,14 +360,20 @@ def window_max_context(spans, span_index):
     return np.argmax(scores, axis=1) == span_index  # argmax: the first of equal scores
 
 
-def _pack_window(tokenizer, query, doc, spans, span_index, answer_tokens, max_seq_length,
-                 example_index):
+def _pack_window(
+    tokenizer, query, doc, spans, span_index, answer_tokens, max_seq_length, example_index
+):
     doc_ids, doc_starts, doc_ends = doc
     window_start, window_length = spans[span_index]
     window = slice(window_start, window_start + window_length)
     doc_offset = len(query) + 2  # [CLS] question [SEP]
-    token_ids = [tokenizer.cls_token_id, *query, tokenizer.sep_token_id,
-                 *doc_ids[window], tokenizer.sep_token_id]
+    token_ids = [
+        tokenizer.cls_token_id,
+        *query,
+        tokenizer.sep_token_id,
+        *doc_ids[window],
+        tokenizer.sep_token_id,
+    ]
     segment_ids = [0] * doc_offset + [1] * (window_length + 1)
     off_context = [-1] * doc_offset
     token_starts = off_context + doc_starts[window].tolist()
@@ -375,8 +385,16 @@ def _pack_window(tokenizer, query, doc, spans, span_index, answer_tokens, max_se
         if window_start <= first and last < window_start + window_length:
             start_position = first - window_start + doc_offset
             end_position = last - window_start + doc_offset
-    return (token_ids, segment_ids, token_starts, token_ends, max_context,
-            start_position, end_position, example_index)
+    return (
+        token_ids,
+        segment_ids,
+        token_starts,
+        token_ends,
+        max_context,
+        start_position,
+        end_position,
+        example_index,
+    )
 
 
 def _stack(rows, max_seq_length, pad_token_id):
@@ -385,7 +403,7 @@ def _stack(rows, max_seq_length, pad_token_id):
     def padded(column, fill, dtype):  # [windows, seq]
         array = np.full((count, max_seq_length), fill, dtype)
         for row_index, row in enumerate(rows):
-            array[row_index, :len(row[column])] = row[column]
+            array[row_index, : len(row[column])] = row[column]
         return array
 
     def scalars(column):  # [windows]

@@ -73,7 +73,8 @@ def read_swag(path, limit=None):
         columns = {name: index for index, name in enumerate(header)}
         endings = sorted(
             (int(match.group(1)), index)
-            for index, name in enumerate(header) if (match := _ENDING.fullmatch(name))
+            for index, name in enumerate(header)
+            if (match := _ENDING.fullmatch(name))
         )
         label_column = columns.get("label")
         examples = MultipleChoiceExamples([], [], [])
@@ -93,7 +94,8 @@ def read_swag(path, limit=None):
             examples.contexts.append(row[columns["sent1"]])
             examples.choices.append([_join(start, row[index]) for _, index in endings])
             examples.labels.append(
-                None if label_column is None
+                None
+                if label_column is None
                 else _label(row[label_column], len(endings), path, first_line)
             )
     return examples

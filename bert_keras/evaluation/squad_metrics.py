@@ -76,7 +76,9 @@ def squad_scores(gold_answers, predictions):
         exact[question_id] = max(exact_match(prediction, gold) for gold in golds)
         f1[question_id] = max(token_f1(prediction, gold) for gold in golds)
     scores = _averages(exact, f1, list(gold_answers), "")
-    has_answer = [qid for qid, answers in gold_answers.items() if any(map(normalize_answer, answers))]
+    has_answer = [
+        qid for qid, answers in gold_answers.items() if any(map(normalize_answer, answers))
+    ]
     no_answer = [qid for qid in gold_answers if qid not in set(has_answer)]
     if no_answer:
         scores.update(_averages(exact, f1, has_answer, "HasAns_"))

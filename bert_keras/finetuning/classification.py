@@ -13,7 +13,6 @@ from bert_keras.data.glue import read_glue
 from bert_keras.evaluation.glue_metrics import accuracy
 from bert_keras.evaluation.glue_metrics import glue_metrics
 from bert_keras.finetuning.run import FineTuningRun
-from bert_keras.models.bert_backbone import BertBackbone  # Used by the example.
 from bert_keras.models.bert_classifier import BertClassifier
 from bert_keras.text.preprocessor import BertPreprocessor
 
@@ -45,7 +44,9 @@ class ClassificationRun(FineTuningRun):
     ['accuracy', 'examples']
     """
 
-    def __init__(self, task_name, data_dir, init_checkpoint, output_dir, max_seq_length=128, seed=0):
+    def __init__(
+        self, task_name, data_dir, init_checkpoint, output_dir, max_seq_length=128, seed=0
+    ):
         self.task_name = task_name.lower()
         super().__init__(data_dir, init_checkpoint, output_dir, max_seq_length, seed)
         label_names = self._read("train").label_names if self._has("train") else None
@@ -88,8 +89,14 @@ class ClassificationRun(FineTuningRun):
             self.preprocessor, examples, batch_size, shuffle=True, seed=self.seed
         )
         history = self.fit(
-            self.model, dataset, len(examples), batch_size, learning_rate, num_epochs,
-            warmup_proportion, verbose,
+            self.model,
+            dataset,
+            len(examples),
+            batch_size,
+            learning_rate,
+            num_epochs,
+            warmup_proportion,
+            verbose,
         )
         self.export(self.model, "classifier", label_names=self.label_names or None)
         return history

@@ -77,13 +77,19 @@ def define_flags(flag_values=flags.FLAGS, learning_rate=5e-5, max_seq_length=128
         do_train=define("boolean", "do_train", False, "Fine-tune on the train split."),
         do_eval=define("boolean", "do_eval", False, "Evaluate on the dev split."),
         do_predict=define("boolean", "do_predict", False, "Predict the test split."),
-        max_seq_length=define("integer", "max_seq_length", max_seq_length, "Tokens per packed input."),
+        max_seq_length=define(
+            "integer", "max_seq_length", max_seq_length, "Tokens per packed input."
+        ),
         train_batch_size=define("integer", "train_batch_size", 32, "Training batch size."),
         eval_batch_size=define("integer", "eval_batch_size", 8, "Evaluation batch size."),
         learning_rate=define("float", "learning_rate", learning_rate, "Peak AdamW learning rate."),
         num_train_epochs=define("float", "num_train_epochs", 3.0, "Training epochs."),
-        warmup_proportion=define("float", "warmup_proportion", 0.1, "Fraction of steps warming up."),
-        train_limit=define("integer", "train_limit", None, "Use only the first N training examples."),
+        warmup_proportion=define(
+            "float", "warmup_proportion", 0.1, "Fraction of steps warming up."
+        ),
+        train_limit=define(
+            "integer", "train_limit", None, "Use only the first N training examples."
+        ),
         seed=define("integer", "seed", 12345, "Random seed."),
     )
 
@@ -105,12 +111,19 @@ def check_flags(program_flags, required=()):
     ...
     absl.app.UsageError: At least one of --do_train, --do_eval, --do_predict must be set.
     """
-    for flag in (*required, program_flags.data_dir, program_flags.init_checkpoint,
-                 program_flags.output_dir):
+    for flag in (
+        *required,
+        program_flags.data_dir,
+        program_flags.init_checkpoint,
+        program_flags.output_dir,
+    ):
         if not flag.value:
             raise app.UsageError(f"--{flag.name} is required.")
-    if not (program_flags.do_train.value or program_flags.do_eval.value
-            or program_flags.do_predict.value):
+    if not (
+        program_flags.do_train.value
+        or program_flags.do_eval.value
+        or program_flags.do_predict.value
+    ):
         raise app.UsageError("At least one of --do_train, --do_eval, --do_predict must be set.")
     if program_flags.max_seq_length.value < 3:
         raise app.UsageError(

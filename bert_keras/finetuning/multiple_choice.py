@@ -7,7 +7,6 @@ from bert_keras.data.swag import read_swag
 from bert_keras.data.swag import split_path
 from bert_keras.evaluation.glue_metrics import accuracy
 from bert_keras.finetuning.run import FineTuningRun
-from bert_keras.models.bert_backbone import BertBackbone  # Used by the example.
 from bert_keras.models.bert_multiple_choice import BertMultipleChoice
 from bert_keras.text.preprocessor import BertPreprocessor
 
@@ -81,8 +80,14 @@ class MultipleChoiceRun(FineTuningRun):
             .batch(batch_size)
         )
         return self.fit(
-            self.model, dataset, len(examples), batch_size, learning_rate, num_epochs,
-            warmup_proportion, verbose,
+            self.model,
+            dataset,
+            len(examples),
+            batch_size,
+            learning_rate,
+            num_epochs,
+            warmup_proportion,
+            verbose,
         )
 
     def evaluate(self, split, batch_size):
@@ -103,19 +108,26 @@ class MultipleChoiceRun(FineTuningRun):
         if not len(examples):
             raise ValueError(f"The {split} file in {self.data_dir} holds no examples.")
         if examples.num_choices not in (0, self.num_choices):
-            raise ValueError(f"The {split} file has {examples.num_choices} endings per example; "
-                             f"the model was built for {self.num_choices}.")
+            raise ValueError(
+                f"The {split} file has {examples.num_choices} endings per example; "
+                f"the model was built for {self.num_choices}."
+            )
         if labelled and None in examples.labels:
             raise ValueError(f"The {split} file has no label column.")
         return examples
 
     def _features(self, examples):
         """Packed choices, `[examples, num_choices, max_seq_length]` int32 arrays."""
-        contexts = [context for context, choices in zip(examples.contexts, examples.choices)
-                    for _ in choices]
+        contexts = [
+            context
+            for context, choices in zip(examples.contexts, examples.choices)
+            for _ in choices
+        ]
         choices = [choice for example_choices in examples.choices for choice in example_choices]
         batches = [
-            self.preprocessor((contexts[start:start + _PACK_BATCH], choices[start:start + _PACK_BATCH]))
+            self.preprocessor(
+                (contexts[start : start + _PACK_BATCH], choices[start : start + _PACK_BATCH])
+            )
             for start in range(0, len(choices), _PACK_BATCH)
         ]
         shape = (len(examples), self.num_choices, self.max_seq_length)

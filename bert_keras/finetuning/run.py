@@ -85,8 +85,17 @@ class FineTuningRun:
         )
         return model
 
-    def fit(self, model, dataset, num_examples, batch_size, learning_rate, num_epochs,
-            warmup_proportion=0.1, verbose=2):
+    def fit(
+        self,
+        model,
+        dataset,
+        num_examples,
+        batch_size,
+        learning_rate,
+        num_epochs,
+        warmup_proportion=0.1,
+        verbose=2,
+    ):
         """Fine-tunes `model` with the paper's AdamW recipe; returns the history.
 
         Args:
@@ -146,8 +155,12 @@ class FineTuningRun:
             backbone_weights={
                 weight.path: keras.ops.convert_to_numpy(weight) for weight in model.backbone.weights
             },
-            head_weights={head_name: {"kernel": keras.ops.convert_to_numpy(layer.kernel),
-                                      "bias": keras.ops.convert_to_numpy(layer.bias)}},
+            head_weights={
+                head_name: {
+                    "kernel": keras.ops.convert_to_numpy(layer.kernel),
+                    "bias": keras.ops.convert_to_numpy(layer.bias),
+                }
+            },
             vocabulary_file=self.checkpoint.vocabulary_file,
             tokenizer_config=self.checkpoint.tokenizer_config,
             format=self.checkpoint.format,

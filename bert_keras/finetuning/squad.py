@@ -14,13 +14,10 @@ import sys
 import numpy as np
 import tensorflow as tf
 
-from bert_keras.data.squad import SquadAnswer  # Used by the examples.
-from bert_keras.data.squad import SquadExample  # Used by the examples.
 from bert_keras.data.squad import read_squad
 from bert_keras.data.squad import squad_features
 from bert_keras.evaluation.squad_metrics import squad_scores
 from bert_keras.finetuning.run import FineTuningRun
-from bert_keras.models.bert_backbone import BertBackbone  # Used by the examples.
 from bert_keras.models.bert_question_answerer import BertQuestionAnswerer
 
 PREDICTIONS_FILE = "predictions.json"
@@ -105,8 +102,12 @@ def best_answers(
         candidates, null = [], None  # null: (score, start logit, end logit)
         for window in windows:
             candidates += _window_candidates(
-                features, window, start_logits[window], end_logits[window],
-                n_best_size, max_answer_length,
+                features,
+                window,
+                start_logits[window],
+                end_logits[window],
+                n_best_size,
+                max_answer_length,
             )
             window_null = start_logits[window, 0] + end_logits[window, 0]
             if null is None or window_null < null[0]:
@@ -131,8 +132,7 @@ def best_answers(
     return predictions
 
 
-def _window_candidates(features, window, start_logits, end_logits, n_best_size,
-                       max_answer_length):
+def _window_candidates(features, window, start_logits, end_logits, n_best_size, max_answer_length):
     """[(character span, start logit, end logit)] of a window's valid spans.
 
     In the original's order: start candidates best first, then end candidates.
@@ -144,8 +144,11 @@ def _window_candidates(features, window, start_logits, end_logits, n_best_size,
     ends = np.argsort(-end_logits, kind="stable")[:n_best_size]
     start_grid, end_grid = starts[:, None], ends[None, :]  # [n_best, n_best]
     valid = (
-        in_context[start_grid] & in_context[end_grid] & max_context[start_grid]
-        & (end_grid >= start_grid) & (end_grid - start_grid + 1 <= max_answer_length)
+        in_context[start_grid]
+        & in_context[end_grid]
+        & max_context[start_grid]
+        & (end_grid >= start_grid)
+        & (end_grid - start_grid + 1 <= max_answer_length)
     )
     start_rows, end_columns = np.nonzero(valid)  # row-major: the original's loop order
     candidates = []
@@ -162,12 +165,13 @@ def _nbest(example, candidates, n_best_size, version_2_with_negative, null):
     for span, start_logit, end_logit in candidates:
         if len(nbest) >= n_best_size:
             break
-        text = "" if span is None else example.context[span[0]:span[1]]
+        text = "" if span is None else example.context[span[0] : span[1]]
         if text in seen:
             continue
         seen.add(text)
-        nbest.append({"text": text, "start_logit": float(start_logit),
-                      "end_logit": float(end_logit)})
+        nbest.append(
+            {"text": text, "start_logit": float(start_logit), "end_logit": float(end_logit)}
+        )
     if version_2_with_negative and "" not in seen:
         nbest.append({"text": "", "start_logit": float(null[1]), "end_logit": float(null[2])})
     if nbest:
@@ -188,8 +192,9 @@ def gold_answers(examples):
     """
     if any(not example.answers and not example.is_impossible for example in examples):
         return None
-    return {example.question_id: [answer.text for answer in example.answers]
-            for example in examples}
+    return {
+        example.question_id: [answer.text for answer in example.answers] for example in examples
+    }
 
 
 class SquadRun(FineTuningRun):
@@ -223,8 +228,16 @@ class SquadRun(FineTuningRun):
     ['exact_match', 'f1', 'total']
     """
 
-    def __init__(self, init_checkpoint, output_dir, max_seq_length=384, doc_stride=128,
-                 max_query_length=64, version_2_with_negative=False, seed=0):
+    def __init__(
+        self,
+        init_checkpoint,
+        output_dir,
+        max_seq_length=384,
+        doc_stride=128,
+        max_query_length=64,
+        version_2_with_negative=False,
+        seed=0,
+    ):
         super().__init__(None, init_checkpoint, output_dir, max_seq_length, seed)
         positions = self.checkpoint.backbone_config["max_sequence_length"]
         if max_seq_length > positions:
@@ -242,12 +255,24 @@ class SquadRun(FineTuningRun):
     def features(self, examples, is_training=False):
         """`squad_features` of `examples` with this run's tokenizer and lengths."""
         return squad_features(
-            examples, self.tokenizer, self.max_seq_length, self.doc_stride,
-            self.max_query_length, is_training=is_training,
+            examples,
+            self.tokenizer,
+            self.max_seq_length,
+            self.doc_stride,
+            self.max_query_length,
+            is_training=is_training,
         )
 
-    def train(self, train_file, batch_size, learning_rate, num_epochs, warmup_proportion=0.1,
-              limit=None, verbose=2):
+    def train(
+        self,
+        train_file,
+        batch_size,
+        learning_rate,
+        num_epochs,
+        warmup_proportion=0.1,
+        limit=None,
+        verbose=2,
+    ):
         """Fine-tunes on `train_file` with the paper's AdamW recipe; returns the history.
 
         Epochs count windows, not questions (a long context gives several).
@@ -257,12 +282,24 @@ class SquadRun(FineTuningRun):
         dataset = tf.data.Dataset.from_tensor_slices((features.inputs(), features.labels()))
         dataset = dataset.shuffle(len(features), seed=self.seed, reshuffle_each_iteration=True)
         return self.fit(
-            self.model, dataset.batch(batch_size), len(features), batch_size, learning_rate,
-            num_epochs, warmup_proportion, verbose=verbose,
+            self.model,
+            dataset.batch(batch_size),
+            len(features),
+            batch_size,
+            learning_rate,
+            num_epochs,
+            warmup_proportion,
+            verbose=verbose,
         )
 
-    def predict(self, predict_file, batch_size, n_best_size=20, max_answer_length=30,
-                null_score_diff_threshold=0.0):
+    def predict(
+        self,
+        predict_file,
+        batch_size,
+        n_best_size=20,
+        max_answer_length=30,
+        null_score_diff_threshold=0.0,
+    ):
         """Answers `predict_file`'s questions and writes the prediction files.
 
         Returns:
@@ -273,8 +310,14 @@ class SquadRun(FineTuningRun):
         features = self.features(examples)
         logits = self.model.predict(features.inputs(), batch_size=batch_size, verbose=0)
         predictions = best_answers(
-            examples, features, logits["start_logits"], logits["end_logits"], n_best_size,
-            max_answer_length, self.version_2_with_negative, null_score_diff_threshold,
+            examples,
+            features,
+            logits["start_logits"],
+            logits["end_logits"],
+            n_best_size,
+            max_answer_length,
+            self.version_2_with_negative,
+            null_score_diff_threshold,
         )
         self.write_file(PREDICTIONS_FILE, _json(predictions.answers))
         self.write_file(NBEST_FILE, _json(predictions.nbest))

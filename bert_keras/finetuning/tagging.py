@@ -10,7 +10,6 @@ from bert_keras.evaluation.conll_metrics import entity_scores
 from bert_keras.finetuning.run import FineTuningRun
 from bert_keras.finetuning.word_windows import tokenize_words
 from bert_keras.finetuning.word_windows import word_windows
-from bert_keras.models.bert_backbone import BertBackbone  # Used by the example.
 from bert_keras.models.bert_token_classifier import BertTokenClassifier
 
 HEAD_NAME = "token_classifier"
@@ -61,8 +60,10 @@ class TaggingRun(FineTuningRun):
         uses_head = bool(checkpoint_labels) and data_tags <= set(checkpoint_labels)
         self.label_names = checkpoint_labels if uses_head else _ordered(data_tags)
         if not self.label_names:
-            raise ValueError(f"No tags: {data_dir} has no train or dev file, and "
-                             f"{init_checkpoint} names no labels of a {HEAD_NAME} head.")
+            raise ValueError(
+                f"No tags: {data_dir} has no train or dev file, and "
+                f"{init_checkpoint} names no labels of a {HEAD_NAME} head."
+            )
         num_classes = len(self.label_names)
         self.model = self.build_model(
             lambda backbone: BertTokenClassifier(backbone, num_classes=num_classes),
@@ -104,8 +105,14 @@ class TaggingRun(FineTuningRun):
             .batch(batch_size)
         )
         history = self.fit(
-            self.model, dataset, len(windows), batch_size, learning_rate, num_epochs,
-            warmup_proportion, verbose,
+            self.model,
+            dataset,
+            len(windows),
+            batch_size,
+            learning_rate,
+            num_epochs,
+            warmup_proportion,
+            verbose,
         )
         self.export(self.model, HEAD_NAME, label_names=self.label_names)
         return history
@@ -169,6 +176,6 @@ class TaggingRun(FineTuningRun):
 
 
 def _ordered(tags):
-    """"O" first, then the entity tags sorted by type then prefix."""
+    """ "O" first, then the entity tags sorted by type then prefix."""
     entity_tags = sorted(tags - {"O"}, key=lambda tag: (tag[2:], tag[0]))
     return (["O"] if "O" in tags else []) + entity_tags

@@ -15,7 +15,6 @@ import numpy as np
 import tensorflow as tf
 
 from bert_keras.models.bert_token_classifier import IGNORED_LABEL
-from bert_keras.text.tokenizer import BertTokenizer  # Used by the examples.
 
 _TOKENIZE_BATCH = 4096  # words per tokenizer call
 
@@ -41,12 +40,12 @@ def tokenize_words(tokenizer, sentences):
     words = [word for sentence in sentences for word in sentence]
     pieces = []
     for start in range(0, len(words), _TOKENIZE_BATCH):
-        batch = tf.constant(words[start:start + _TOKENIZE_BATCH], tf.string)
+        batch = tf.constant(words[start : start + _TOKENIZE_BATCH], tf.string)
         pieces += tokenizer.tokenize(batch).to_list()
     pieces = [word_pieces or [tokenizer.unk_token_id] for word_pieces in pieces]
     result, start = [], 0
     for sentence in sentences:
-        result.append(pieces[start:start + len(sentence)])
+        result.append(pieces[start : start + len(sentence)])
         start += len(sentence)
     return result
 
@@ -86,7 +85,8 @@ def window_bounds(piece_counts, budget):
     for word in range(len(counts)):
         contexts = [
             min(offsets[word] - offsets[first], offsets[end] - offsets[word + 1])
-            if first <= word < end else -1
+            if first <= word < end
+            else -1
             for first, end in windows
         ]
         owners.append(int(np.argmax(contexts)))
@@ -129,8 +129,9 @@ class WordWindows:
         return [[int(best[window, position]) for window, position in words] for words in self.owned]
 
 
-def word_windows(word_pieces, max_seq_length, cls_token_id, sep_token_id, pad_token_id=0,
-                 word_labels=None):
+def word_windows(
+    word_pieces, max_seq_length, cls_token_id, sep_token_id, pad_token_id=0, word_labels=None
+):
     """Packs sentences of word pieces into `[CLS] pieces [SEP]` windows.
 
     Args:
@@ -153,8 +154,9 @@ def word_windows(word_pieces, max_seq_length, cls_token_id, sep_token_id, pad_to
     [[(0, 1), (0, 3)]]
     """
     if max_seq_length < 3:
-        raise ValueError(f"max_seq_length must leave room for [CLS], a piece and [SEP], "
-                         f"got {max_seq_length}.")
+        raise ValueError(
+            f"max_seq_length must leave room for [CLS], a piece and [SEP], got {max_seq_length}."
+        )
     budget = max_seq_length - 2
     token_rows, label_rows, owned = [], [], []
     for sentence_index, pieces in enumerate(word_pieces):
@@ -174,16 +176,19 @@ def word_windows(word_pieces, max_seq_length, cls_token_id, sep_token_id, pad_to
             window_labels.append(IGNORED_LABEL)
             token_rows.append(tokens)
             label_rows.append(window_labels)
-        owned.append([
-            (first_window + owner, first_positions[owner, word]) for word, owner in enumerate(owners)
-        ])
+        owned.append(
+            [
+                (first_window + owner, first_positions[owner, word])
+                for word, owner in enumerate(owners)
+            ]
+        )
     token_ids = np.full((len(token_rows), max_seq_length), pad_token_id, np.int32)
     labels = np.full((len(token_rows), max_seq_length), IGNORED_LABEL, np.int32)
     padding_mask = np.zeros((len(token_rows), max_seq_length), np.int32)
     for row, (tokens, window_labels) in enumerate(zip(token_rows, label_rows)):
-        token_ids[row, :len(tokens)] = tokens
-        labels[row, :len(tokens)] = window_labels
-        padding_mask[row, :len(tokens)] = 1
+        token_ids[row, : len(tokens)] = tokens
+        labels[row, : len(tokens)] = window_labels
+        padding_mask[row, : len(tokens)] = 1
     features = {
         "token_ids": token_ids,
         "segment_ids": np.zeros_like(token_ids),

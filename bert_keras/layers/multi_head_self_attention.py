@@ -104,9 +104,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
                 query, key, value, attention_mask, self.dropout
             )
         else:
-            context = self._attention_with_dropout(
-                query, key, value, attention_mask, training
-            )
+            context = self._attention_with_dropout(query, key, value, attention_mask, training)
         context = ops.reshape(
             context, tuple(ops.shape(context)[:2]) + (self.num_heads * self.head_dim,)
         )  # [batch, queries, hidden]
@@ -148,12 +146,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             {
                 "num_heads": self.num_heads,
                 "dropout": self.dropout,
-                "kernel_initializer": keras.initializers.serialize(
-                    self.kernel_initializer
-                ),
-                "bias_initializer": keras.initializers.serialize(
-                    self.bias_initializer
-                ),
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
             }
         )
         return config

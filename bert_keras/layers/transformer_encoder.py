@@ -105,9 +105,7 @@ class TransformerEncoder(keras.layers.Layer):
         self.output_dense.build(tuple(inputs_shape[:-1]) + (self.intermediate_dim,))
         self.output_layer_norm = self._layer_norm("output_layer_norm")
         self.output_layer_norm.build(inputs_shape)
-        self.dropout_layer = Dropout(
-            self.dropout, dtype=self.dtype_policy, name="dropout"
-        )
+        self.dropout_layer = Dropout(self.dropout, dtype=self.dtype_policy, name="dropout")
 
     def _layer_norm(self, name):
         return keras.layers.LayerNormalization(
@@ -174,12 +172,8 @@ class TransformerEncoder(keras.layers.Layer):
                 "attention_dropout": self.attention_dropout,
                 "layer_norm_epsilon": self.layer_norm_epsilon,
                 "normalize_first": self.normalize_first,
-                "kernel_initializer": keras.initializers.serialize(
-                    self.kernel_initializer
-                ),
-                "bias_initializer": keras.initializers.serialize(
-                    self.bias_initializer
-                ),
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
             }
         )
         return config

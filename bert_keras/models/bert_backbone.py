@@ -108,8 +108,7 @@ class BertBackbone(keras.Model):
 
         # === Functional graph ===
         inputs = {
-            name: keras.Input(shape=(None,), dtype="int32", name=name)
-            for name in INPUT_NAMES
+            name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES
         }
         sequence_output = _encode(embeddings, encoder_blocks, inputs)  # [batch, seq, hidden_dim]
         pooled_output = pooler_dense(sequence_output[:, 0, :])  # [batch, hidden_dim]
@@ -293,7 +292,5 @@ def _encode(embeddings, encoder_blocks, inputs, output_positions=None):
 
 def _check_architecture(hidden_dim, num_heads, activation):
     if hidden_dim % num_heads:
-        raise ValueError(
-            f"hidden_dim ({hidden_dim}) must be divisible by num_heads ({num_heads})."
-        )
+        raise ValueError(f"hidden_dim ({hidden_dim}) must be divisible by num_heads ({num_heads}).")
     get_activation(activation)

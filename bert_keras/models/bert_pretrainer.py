@@ -108,9 +108,7 @@ class BertPretrainer(BertTask):
         self.masked_lm_head = masked_lm_head
         self.next_sentence_head = next_sentence_head
         self.masked_lm_loss_tracker = keras.metrics.Mean(name="masked_lm_loss")
-        self.masked_lm_accuracy = keras.metrics.SparseCategoricalAccuracy(
-            name="masked_lm_accuracy"
-        )
+        self.masked_lm_accuracy = keras.metrics.SparseCategoricalAccuracy(name="masked_lm_accuracy")
         self.next_sentence_loss_tracker = keras.metrics.Mean(name="next_sentence_loss")
         self.next_sentence_accuracy = keras.metrics.SparseCategoricalAccuracy(
             name="next_sentence_accuracy"

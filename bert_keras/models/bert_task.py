@@ -184,8 +184,18 @@ class BertTask(keras.Model):
         """
         return self.preprocessor(texts)
 
-    def fit(self, x=None, y=None, batch_size=None, *, sample_weight=None, validation_data=None,
-            validation_split=0.0, shuffle=True, **kwargs):
+    def fit(
+        self,
+        x=None,
+        y=None,
+        batch_size=None,
+        *,
+        sample_weight=None,
+        validation_data=None,
+        validation_split=0.0,
+        shuffle=True,
+        **kwargs,
+    ):
         """`keras.Model.fit`; with a preprocessor, `x` and `validation_data` may be text."""
         if self._takes_as_text(x):
             if validation_split:
@@ -200,9 +210,14 @@ class BertTask(keras.Model):
             validation_data, kwargs.get("validation_batch_size") or batch_size
         )
         return super().fit(
-            x, y, batch_size=batch_size, sample_weight=sample_weight,
-            validation_data=validation_data, validation_split=validation_split,
-            shuffle=shuffle, **kwargs,
+            x,
+            y,
+            batch_size=batch_size,
+            sample_weight=sample_weight,
+            validation_data=validation_data,
+            validation_split=validation_split,
+            shuffle=shuffle,
+            **kwargs,
         )
 
     def evaluate(self, x=None, y=None, batch_size=None, *, sample_weight=None, **kwargs):
@@ -247,8 +262,7 @@ class BertTask(keras.Model):
             "trainable": self.trainable,
             "backbone": keras.layers.serialize(self.backbone),
             "preprocessor": (
-                None if self.preprocessor is None
-                else keras.layers.serialize(self.preprocessor)
+                None if self.preprocessor is None else keras.layers.serialize(self.preprocessor)
             ),
         }
 
@@ -286,9 +300,7 @@ def checkpoint_preprocessor(checkpoint, sequence_length):
     casing = {}
     if "do_lower_case" in checkpoint.tokenizer_config:
         casing["lowercase"] = checkpoint.tokenizer_config["do_lower_case"]
-    tokenizer = BertTokenizer.from_preset(
-        os.path.dirname(checkpoint.vocabulary_file), **casing
-    )
+    tokenizer = BertTokenizer.from_preset(os.path.dirname(checkpoint.vocabulary_file), **casing)
     return BertPreprocessor(tokenizer, sequence_length=sequence_length)
 
 
@@ -317,7 +329,9 @@ def set_head_weights(output_layer, head, head_name):
     if tuple(head["kernel"].shape) != tuple(output_layer.kernel.shape):
         logging.info(
             "Not loading the checkpoint's %s head: its kernel is %s, the task's %s.",
-            head_name, list(head["kernel"].shape), list(output_layer.kernel.shape),
+            head_name,
+            list(head["kernel"].shape),
+            list(output_layer.kernel.shape),
         )
         return False
     output_layer.set_weights([head["kernel"], head["bias"]])

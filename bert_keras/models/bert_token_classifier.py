@@ -88,8 +88,17 @@ class BertTokenClassifier(BertTask):
             return features
         return self.preprocessor(texts)
 
-    def fit(self, x=None, y=None, batch_size=None, *, sample_weight=None, validation_split=0.0,
-            shuffle=True, **kwargs):
+    def fit(
+        self,
+        x=None,
+        y=None,
+        batch_size=None,
+        *,
+        sample_weight=None,
+        validation_split=0.0,
+        shuffle=True,
+        **kwargs,
+    ):
         """`keras.Model.fit`; with a preprocessor, `x` may be words (labels per word) or text."""
         if self._takes_words(x):
             if validation_split:
@@ -100,8 +109,15 @@ class BertTokenClassifier(BertTask):
             x = self.tagged_words_dataset(x, y, sample_weight, batch_size, shuffle)
             # The dataset reshuffles itself each epoch.
             y, sample_weight, batch_size, shuffle = None, None, None, False
-        return super().fit(x, y, batch_size, sample_weight=sample_weight,
-                           validation_split=validation_split, shuffle=shuffle, **kwargs)
+        return super().fit(
+            x,
+            y,
+            batch_size,
+            sample_weight=sample_weight,
+            validation_split=validation_split,
+            shuffle=shuffle,
+            **kwargs,
+        )
 
     def evaluate(self, x=None, y=None, batch_size=None, *, sample_weight=None, **kwargs):
         """`keras.Model.evaluate`; with a preprocessor, `x` may be words (labels per word) or text."""
@@ -116,8 +132,9 @@ class BertTokenClassifier(BertTask):
             x = ragged_words(x)
         return super().predict(x, batch_size, **kwargs)
 
-    def tagged_words_dataset(self, words, word_labels=None, word_weights=None, batch_size=None,
-                             shuffle=False):
+    def tagged_words_dataset(
+        self, words, word_labels=None, word_weights=None, batch_size=None, shuffle=False
+    ):
         """Batches of `(features, labels[, sample_weights])` from words and their labels.
 
         Args:
@@ -154,8 +171,9 @@ class BertTokenClassifier(BertTask):
             )
             return (features, *token_columns) if token_columns else features
 
-        dataset = text_dataset(packed_with_word_ids, words, word_labels, word_weights,
-                               batch_size, shuffle)
+        dataset = text_dataset(
+            packed_with_word_ids, words, word_labels, word_weights, batch_size, shuffle
+        )
         return dataset.map(on_tokens, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
             tf.data.AUTOTUNE
         )

@@ -51,7 +51,9 @@ def holds_words(data):
     if isinstance(data, (tf.Tensor, tf.RaggedTensor, np.ndarray)):
         return _is_text_array(data) and len(data.shape) == 2
     return (
-        isinstance(data, list) and bool(data) and isinstance(data[0], list)
+        isinstance(data, list)
+        and bool(data)
+        and isinstance(data[0], list)
         and _is_text_array(data[0])
     )
 
@@ -103,6 +105,7 @@ def text_dataset(preprocess, x, y=None, sample_weight=None, batch_size=None, shu
     >>> features["token_ids"].numpy().tolist(), labels.numpy().tolist()
     ([[2, 5, 3, 0, 0], [2, 5, 5, 3, 0]], [0, 1])
     """
+
     # Plain TensorFlow ops throughout: AutoGraph would only slow the trace,
     # and it cannot convert Keras layers' methods.
     @tf.autograph.experimental.do_not_convert
@@ -179,9 +182,9 @@ def split_for_validation(arrays, validation_split):
             f"validation_split={validation_split} of {count} examples leaves none to "
             "train or to validate on."
         )
-    return tuple(
-        _map_arrays(lambda array: array[start:end], arrays)
-        for start, end in ((0, split_at), (split_at, count))
+    return (
+        _map_arrays(lambda array: array[:split_at], arrays),
+        _map_arrays(lambda array: array[split_at:], arrays),
     )
 
 

@@ -63,7 +63,11 @@ CHECKPOINT_DIR = "checkpoints"
 HISTORY_FILE = "history.jsonl"
 TENSORBOARD_DIR = "tensorboard"
 EXPORT_DIR = "export"
-MIXED_PRECISION_POLICIES = {"none": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
+MIXED_PRECISION_POLICIES = {
+    "none": "float32",
+    "bfloat16": "mixed_bfloat16",
+    "float16": "mixed_float16",
+}
 # What makes two backbones' weights interchangeable.
 ARCHITECTURE_KEYS = (
     "vocabulary_size",
@@ -183,9 +187,16 @@ class PretrainingConfig:
         ...
         ValueError: num_train_steps is 0 but must be at least 1.
         """
-        for name in ("max_seq_length", "max_predictions_per_seq", "train_batch_size",
-                     "num_train_steps", "save_checkpoints_steps", "gradient_accumulation_steps",
-                     "steps_per_execution", "keep_checkpoint_max"):
+        for name in (
+            "max_seq_length",
+            "max_predictions_per_seq",
+            "train_batch_size",
+            "num_train_steps",
+            "save_checkpoints_steps",
+            "gradient_accumulation_steps",
+            "steps_per_execution",
+            "keep_checkpoint_max",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} is {getattr(self, name)} but must be at least 1.")
         if not 0 <= self.num_warmup_steps <= self.num_train_steps:
@@ -196,7 +207,9 @@ class PretrainingConfig:
         if self.learning_rate <= 0:
             raise ValueError(f"learning_rate is {self.learning_rate} but must be > 0.")
         if self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"optimizer is {self.optimizer!r} but must be one of {list(OPTIMIZERS)}.")
+            raise ValueError(
+                f"optimizer is {self.optimizer!r} but must be one of {list(OPTIMIZERS)}."
+            )
         if self.mixed_precision not in MIXED_PRECISION_POLICIES:
             raise ValueError(
                 f"mixed_precision is {self.mixed_precision!r} but must be one of "
@@ -215,7 +228,9 @@ class PretrainingConfig:
                     f"of steps_per_execution={self.steps_per_execution}."
                 )
         if self.backbone_config is None and not self.init_checkpoint:
-            raise ValueError("Give a backbone config (a preset or bert_config_file) or an init_checkpoint.")
+            raise ValueError(
+                "Give a backbone config (a preset or bert_config_file) or an init_checkpoint."
+            )
         if self.vocab_file and not os.path.isfile(self.vocab_file):
             raise FileNotFoundError(f"vocab_file {self.vocab_file!r} does not exist.")
 
@@ -263,7 +278,8 @@ class PretrainingRun:
         self.replicas.check_batch_size(config.train_batch_size)
         keras.utils.set_random_seed(config.seed)
         self.checkpoints = CheckpointManager(
-            os.path.join(config.output_dir, CHECKPOINT_DIR), config.keep_checkpoint_max,
+            os.path.join(config.output_dir, CHECKPOINT_DIR),
+            config.keep_checkpoint_max,
             writes_files=self.replicas.is_chief,
         )
         if os.path.isdir(self.checkpoints.directory) and self.replicas.is_chief:
@@ -322,10 +338,18 @@ class PretrainingRun:
         if not self.resumed:
             return
         source = self.resumed.weights_path
-        check_same(self.resumed.metadata["architecture"], _architecture(backbone_config),
-                   "architecture", source)
-        check_same(self.resumed.metadata["data_order"], self._data_order(),
-                   "data order (resuming needs the same records and batching)", source)
+        check_same(
+            self.resumed.metadata["architecture"],
+            _architecture(backbone_config),
+            "architecture",
+            source,
+        )
+        check_same(
+            self.resumed.metadata["data_order"],
+            self._data_order(),
+            "data order (resuming needs the same records and batching)",
+            source,
+        )
 
     def _check_sequence_length(self, backbone_config):
         positions = _architecture(backbone_config)["max_sequence_length"]
@@ -342,10 +366,16 @@ class PretrainingRun:
             set_backbone_weights(backbone, initial)
             for head, layer_name in HEADS.items():
                 if head in initial.head_weights:
-                    _set_layer_weights(model.get_layer(layer_name), initial.head_weights[head],
-                                       self.config.init_checkpoint)
-            logging.info("Initialised from %s (heads: %s).", self.config.init_checkpoint,
-                         sorted(initial.head_weights))
+                    _set_layer_weights(
+                        model.get_layer(layer_name),
+                        initial.head_weights[head],
+                        self.config.init_checkpoint,
+                    )
+            logging.info(
+                "Initialised from %s (heads: %s).",
+                self.config.init_checkpoint,
+                sorted(initial.head_weights),
+            )
         config = self.config
         accumulation = config.gradient_accumulation_steps
         model.compile(
@@ -391,8 +421,9 @@ class PretrainingRun:
             "data_order": self._data_order(),
         }
         callbacks = [
-            TrainingProgress(config.train_batch_size, self.initial_step,
-                             config.gradient_accumulation_steps),
+            TrainingProgress(
+                config.train_batch_size, self.initial_step, config.gradient_accumulation_steps
+            ),
         ]
         if self.replicas.is_chief:  # one process writes the logs
             callbacks += [
@@ -429,7 +460,8 @@ class PretrainingRun:
         """
         backbone = self.model.backbone
         head_weights = {
-            head: _layer_weights(self.model.get_layer(layer_name)) for head, layer_name in HEADS.items()
+            head: _layer_weights(self.model.get_layer(layer_name))
+            for head, layer_name in HEADS.items()
         }
         backbone_weights = _layer_weights(backbone)
         if not self.replicas.is_chief:
@@ -463,8 +495,12 @@ def fit_plan(initial_step, save_checkpoints_steps, num_train_steps):
     >>> fit_plan(200, 100, 250)
     [(200, 2, 3, 50)]
     """
-    ends = sorted({*range(save_checkpoints_steps, num_train_steps + 1, save_checkpoints_steps),
-                   num_train_steps})
+    ends = sorted(
+        {
+            *range(save_checkpoints_steps, num_train_steps + 1, save_checkpoints_steps),
+            num_train_steps,
+        }
+    )
     epoch = sum(end <= initial_step for end in ends)
     step, remaining, plan = initial_step, ends[epoch:], []
     while remaining:
@@ -491,8 +527,9 @@ def _layer_weights(layer):
     """Weight path inside `layer` -> numpy array."""
     prefix = layer.name + "/"
     return {
-        variable.path[len(prefix):] if variable.path.startswith(prefix) else variable.path:
-            keras.ops.convert_to_numpy(variable)
+        variable.path[len(prefix) :]
+        if variable.path.startswith(prefix)
+        else variable.path: keras.ops.convert_to_numpy(variable)
         for variable in layer.weights
     }
 
@@ -506,7 +543,9 @@ def _set_layer_weights(layer, weights, source):
         if path in variables and tuple(variables[path].shape) != tuple(np.shape(value))
     ]
     if problems:
-        raise ValueError(f"The {layer.name} weights of {source} do not fit: " + "; ".join(problems) + ".")
+        raise ValueError(
+            f"The {layer.name} weights of {source} do not fit: " + "; ".join(problems) + "."
+        )
     for path, value in weights.items():
         if path in variables:
             variables[path].assign(np.asarray(value, dtype=variables[path].dtype))

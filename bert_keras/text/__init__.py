@@ -1,4 +1,4 @@
 """Text processing: the WordPiece tokenizer and input packing."""
 
-from bert_keras.text.tokenizer import BertTokenizer
 from bert_keras.text.preprocessor import BertPreprocessor
+from bert_keras.text.tokenizer import BertTokenizer

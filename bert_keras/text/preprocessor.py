@@ -9,8 +9,6 @@ backend and inside a SavedModel.
 import keras
 import tensorflow as tf
 
-from bert_keras.text.tokenizer import BertTokenizer  # Used by the examples.
-
 # The methods have no Python control flow on tensors, so AutoGraph would only
 # add seconds to every trace (tf.function, tf.data).
 _without_autograph = tf.autograph.experimental.do_not_convert
@@ -87,23 +85,17 @@ class BertPreprocessor(keras.layers.Layer):
     [1, 1, 1, 0, 0, 0]
     """
 
-    def __init__(
-        self, tokenizer, sequence_length=512, truncate="longest_first", **kwargs
-    ):
+    def __init__(self, tokenizer, sequence_length=512, truncate="longest_first", **kwargs):
         super().__init__(**kwargs)
         # Inputs are strings: keep them as TensorFlow tensors.
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True
         self.built = True
         if truncate not in TRUNCATION_STRATEGIES:
-            raise ValueError(
-                f"truncate must be one of {TRUNCATION_STRATEGIES}, got "
-                f"{truncate!r}."
-            )
+            raise ValueError(f"truncate must be one of {TRUNCATION_STRATEGIES}, got {truncate!r}.")
         if sequence_length is not None and sequence_length < 3:
             raise ValueError(
-                "sequence_length must leave room for [CLS] and two [SEP], got "
-                f"{sequence_length}."
+                f"sequence_length must leave room for [CLS] and two [SEP], got {sequence_length}."
             )
         self.tokenizer = tokenizer
         self.sequence_length = sequence_length
@@ -203,8 +195,7 @@ class BertPreprocessor(keras.layers.Layer):
         if texts[0].shape.rank == 0:
             outputs = self._pack_batch([text[tf.newaxis] for text in texts], unit)
             return tuple(
-                None if output is None
-                else tf.nest.map_structure(lambda tensor: tensor[0], output)
+                None if output is None else tf.nest.map_structure(lambda tensor: tensor[0], output)
                 for output in outputs
             )
         return self._pack_batch(texts, unit)
@@ -215,9 +206,7 @@ class BertPreprocessor(keras.layers.Layer):
             if unit is None:
                 segments.append((self.tokenizer.tokenize(text), None, None))
             else:
-                segments.append(
-                    self.tokenizer.tokenize_with_offsets(text, unit=unit)
-                )
+                segments.append(self.tokenizer.tokenize_with_offsets(text, unit=unit))
         segments = self._truncate(segments)
         return self._assemble(segments, with_offsets=unit is not None)
 
@@ -231,8 +220,7 @@ class BertPreprocessor(keras.layers.Layer):
         else:
             kept = truncated_pair_lengths(lengths[0], lengths[1], budget)
         return [
-            tuple(None if part is None else _keep_first(part, kept_length)
-                  for part in segment)
+            tuple(None if part is None else _keep_first(part, kept_length) for part in segment)
             for segment, kept_length in zip(segments, kept)
         ]
 
@@ -256,16 +244,13 @@ class BertPreprocessor(keras.layers.Layer):
             [self.tokenizer.sep_token_id for _ in segment_count],
         )
         segment_ids = pack(
-            [tf.ones_like(ids) * index for index, (ids, _, _) in
-             enumerate(segments)],
+            [tf.ones_like(ids) * index for index, (ids, _, _) in enumerate(segments)],
             0,
             list(segment_count),
         )
         shape = [None, self.sequence_length]
         features = {
-            "token_ids": token_ids.to_tensor(
-                self.tokenizer.pad_token_id, shape=shape
-            ),
+            "token_ids": token_ids.to_tensor(self.tokenizer.pad_token_id, shape=shape),
             "segment_ids": segment_ids.to_tensor(0, shape=shape),
             "padding_mask": tf.ones_like(token_ids).to_tensor(0, shape=shape),
         }
@@ -297,9 +282,7 @@ def _segment_texts(inputs):
 def _keep_first(ragged, lengths):
     """The first `lengths[i]` values of each row i of a 2-D ragged tensor."""
     row_ids = ragged.value_rowids()
-    positions = tf.range(tf.shape(row_ids, tf.int64)[0]) - tf.gather(
-        ragged.row_starts(), row_ids
-    )
+    positions = tf.range(tf.shape(row_ids, tf.int64)[0]) - tf.gather(ragged.row_starts(), row_ids)
     kept = positions < tf.gather(tf.cast(lengths, tf.int64), row_ids)
     return tf.RaggedTensor.from_row_lengths(
         tf.boolean_mask(ragged.flat_values, kept),

@@ -241,9 +241,7 @@ class BertTokenizer(keras.layers.Layer):
         )
         self._build_plain_text_path(tokens)
         self._word_splitter = tf_text.WhitespaceTokenizer()
-        self._special_token_pattern = "|".join(
-            _escape_regex(token) for token in SPECIAL_TOKENS
-        )
+        self._special_token_pattern = "|".join(_escape_regex(token) for token in SPECIAL_TOKENS)
 
     def _build_plain_text_path(self, tokens):
         """Prepares the one-op tokenization of plain text (see `_PLAIN_TEXT`).
@@ -273,8 +271,7 @@ class BertTokenizer(keras.layers.Layer):
             unknown_token=UNK_TOKEN,
         )
         self._plain_text_token_ids = tf.constant(
-            list(range(len(tokens)))
-            + [self._token_ids[token] for token in SPECIAL_TOKENS],
+            list(range(len(tokens))) + [self._token_ids[token] for token in SPECIAL_TOKENS],
             tf.int32,
         )
 
@@ -363,8 +360,7 @@ class BertTokenizer(keras.layers.Layer):
         """
         if not 0 <= token_id < len(self._tokens):
             raise ValueError(
-                f"token_id {token_id} is outside the vocabulary "
-                f"[0, {len(self._tokens)})."
+                f"token_id {token_id} is outside the vocabulary [0, {len(self._tokens)})."
             )
         return self._tokens[token_id]
 
@@ -441,9 +437,7 @@ class BertTokenizer(keras.layers.Layer):
         <tf.Tensor: ... numpy=array([4, 5])>
         """
         if unit not in ("byte", "character"):
-            raise ValueError(
-                f'unit must be "byte" or "character", got {unit!r}.'
-            )
+            raise ValueError(f'unit must be "byte" or "character", got {unit!r}.')
         return self._tokenize(inputs, unit)
 
     @_without_autograph
@@ -466,17 +460,14 @@ class BertTokenizer(keras.layers.Layer):
             token_ids = tf.convert_to_tensor(token_ids)
         tokens = tf.gather(self._vocabulary_tensor, token_ids)
         text = tf.strings.reduce_join(tokens, axis=-1, separator=" ")
-        return tf.strings.regex_replace(
-            text, " " + _escape_regex(_CONTINUATION_PREFIX), ""
-        )
+        return tf.strings.regex_replace(text, " " + _escape_regex(_CONTINUATION_PREFIX), "")
 
     def _tokenize(self, inputs, unit):
         """Ids, starts, ends; `unit=None` skips the offsets (gives None)."""
         texts = tf.convert_to_tensor(inputs, dtype=tf.string)
         if texts.shape.rank == 0:
             outputs = self._tokenize(texts[tf.newaxis], unit)
-            return tuple(None if output is None else output[0]
-                         for output in outputs)
+            return tuple(None if output is None else output[0] for output in outputs)
         if texts.shape.rank != 1:
             raise ValueError(
                 "BertTokenizer takes a string or a 1-D batch of strings, got "
@@ -507,9 +498,7 @@ class BertTokenizer(keras.layers.Layer):
 
     def _token_ids_of_texts(self, texts):
         """Token ids of a [batch] of texts."""
-        return self._by_path(
-            texts, self._token_ids_of_plain_texts, self._token_ids_by_every_rule
-        )
+        return self._by_path(texts, self._token_ids_of_plain_texts, self._token_ids_by_every_rule)
 
     def _token_ids_of_plain_texts(self, texts):
         """Token ids of a [batch] of plain texts (see `_PLAIN_TEXT`)."""
@@ -545,24 +534,18 @@ class BertTokenizer(keras.layers.Layer):
             keep_delim_regex_pattern=self._special_token_pattern,
         )
         flat_segments = segments.flat_values
-        is_special = tf.strings.regex_full_match(
-            flat_segments, self._special_token_pattern
-        )
+        is_special = tf.strings.regex_full_match(flat_segments, self._special_token_pattern)
         # Ordinary segments give their tokens, special ones none ...
         ordinary_segments = tf.where(is_special, "", flat_segments)
         if unit is None:
             token_ids = self._token_ids_of_normalized_words(ordinary_segments)
         else:
-            token_ids, starts, ends = self._tokenize_texts(
-                ordinary_segments, unit
-            )
+            token_ids, starts, ends = self._tokenize_texts(ordinary_segments, unit)
         # ... and special ones their own id (WordPiece finds the whole token
         # in the vocabulary), spanning the whole segment.
         special_ids = tf.RaggedTensor.from_row_lengths(
             tf.cast(
-                self._wordpiece.tokenize(
-                    tf.boolean_mask(flat_segments, is_special)
-                ).flat_values,
+                self._wordpiece.tokenize(tf.boolean_mask(flat_segments, is_special)).flat_values,
                 tf.int32,
             ),
             tf.cast(is_special, tf.int64),
@@ -612,9 +595,7 @@ class BertTokenizer(keras.layers.Layer):
         return self._by_path(
             texts,
             self._tokenize_plain_texts,
-            lambda other_texts: self._tokenize_texts_by_every_rule(
-                other_texts, unit
-            ),
+            lambda other_texts: self._tokenize_texts_by_every_rule(other_texts, unit),
         )
 
     def _tokenize_plain_texts(self, texts):
@@ -638,12 +619,8 @@ class BertTokenizer(keras.layers.Layer):
 
         # [batch, (words)]; offsets into the normalized texts. After
         # normalization " " is the only whitespace left.
-        words, word_starts, _ = self._word_splitter.tokenize_with_offsets(
-            normalized_texts
-        )
-        piece_ids, piece_starts, piece_ends = self._wordpiece_with_offsets(
-            words.flat_values
-        )
+        words, word_starts, _ = self._word_splitter.tokenize_with_offsets(normalized_texts)
+        piece_ids, piece_starts, piece_ends = self._wordpiece_with_offsets(words.flat_values)
         # Normalized bytes are numbered across the batch, row after row.
         text_byte_offsets = tf.cumsum(
             tf.cast(tf.strings.length(normalized_texts), tf.int64),
@@ -662,15 +639,9 @@ class BertTokenizer(keras.layers.Layer):
             starts = tf.gather(character_starts.flat_values, first_character)
             ends = tf.gather(character_ends, last_character)
         else:
-            text_character_offsets = tf.gather(
-                codepoints.row_starts(), codepoints.value_rowids()
-            )
-            starts = first_character - tf.gather(
-                text_character_offsets, first_character
-            )
-            ends = last_character + 1 - tf.gather(
-                text_character_offsets, last_character
-            )
+            text_character_offsets = tf.gather(codepoints.row_starts(), codepoints.value_rowids())
+            starts = first_character - tf.gather(text_character_offsets, first_character)
+            ends = last_character + 1 - tf.gather(text_character_offsets, last_character)
 
         def regroup(values):  # [pieces] -> [batch, (tokens)]
             return tf.RaggedTensor.from_row_splits(
@@ -697,9 +668,7 @@ class BertTokenizer(keras.layers.Layer):
         """
         # Each distinct character is normalized once.
         unique_codepoints, unique_index = tf.unique(codepoints.flat_values)
-        unique_characters = tf.strings.unicode_encode(
-            unique_codepoints[:, tf.newaxis], "UTF-8"
-        )
+        unique_characters = tf.strings.unicode_encode(unique_codepoints[:, tf.newaxis], "UTF-8")
         normalized_unique = tf.strings.unicode_decode(
             self._normalize_text(unique_characters), "UTF-8"
         )
@@ -711,9 +680,7 @@ class BertTokenizer(keras.layers.Layer):
             tf.gather(normalized_characters.row_splits, codepoints.row_splits),
             validate=False,
         )
-        normalized_texts = tf.strings.unicode_encode(
-            normalized_codepoints, "UTF-8"
-        )
+        normalized_texts = tf.strings.unicode_encode(normalized_codepoints, "UTF-8")
         source_character = tf.repeat(
             normalized_characters.value_rowids(),
             _utf8_byte_length(normalized_characters.flat_values),
@@ -740,9 +707,7 @@ class BertTokenizer(keras.layers.Layer):
         if self.lowercase:
             # ICU lower-cases "Σ" at the end of a word to "ς"; the reference,
             # one character at a time, always to "σ".
-            texts = tf.strings.lower(
-                tf.strings.regex_replace(texts, "Σ", "σ"), encoding="utf-8"
-            )
+            texts = tf.strings.lower(tf.strings.regex_replace(texts, "Σ", "σ"), encoding="utf-8")
         return tf.strings.regex_replace(texts, _PUNCTUATION, r" \0 ")
 
     def _strips_accents(self):
@@ -756,9 +721,7 @@ class BertTokenizer(keras.layers.Layer):
         too_long = word_lengths > self.max_input_chars_per_word
         # WordPiece maps the unknown token itself to its id.
         words_or_unknown = tf.where(too_long, UNK_TOKEN, words)
-        piece_ids, starts, ends = self._wordpiece.tokenize_with_offsets(
-            words_or_unknown
-        )
+        piece_ids, starts, ends = self._wordpiece.tokenize_with_offsets(words_or_unknown)
         # That one [UNK] spans the whole long word.
         piece_of_long_word = tf.gather(too_long, ends.value_rowids())
         word_byte_lengths = tf.gather(
@@ -794,9 +757,7 @@ def _stitch_rows(masks_and_rows):
     Returns:
         The [batch, (n)] ragged tensor, or a tuple of them.
     """
-    positions = tf.concat(
-        [tf.where(mask)[:, 0] for mask, _ in masks_and_rows], axis=0
-    )
+    positions = tf.concat([tf.where(mask)[:, 0] for mask, _ in masks_and_rows], axis=0)
     order = tf.math.invert_permutation(positions)
 
     def stitch(parts):
@@ -827,10 +788,7 @@ def _character_offsets(texts, byte_offsets):
 
 def _escape_regex(text):
     """Escapes `text` for use as a literal in an RE2 pattern."""
-    return "".join(
-        "\\" + character if not character.isalnum() else character
-        for character in text
-    )
+    return "".join("\\" + character if not character.isalnum() else character for character in text)
 
 
 def _check_vocabulary(tokens):

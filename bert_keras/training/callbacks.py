@@ -54,7 +54,9 @@ class TrainingProgress(keras.callbacks.Callback):
         if logs is None:
             return
         logs["step"] = self.batches // self.gradient_accumulation_steps
-        logs["learning_rate"] = float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate))
+        logs["learning_rate"] = float(
+            keras.ops.convert_to_numpy(self.model.optimizer.learning_rate)
+        )
         logs["examples_per_second"] = self._epoch_batches * self.batch_size / max(seconds, 1e-9)
 
 
@@ -97,11 +99,16 @@ class JsonLinesHistory(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         if not logs or "step" not in logs:
-            raise ValueError("JsonLinesHistory needs `step` in the logs: put TrainingProgress first.")
+            raise ValueError(
+                "JsonLinesHistory needs `step` in the logs: put TrainingProgress first."
+            )
         step = int(logs["step"])
         if step in self._written_steps:
             return
-        record = {"step": step, **{name: float(value) for name, value in logs.items() if name != "step"}}
+        record = {
+            "step": step,
+            **{name: float(value) for name, value in logs.items() if name != "step"},
+        }
         self._append(json.dumps(record) + "\n")
         self._written_steps.add(step)
 
@@ -132,7 +139,9 @@ def read_history(path):
             try:
                 records.append(json.loads(line))
             except json.JSONDecodeError:
-                logging.warning("%s:%d is not a JSON record (a cut-off write?); skipped.", path, number)
+                logging.warning(
+                    "%s:%d is not a JSON record (a cut-off write?); skipped.", path, number
+                )
     return records
 
 

@@ -69,7 +69,9 @@ class CheckpointManager:
 
     def __init__(self, directory, keep_checkpoint_max=5, writes_files=True):
         if keep_checkpoint_max < 1:
-            raise ValueError(f"keep_checkpoint_max is {keep_checkpoint_max} but must be at least 1.")
+            raise ValueError(
+                f"keep_checkpoint_max is {keep_checkpoint_max} but must be at least 1."
+            )
         self.directory = os.fspath(directory)
         self.keep_checkpoint_max = keep_checkpoint_max
         self.writes_files = writes_files
@@ -178,4 +180,6 @@ def check_same(saved, current, what, source):
         if saved.get(key) != current.get(key)
     ]
     if differences:
-        raise ValueError(f"{source} was written with another {what}: " + "; ".join(differences) + ".")
+        raise ValueError(
+            f"{source} was written with another {what}: " + "; ".join(differences) + "."
+        )

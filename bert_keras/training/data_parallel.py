@@ -56,7 +56,9 @@ class DataParallel:
 
     def __init__(self, distribution="none"):
         if distribution not in DISTRIBUTIONS:
-            raise ValueError(f"distribution is {distribution!r} but must be one of {list(DISTRIBUTIONS)}.")
+            raise ValueError(
+                f"distribution is {distribution!r} but must be one of {list(DISTRIBUTIONS)}."
+            )
         self._engine = None
         self.num_replicas = 1
         self.num_processes = 1
@@ -94,7 +96,11 @@ class DataParallel:
         >>> DataParallel("none").clipnorm(1.0)
         1.0
         """
-        if global_clipnorm is None or self.num_replicas == 1 or keras.backend.backend() != "tensorflow":
+        if (
+            global_clipnorm is None
+            or self.num_replicas == 1
+            or keras.backend.backend() != "tensorflow"
+        ):
             return global_clipnorm
         return global_clipnorm / self.num_replicas
 
@@ -150,4 +156,3 @@ def _data_parallel_engine(backend):
         f"distribution='data_parallel' needs the jax or tensorflow backend: Keras' {backend} "
         "backend has no distribution API."
     )
-

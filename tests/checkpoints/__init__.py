@@ -66,7 +66,9 @@ def max_difference(backbone, inputs, expected):
     actual = {name: ops.convert_to_numpy(value) for name, value in backbone(inputs).items()}
     difference = np.abs(actual["sequence_output"] - expected["sequence_output"]).max(-1)
     real = inputs["padding_mask"].astype(bool)
-    pooled = np.abs(actual["pooled_output"] - expected.get("pooled_output", actual["pooled_output"]))
+    pooled = np.abs(
+        actual["pooled_output"] - expected.get("pooled_output", actual["pooled_output"])
+    )
     return {
         "sequence_output": float(difference[real].max()),
         "pooled_output": float(pooled.max()),
@@ -83,8 +85,13 @@ def assert_close(differences):
 def tiny_config(**kwargs):
     """A transformers BertConfig small enough to build in milliseconds."""
     defaults = dict(
-        vocab_size=40, hidden_size=8, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=16, max_position_embeddings=16, hidden_act="gelu",
+        vocab_size=40,
+        hidden_size=8,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=16,
+        max_position_embeddings=16,
+        hidden_act="gelu",
     )
     return transformers.BertConfig(**{**defaults, **kwargs})
 

@@ -11,7 +11,9 @@ from bert_keras.checkpoints import preset
 from bert_keras.models.bert_backbone import BertBackbone
 
 
-@pytest.mark.parametrize("module", [checkpoints, huggingface, original, preset], ids=lambda m: m.__name__)
+@pytest.mark.parametrize(
+    "module", [checkpoints, huggingface, original, preset], ids=lambda m: m.__name__
+)
 def test_module_examples(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0, result
@@ -19,6 +21,8 @@ def test_module_examples(module):
 
 def test_save_to_preset_example():
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
-    for test in doctest.DocTestFinder().find(BertBackbone.save_to_preset, "save_to_preset", globs={"BertBackbone": BertBackbone}):
+    for test in doctest.DocTestFinder().find(
+        BertBackbone.save_to_preset, "save_to_preset", globs={"BertBackbone": BertBackbone}
+    ):
         runner.run(test)
     assert runner.summarize(verbose=False).failed == 0

@@ -47,7 +47,10 @@ def test_round_trip_is_bit_identical(minilm, tmp_path):
         for path in (MINILM_DIRECTORY, tmp_path / "saved")
     )
     for key in [row[0] for row in huggingface.CONFIG_TABLE] + [
-        "hidden_act", "attention_probs_dropout_prob", "architectures", "model_type",
+        "hidden_act",
+        "attention_probs_dropout_prob",
+        "architectures",
+        "model_type",
         "position_embedding_type",
     ]:
         assert saved_config[key] == source_config[key], key
@@ -55,8 +58,14 @@ def test_round_trip_is_bit_identical(minilm, tmp_path):
 
 def test_saved_directory_loads_in_transformers_with_the_same_outputs(tmp_path):
     backbone = BertBackbone(
-        vocabulary_size=40, num_layers=2, num_heads=2, hidden_dim=8, intermediate_dim=16,
-        max_sequence_length=16, activation="gelu_approximate", attention_dropout=0.2,
+        vocabulary_size=40,
+        num_layers=2,
+        num_heads=2,
+        hidden_dim=8,
+        intermediate_dim=16,
+        max_sequence_length=16,
+        activation="gelu_approximate",
+        attention_dropout=0.2,
     )
     backbone.save_to_preset(tmp_path / "saved")
     model = transformers.BertModel.from_pretrained(tmp_path / "saved")
@@ -75,7 +84,10 @@ def test_pretraining_heads_and_backbone(tmp_path):
     state = _state(model)
     checkpoint = load_checkpoint(tmp_path)
     assert sorted(checkpoint.head_weights) == ["masked_lm", "next_sentence"]
-    masked_lm, next_sentence = checkpoint.head_weights["masked_lm"], checkpoint.head_weights["next_sentence"]
+    masked_lm, next_sentence = (
+        checkpoint.head_weights["masked_lm"],
+        checkpoint.head_weights["next_sentence"],
+    )
     np.testing.assert_array_equal(
         masked_lm["transform_dense/kernel"], state["cls.predictions.transform.dense.weight"].T
     )
@@ -146,7 +158,9 @@ def test_bfloat16_weights_load_as_float32(tmp_path):
     model.to(torch.bfloat16).save_pretrained(tmp_path / "bfloat16")
     checkpoint = load_checkpoint(tmp_path / "bfloat16")
     expected = model.embeddings.word_embeddings.weight.float().detach().numpy()
-    np.testing.assert_array_equal(checkpoint.backbone_weights["embeddings/token_embedding/embeddings"], expected)
+    np.testing.assert_array_equal(
+        checkpoint.backbone_weights["embeddings/token_embedding/embeddings"], expected
+    )
 
 
 # === Strictness ===
@@ -162,35 +176,57 @@ def _edit_tensors(directory, edit):
 def test_missing_tensor_is_named(tmp_path):
     save_tiny("BertModel", tmp_path)
     _edit_tensors(tmp_path, lambda t: t.pop("encoder.layer.1.intermediate.dense.weight"))
-    with pytest.raises(ValueError, match=r"missing 1 tensors: \['encoder.layer.1.intermediate.dense.weight'\]"):
+    with pytest.raises(
+        ValueError, match=r"missing 1 tensors: \['encoder.layer.1.intermediate.dense.weight'\]"
+    ):
         BertBackbone.from_preset(tmp_path)
 
 
 def test_unexpected_tensor_is_named_with_its_shape(tmp_path):
     save_tiny("BertModel", tmp_path)
-    _edit_tensors(tmp_path, lambda t: t.update({"encoder.layer.2.output.dense.weight": np.zeros((8, 16), "float32")}))
-    with pytest.raises(ValueError, match=r"1 unexpected tensors: \['encoder.layer.2.output.dense.weight \[8, 16\]'\]"):
+    _edit_tensors(
+        tmp_path,
+        lambda t: t.update({"encoder.layer.2.output.dense.weight": np.zeros((8, 16), "float32")}),
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"1 unexpected tensors: \['encoder.layer.2.output.dense.weight \[8, 16\]'\]",
+    ):
         load_checkpoint(tmp_path)
 
 
 def test_wrong_shape_is_named_with_both_shapes(tmp_path):
     save_tiny("BertModel", tmp_path)
-    _edit_tensors(tmp_path, lambda t: t.update({"pooler.dense.weight": np.zeros((8, 7), "float32")}))
-    with pytest.raises(ValueError, match=r"pooler_dense/kernel \(from \['pooler.dense.weight'\]\): expected \[8, 8\], found \[7, 8\]"):
+    _edit_tensors(
+        tmp_path, lambda t: t.update({"pooler.dense.weight": np.zeros((8, 7), "float32")})
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"pooler_dense/kernel \(from \['pooler.dense.weight'\]\): expected \[8, 8\], found \[7, 8\]",
+    ):
         BertBackbone.from_preset(tmp_path)
 
 
 def test_wrong_head_shape_is_named(tmp_path):
     save_tiny("BertForPreTraining", tmp_path)
     _edit_tensors(tmp_path, lambda t: t.update({"cls.predictions.bias": np.zeros(39, "float32")}))
-    with pytest.raises(ValueError, match=r"masked_lm/output_bias \(from \['cls.predictions.bias'\]\): expected \[40\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"masked_lm/output_bias \(from \['cls.predictions.bias'\]\): expected \[40\]",
+    ):
         load_checkpoint(tmp_path)
 
 
 def test_untied_decoder_is_refused(tmp_path):
     save_tiny("BertForMaskedLM", tmp_path)
-    _edit_tensors(tmp_path, lambda t: t.update({"cls.predictions.decoder.weight": np.ones((40, 8), "float32")}))
-    with pytest.raises(ValueError, match="cls.predictions.decoder.weight differs from bert.embeddings.word_embeddings.weight"):
+    _edit_tensors(
+        tmp_path,
+        lambda t: t.update({"cls.predictions.decoder.weight": np.ones((40, 8), "float32")}),
+    )
+    with pytest.raises(
+        ValueError,
+        match="cls.predictions.decoder.weight differs from bert.embeddings.word_embeddings.weight",
+    ):
         load_checkpoint(tmp_path)
 
 
@@ -222,8 +258,12 @@ def test_unsupported_settings_are_refused(tmp_path, setting, message):
 
 @pytest.mark.parametrize(
     "hidden_act, expected",
-    [("gelu", "gelu"), ("gelu_new", "gelu_approximate"), ("gelu_pytorch_tanh", "gelu_approximate"),
-     ("relu", "relu")],
+    [
+        ("gelu", "gelu"),
+        ("gelu_new", "gelu_approximate"),
+        ("gelu_pytorch_tanh", "gelu_approximate"),
+        ("relu", "relu"),
+    ],
 )
 def test_activation_names(tmp_path, hidden_act, expected):
     save_tiny("BertModel", tmp_path, hidden_act=hidden_act)
@@ -231,8 +271,12 @@ def test_activation_names(tmp_path, hidden_act, expected):
 
 
 def test_saved_vocabulary_loads_in_transformers_tokenizer(tmp_path):
-    backbone = BertBackbone(vocabulary_size=30522, num_layers=1, num_heads=2, hidden_dim=8, intermediate_dim=16)
-    backbone.save_to_preset(tmp_path / "saved", vocabulary_file=os.path.join(MINILM_DIRECTORY, "vocab.txt"))
+    backbone = BertBackbone(
+        vocabulary_size=30522, num_layers=1, num_heads=2, hidden_dim=8, intermediate_dim=16
+    )
+    backbone.save_to_preset(
+        tmp_path / "saved", vocabulary_file=os.path.join(MINILM_DIRECTORY, "vocab.txt")
+    )
     ours = transformers.AutoTokenizer.from_pretrained(tmp_path / "saved")
     reference = transformers.AutoTokenizer.from_pretrained(MINILM_DIRECTORY)
     text = "Hello World, checkpoints [MASK] unaffable!"
@@ -254,7 +298,9 @@ def test_legacy_layer_norm_names(tmp_path):
 
     def rename(tensors):
         for name in [n for n in tensors if "LayerNorm" in n]:
-            legacy = name.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta")
+            legacy = name.replace("LayerNorm.weight", "LayerNorm.gamma").replace(
+                "LayerNorm.bias", "LayerNorm.beta"
+            )
             tensors[legacy] = tensors.pop(name)
 
     _edit_tensors(tmp_path, rename)

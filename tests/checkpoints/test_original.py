@@ -28,8 +28,11 @@ def original_name(hf_name):
     """An HF BertModel tensor name -> (original variable name, transpose?)."""
     name = "bert/" + re.sub(r"layer\.(\d+)\.", r"layer_\1/", hf_name)
     name = name.replace(".", "/")
-    for hf_suffix, suffix in (("LayerNorm/weight", "LayerNorm/gamma"), ("LayerNorm/bias", "LayerNorm/beta"),
-                              ("_embeddings/weight", "_embeddings")):
+    for hf_suffix, suffix in (
+        ("LayerNorm/weight", "LayerNorm/gamma"),
+        ("LayerNorm/bias", "LayerNorm/beta"),
+        ("_embeddings/weight", "_embeddings"),
+    ):
         if name.endswith(hf_suffix):
             return name[: -len(hf_suffix)] + suffix, False
     if name.endswith("/weight"):
@@ -39,8 +42,10 @@ def original_name(hf_name):
 
 def heads(seed=0):
     random = np.random.default_rng(seed)
+
     def normal(*shape):
         return random.normal(size=shape).astype("float32")
+
     return {
         "cls/predictions/transform/dense/kernel": normal(HIDDEN, HIDDEN),
         "cls/predictions/transform/dense/bias": normal(HIDDEN),
@@ -56,8 +61,10 @@ def write_original(directory, variables):
     os.makedirs(directory, exist_ok=True)
     names = sorted(variables)
     tf.raw_ops.SaveV2(
-        prefix=os.path.join(directory, "bert_model.ckpt"), tensor_names=names,
-        shape_and_slices=[""] * len(names), tensors=[variables[name] for name in names],
+        prefix=os.path.join(directory, "bert_model.ckpt"),
+        tensor_names=names,
+        shape_and_slices=[""] * len(names),
+        tensors=[variables[name] for name in names],
     )
 
 
@@ -82,12 +89,24 @@ def original_directory(tmp_path_factory):
     directory = str(tmp_path_factory.mktemp("checkpoints") / "uncased_L-6_H-384_A-12")
     write_original(directory, minilm_variables())
     hf_config = json.load(open(os.path.join(MINILM_DIRECTORY, "config.json")))
-    keys = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
-            "hidden_act", "hidden_dropout_prob", "attention_probs_dropout_prob",
-            "max_position_embeddings", "type_vocab_size", "initializer_range")
+    keys = (
+        "vocab_size",
+        "hidden_size",
+        "num_hidden_layers",
+        "num_attention_heads",
+        "intermediate_size",
+        "hidden_act",
+        "hidden_dropout_prob",
+        "attention_probs_dropout_prob",
+        "max_position_embeddings",
+        "type_vocab_size",
+        "initializer_range",
+    )
     with open(os.path.join(directory, "bert_config.json"), "w") as file:
         json.dump({key: hf_config[key] for key in keys}, file)
-    shutil.copyfile(os.path.join(MINILM_DIRECTORY, "vocab.txt"), os.path.join(directory, "vocab.txt"))
+    shutil.copyfile(
+        os.path.join(MINILM_DIRECTORY, "vocab.txt"), os.path.join(directory, "vocab.txt")
+    )
     return directory
 
 
@@ -95,7 +114,9 @@ def original_directory(tmp_path_factory):
 def tanh_reference():
     # The original code computes the tanh form for "gelu": compare with that.
     inputs = minilm_inputs()
-    model = transformers.BertModel.from_pretrained(MINILM_DIRECTORY, dtype=torch.float32, hidden_act="gelu_new")
+    model = transformers.BertModel.from_pretrained(
+        MINILM_DIRECTORY, dtype=torch.float32, hidden_act="gelu_new"
+    )
     return inputs, torch_outputs(model, inputs)
 
 
@@ -112,12 +133,23 @@ def test_heads_vocabulary_and_casing(original_directory):
     checkpoint = load_checkpoint(original_directory)
     assert checkpoint.format == "original"
     expected = heads()
-    masked_lm, next_sentence = checkpoint.head_weights["masked_lm"], checkpoint.head_weights["next_sentence"]
-    np.testing.assert_array_equal(masked_lm["transform_dense/kernel"], expected["cls/predictions/transform/dense/kernel"])
-    np.testing.assert_array_equal(masked_lm["transform_layer_norm/beta"], expected["cls/predictions/transform/LayerNorm/beta"])
+    masked_lm, next_sentence = (
+        checkpoint.head_weights["masked_lm"],
+        checkpoint.head_weights["next_sentence"],
+    )
+    np.testing.assert_array_equal(
+        masked_lm["transform_dense/kernel"], expected["cls/predictions/transform/dense/kernel"]
+    )
+    np.testing.assert_array_equal(
+        masked_lm["transform_layer_norm/beta"], expected["cls/predictions/transform/LayerNorm/beta"]
+    )
     np.testing.assert_array_equal(masked_lm["output_bias"], expected["cls/predictions/output_bias"])
-    np.testing.assert_array_equal(next_sentence["kernel"], expected["cls/seq_relationship/output_weights"].T)
-    np.testing.assert_array_equal(next_sentence["bias"], expected["cls/seq_relationship/output_bias"])
+    np.testing.assert_array_equal(
+        next_sentence["kernel"], expected["cls/seq_relationship/output_weights"].T
+    )
+    np.testing.assert_array_equal(
+        next_sentence["bias"], expected["cls/seq_relationship/output_bias"]
+    )
     assert checkpoint.vocabulary_file == os.path.join(original_directory, "vocab.txt")
     assert checkpoint.tokenizer_config == {"do_lower_case": True}
 
@@ -128,25 +160,43 @@ def _tiny_variables():
         "bert/embeddings/word_embeddings": random.normal(size=(20, 4)),
         "bert/embeddings/token_type_embeddings": random.normal(size=(2, 4)),
         "bert/embeddings/position_embeddings": random.normal(size=(8, 4)),
-        "bert/embeddings/LayerNorm/gamma": np.ones(4), "bert/embeddings/LayerNorm/beta": np.zeros(4),
-        "bert/pooler/dense/kernel": random.normal(size=(4, 4)), "bert/pooler/dense/bias": np.zeros(4),
+        "bert/embeddings/LayerNorm/gamma": np.ones(4),
+        "bert/embeddings/LayerNorm/beta": np.zeros(4),
+        "bert/pooler/dense/kernel": random.normal(size=(4, 4)),
+        "bert/pooler/dense/bias": np.zeros(4),
     }
     layer = "bert/encoder/layer_0/"
-    for name, shape in (("attention/self/query", (4, 4)), ("attention/self/key", (4, 4)),
-                        ("attention/self/value", (4, 4)), ("attention/output/dense", (4, 4)),
-                        ("intermediate/dense", (4, 8)), ("output/dense", (8, 4))):
+    for name, shape in (
+        ("attention/self/query", (4, 4)),
+        ("attention/self/key", (4, 4)),
+        ("attention/self/value", (4, 4)),
+        ("attention/output/dense", (4, 4)),
+        ("intermediate/dense", (4, 8)),
+        ("output/dense", (8, 4)),
+    ):
         variables[layer + name + "/kernel"] = random.normal(size=shape)
         variables[layer + name + "/bias"] = random.normal(size=shape[-1:])
     for name in ("attention/output/LayerNorm", "output/LayerNorm"):
-        variables[layer + name + "/gamma"], variables[layer + name + "/beta"] = np.ones(4), np.zeros(4)
+        variables[layer + name + "/gamma"], variables[layer + name + "/beta"] = (
+            np.ones(4),
+            np.zeros(4),
+        )
     return {name: value.astype("float32") for name, value in variables.items()}
 
 
 def _write_tiny(directory, variables, **config):
     write_original(directory, variables)
-    config = {"vocab_size": 20, "hidden_size": 4, "num_hidden_layers": 1, "num_attention_heads": 2,
-              "intermediate_size": 8, "max_position_embeddings": 8, "type_vocab_size": 2,
-              "hidden_act": "gelu", **config}
+    config = {
+        "vocab_size": 20,
+        "hidden_size": 4,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+        "intermediate_size": 8,
+        "max_position_embeddings": 8,
+        "type_vocab_size": 2,
+        "hidden_act": "gelu",
+        **config,
+    }
     with open(os.path.join(directory, "bert_config.json"), "w") as file:
         json.dump(config, file)
 
@@ -173,15 +223,20 @@ def test_missing_and_unexpected_variables_are_named(tmp_path):
     with pytest.raises(ValueError) as error:
         load_checkpoint(tmp_path)
     assert "missing 1 tensors: ['bert/encoder/layer_0/output/dense/bias']" in str(error.value)
-    assert "1 unexpected tensors: ['bert/encoder/layer_0/output/dense/extra [3]']" in str(error.value)
+    assert "1 unexpected tensors: ['bert/encoder/layer_0/output/dense/extra [3]']" in str(
+        error.value
+    )
 
 
 def test_wrong_shape_is_named(tmp_path):
     variables = _tiny_variables()
     variables["bert/encoder/layer_0/intermediate/dense/kernel"] = np.zeros((4, 9), "float32")
     _write_tiny(str(tmp_path), variables)
-    with pytest.raises(ValueError, match=r"intermediate_dense/kernel \(from \['bert/encoder/layer_0/"
-                                         r"intermediate/dense/kernel'\]\): expected \[4, 8\], found \[4, 9\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"intermediate_dense/kernel \(from \['bert/encoder/layer_0/"
+        r"intermediate/dense/kernel'\]\): expected \[4, 8\], found \[4, 9\]",
+    ):
         BertBackbone.from_preset(tmp_path)
 
 
@@ -226,12 +281,19 @@ def test_pretraining_checkpoint_converts_to_transformers(tmp_path):
     assert not info["missing_keys"] and not info["unexpected_keys"], info
     assert model.config.hidden_act == "gelu_new"
     state = {name: value.numpy() for name, value in model.state_dict().items()}
-    np.testing.assert_array_equal(state["cls.seq_relationship.weight"], variables["cls/seq_relationship/output_weights"])
     np.testing.assert_array_equal(
-        state["cls.predictions.transform.dense.weight"], variables["cls/predictions/transform/dense/kernel"].T
+        state["cls.seq_relationship.weight"], variables["cls/seq_relationship/output_weights"]
     )
-    np.testing.assert_array_equal(state["cls.predictions.bias"], variables["cls/predictions/output_bias"])
-    np.testing.assert_array_equal(state["cls.predictions.decoder.weight"], variables["bert/embeddings/word_embeddings"])
+    np.testing.assert_array_equal(
+        state["cls.predictions.transform.dense.weight"],
+        variables["cls/predictions/transform/dense/kernel"].T,
+    )
+    np.testing.assert_array_equal(
+        state["cls.predictions.bias"], variables["cls/predictions/output_bias"]
+    )
+    np.testing.assert_array_equal(
+        state["cls.predictions.decoder.weight"], variables["bert/embeddings/word_embeddings"]
+    )
     np.testing.assert_array_equal(
         state["bert.encoder.layer.0.attention.self.value.weight"],
         variables["bert/encoder/layer_0/attention/self/value/kernel"].T,
@@ -243,15 +305,17 @@ def test_pretraining_checkpoint_round_trips_through_the_original_format(tmp_path
 
     variables = _tiny_variables()
     random = np.random.default_rng(3)
-    variables.update({
-        "cls/predictions/transform/dense/kernel": random.normal(size=(4, 4)).astype("float32"),
-        "cls/predictions/transform/dense/bias": random.normal(size=4).astype("float32"),
-        "cls/predictions/transform/LayerNorm/gamma": random.normal(size=4).astype("float32"),
-        "cls/predictions/transform/LayerNorm/beta": random.normal(size=4).astype("float32"),
-        "cls/predictions/output_bias": random.normal(size=20).astype("float32"),
-        "cls/seq_relationship/output_weights": random.normal(size=(2, 4)).astype("float32"),
-        "cls/seq_relationship/output_bias": random.normal(size=2).astype("float32"),
-    })
+    variables.update(
+        {
+            "cls/predictions/transform/dense/kernel": random.normal(size=(4, 4)).astype("float32"),
+            "cls/predictions/transform/dense/bias": random.normal(size=4).astype("float32"),
+            "cls/predictions/transform/LayerNorm/gamma": random.normal(size=4).astype("float32"),
+            "cls/predictions/transform/LayerNorm/beta": random.normal(size=4).astype("float32"),
+            "cls/predictions/output_bias": random.normal(size=20).astype("float32"),
+            "cls/seq_relationship/output_weights": random.normal(size=(2, 4)).astype("float32"),
+            "cls/seq_relationship/output_bias": random.normal(size=2).astype("float32"),
+        }
+    )
     _write_tiny(str(tmp_path / "source"), variables)
     (tmp_path / "source" / "vocab.txt").write_text("[PAD]\nhello\n")
     save_checkpoint(load_checkpoint(tmp_path / "source"), tmp_path / "ours")
@@ -269,14 +333,26 @@ def test_pretraining_checkpoint_round_trips_through_the_original_format(tmp_path
 def test_the_original_format_refuses_what_modeling_py_cannot_compute(tmp_path):
     from bert_keras.checkpoints import save_checkpoint
 
-    erf = BertBackbone(vocabulary_size=20, num_layers=1, num_heads=2, hidden_dim=4,
-                       intermediate_dim=8, activation="gelu")
+    erf = BertBackbone(
+        vocabulary_size=20,
+        num_layers=1,
+        num_heads=2,
+        hidden_dim=4,
+        intermediate_dim=8,
+        activation="gelu",
+    )
     erf.save_to_preset(tmp_path / "erf")
     with pytest.raises(ValueError, match="cannot compute activation 'gelu'"):
         save_checkpoint(load_checkpoint(tmp_path / "erf"), tmp_path / "out", format="original")
     assert not os.path.exists(tmp_path / "out")
-    epsilon = BertBackbone(vocabulary_size=20, num_layers=1, num_heads=2, hidden_dim=4,
-                           intermediate_dim=8, layer_norm_epsilon=1e-5)
+    epsilon = BertBackbone(
+        vocabulary_size=20,
+        num_layers=1,
+        num_heads=2,
+        hidden_dim=4,
+        intermediate_dim=8,
+        layer_norm_epsilon=1e-5,
+    )
     epsilon.save_to_preset(tmp_path / "epsilon")
     with pytest.raises(ValueError, match="hard-codes layer_norm_epsilon 1e-12"):
         save_checkpoint(load_checkpoint(tmp_path / "epsilon"), tmp_path / "out", format="original")

@@ -15,8 +15,14 @@ from bert_keras.models.bert_backbone import BertBackbone
 from tests.checkpoints import save_tiny
 from tests.checkpoints import tiny_inputs
 
-TINY = dict(vocabulary_size=40, num_layers=2, num_heads=2, hidden_dim=8, intermediate_dim=16,
-            max_sequence_length=16)
+TINY = dict(
+    vocabulary_size=40,
+    num_layers=2,
+    num_heads=2,
+    hidden_dim=8,
+    intermediate_dim=16,
+    max_sequence_length=16,
+)
 
 
 def _outputs(backbone):
@@ -26,12 +32,21 @@ def _outputs(backbone):
 def _assert_same_weights(first, second):
     assert [w.path for w in first.weights] == [w.path for w in second.weights]
     for a, b in zip(first.weights, second.weights):
-        np.testing.assert_array_equal(ops.convert_to_numpy(a), ops.convert_to_numpy(b), err_msg=a.path)
+        np.testing.assert_array_equal(
+            ops.convert_to_numpy(a), ops.convert_to_numpy(b), err_msg=a.path
+        )
 
 
 def test_own_format_keeps_settings_config_json_cannot_hold(tmp_path):
-    backbone = BertBackbone(**TINY, activation="relu", dropout=0.2, attention_dropout=0.05,
-                            layer_norm_epsilon=1e-6, dtype="mixed_bfloat16", name="my_bert")
+    backbone = BertBackbone(
+        **TINY,
+        activation="relu",
+        dropout=0.2,
+        attention_dropout=0.05,
+        layer_norm_epsilon=1e-6,
+        dtype="mixed_bfloat16",
+        name="my_bert",
+    )
     backbone.save_to_preset(tmp_path / "saved")
     restored = BertBackbone.from_preset(tmp_path / "saved")
     assert restored.get_config() == backbone.get_config()
@@ -46,7 +61,10 @@ def test_bert_keras_json_is_preferred_and_huggingface_reads_the_rest(tmp_path):
     assert detect_format(tmp_path / "saved") == "bert_keras"
     as_huggingface = load_checkpoint(tmp_path / "saved", format="huggingface")
     assert "dtype" not in as_huggingface.backbone_config
-    assert load_checkpoint(tmp_path / "saved").backbone_config["dtype"]["config"]["name"] == "mixed_float16"
+    assert (
+        load_checkpoint(tmp_path / "saved").backbone_config["dtype"]["config"]["name"]
+        == "mixed_float16"
+    )
 
 
 def test_overrides_apply_to_checkpoints(tmp_path):
@@ -58,7 +76,9 @@ def test_overrides_apply_to_checkpoints(tmp_path):
 def test_vocabulary_and_tokenizer_config(tmp_path):
     vocabulary = tmp_path / "vocab.txt"
     vocabulary.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nhello\n")
-    BertBackbone(**TINY).save_to_preset(tmp_path / "saved", vocabulary_file=vocabulary, lowercase=False)
+    BertBackbone(**TINY).save_to_preset(
+        tmp_path / "saved", vocabulary_file=vocabulary, lowercase=False
+    )
     assert (tmp_path / "saved" / "vocab.txt").read_text() == vocabulary.read_text()
     tokenizer_config = json.loads((tmp_path / "saved" / "tokenizer_config.json").read_text())
     assert tokenizer_config["do_lower_case"] is False and tokenizer_config["model_max_length"] == 16
@@ -69,7 +89,9 @@ def test_vocabulary_and_tokenizer_config(tmp_path):
 def test_existing_directory_is_refused_unless_overwrite(tmp_path):
     first, second = BertBackbone(**TINY), BertBackbone(**TINY)
     first.save_to_preset(tmp_path / "saved")
-    with pytest.raises(FileExistsError, match=f"Output directory {tmp_path / 'saved'} exists and is not empty"):
+    with pytest.raises(
+        FileExistsError, match=f"Output directory {tmp_path / 'saved'} exists and is not empty"
+    ):
         second.save_to_preset(tmp_path / "saved")
     second.save_to_preset(tmp_path / "saved", overwrite=True)
     _assert_same_weights(second, BertBackbone.from_preset(tmp_path / "saved"))
@@ -113,7 +135,9 @@ def test_keras_file_of_another_model_is_refused(tmp_path):
 
 
 def test_missing_path_is_named(tmp_path):
-    with pytest.raises(FileNotFoundError, match=f"Checkpoint path {tmp_path / 'absent'} does not exist"):
+    with pytest.raises(
+        FileNotFoundError, match=f"Checkpoint path {tmp_path / 'absent'} does not exist"
+    ):
         BertBackbone.from_preset(tmp_path / "absent")
 
 

@@ -18,8 +18,12 @@ def _write_vocabulary(directory, size=40):
 def test_qa_outputs_load_and_give_transformers_logits(tmp_path):
     reference = save_tiny("BertForQuestionAnswering", tmp_path / "checkpoint", num_labels=2)
     _write_vocabulary(tmp_path / "checkpoint")
-    model = SquadRun(str(tmp_path / "checkpoint"), str(tmp_path / "output"), max_seq_length=16,
-                     max_query_length=4).model
+    model = SquadRun(
+        str(tmp_path / "checkpoint"),
+        str(tmp_path / "output"),
+        max_seq_length=16,
+        max_query_length=4,
+    ).model
     inputs = tiny_inputs()
     with torch.no_grad():
         expected = reference(
@@ -38,8 +42,12 @@ def test_qa_outputs_load_and_give_transformers_logits(tmp_path):
 def test_a_checkpoint_without_the_head_gets_a_fresh_one(tmp_path):
     reference = save_tiny("BertModel", tmp_path / "checkpoint")
     _write_vocabulary(tmp_path / "checkpoint")
-    model = SquadRun(str(tmp_path / "checkpoint"), str(tmp_path / "output"), max_seq_length=16,
-                     max_query_length=4).model
+    model = SquadRun(
+        str(tmp_path / "checkpoint"),
+        str(tmp_path / "output"),
+        max_seq_length=16,
+        max_query_length=4,
+    ).model
     kernel = ops.convert_to_numpy(model.get_layer("span_logits").kernel)
     # The checkpoint's encoder is loaded; the head keeps BERT's N(0, 0.02) initialisation.
     assert kernel.shape == (8, 2) and 0 < kernel.std() < 0.1

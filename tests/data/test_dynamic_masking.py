@@ -18,8 +18,13 @@ def dataset(tmp_path_factory):
     corpus = str(tmp_path_factory.mktemp("text") / "corpus.txt")
     docstring_corpus(corpus, 15_000)
     tokenizer = BertTokenizer(vocab_file(), lowercase=True)
-    return dynamic_masking_dataset(corpus, tokenizer, max_seq_length=SEQ_LENGTH,
-                                   max_predictions_per_seq=PREDICTIONS, batch_size=16)
+    return dynamic_masking_dataset(
+        corpus,
+        tokenizer,
+        max_seq_length=SEQ_LENGTH,
+        max_predictions_per_seq=PREDICTIONS,
+        batch_size=16,
+    )
 
 
 def test_masks_are_drawn_afresh_each_pass(dataset):
@@ -34,8 +39,11 @@ def test_layout_and_rates(dataset):
     batches = list(dataset)
     features, labels = batches[0]
     assert {name: tuple(t.shape) for name, t in features.items()} == {
-        "token_ids": (16, SEQ_LENGTH), "segment_ids": (16, SEQ_LENGTH),
-        "padding_mask": (16, SEQ_LENGTH), "masked_positions": (16, PREDICTIONS)}
+        "token_ids": (16, SEQ_LENGTH),
+        "segment_ids": (16, SEQ_LENGTH),
+        "padding_mask": (16, SEQ_LENGTH),
+        "masked_positions": (16, PREDICTIONS),
+    }
     assert tuple(labels["next_sentence_labels"].shape) == (16,)
     weights = np.concatenate([labels["masked_lm_weights"].numpy() for _, labels in batches])
     token_ids = np.concatenate([features["token_ids"].numpy() for features, _ in batches])
@@ -48,8 +56,14 @@ def test_layout_and_rates(dataset):
 
 
 def test_a_pretrainer_fits_on_it(dataset):
-    backbone = BertBackbone(vocabulary_size=30522, num_layers=1, num_heads=2, hidden_dim=8,
-                            intermediate_dim=16, max_sequence_length=SEQ_LENGTH)
+    backbone = BertBackbone(
+        vocabulary_size=30522,
+        num_layers=1,
+        num_heads=2,
+        hidden_dim=8,
+        intermediate_dim=16,
+        max_sequence_length=SEQ_LENGTH,
+    )
     pretrainer = BertPretrainer(backbone)
     pretrainer.compile(optimizer="adam")
     history = pretrainer.fit(dataset.take(2), epochs=2, verbose=0)

@@ -11,8 +11,12 @@ def _write(directory, name, text):
 
 
 def test_mrpc_pairs_and_labels(tmp_path):
-    _write(tmp_path, "dev.tsv", "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
-                               "1\t11\t12\tHe said hi.\tHe greeted.\n0\t13\t14\tA cat.\tA dog.\n")
+    _write(
+        tmp_path,
+        "dev.tsv",
+        "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
+        "1\t11\t12\tHe said hi.\tHe greeted.\n0\t13\t14\tA cat.\tA dog.\n",
+    )
     examples = read_glue("MRPC", str(tmp_path), "dev")
     assert examples.texts_a == ["He said hi.", "A cat."]
     assert examples.texts_b == ["He greeted.", "A dog."]

@@ -28,10 +28,15 @@ def _special_tokens():
 
 def _random_documents(num_documents=200, seed=0):
     rng = np.random.default_rng(seed)
-    return Documents.from_lists([
-        [list(rng.integers(5, VOCABULARY_SIZE, rng.integers(1, 30))) for _ in range(rng.integers(1, 10))]
-        for _ in range(num_documents)
-    ])
+    return Documents.from_lists(
+        [
+            [
+                list(rng.integers(5, VOCABULARY_SIZE, rng.integers(1, 30)))
+                for _ in range(rng.integers(1, 10))
+            ]
+            for _ in range(num_documents)
+        ]
+    )
 
 
 def _original_truncation(a_length, b_length, max_num_tokens):
@@ -55,29 +60,57 @@ def test_truncated_lengths_match_the_original_loop():
 @pytest.mark.parametrize(
     "whole_words, vocabulary_size, max_seq_length",
     # Ids and positions of one, two and three varint bytes; uint16 and int32 ids.
-    [(False, VOCABULARY_SIZE, 32), (True, VOCABULARY_SIZE, 32), (False, 40_000, 200), (False, 100_000, 32)],
+    [
+        (False, VOCABULARY_SIZE, 32),
+        (True, VOCABULARY_SIZE, 32),
+        (False, 40_000, 200),
+        (False, 100_000, 32),
+    ],
 )
 def test_records_are_the_bytes_tensorflow_writes(whole_words, vocabulary_size, max_seq_length):
-    options = InstanceOptions(max_seq_length=max_seq_length, max_predictions_per_seq=5, dupe_factor=1,
-                              do_whole_word_mask=whole_words)
+    options = InstanceOptions(
+        max_seq_length=max_seq_length,
+        max_predictions_per_seq=5,
+        dupe_factor=1,
+        do_whole_word_mask=whole_words,
+    )
     rng = np.random.default_rng(1)
-    documents = Documents.from_lists([
-        [list(rng.integers(5, vocabulary_size, rng.integers(1, 90))) for _ in range(rng.integers(1, 10))]
-        for _ in range(30)
-    ])
-    special_tokens = SpecialTokens(CLS, SEP, MASK, vocabulary_size, np.arange(vocabulary_size) >= 900)
+    documents = Documents.from_lists(
+        [
+            [
+                list(rng.integers(5, vocabulary_size, rng.integers(1, 90)))
+                for _ in range(rng.integers(1, 10))
+            ]
+            for _ in range(30)
+        ]
+    )
+    special_tokens = SpecialTokens(
+        CLS, SEP, MASK, vocabulary_size, np.arange(vocabulary_size) >= 900
+    )
     instances = create_instances(documents, special_tokens, options, shard_index=0)
-    assert instances.input_ids.max() >= 128 and (vocabulary_size < 16384 or instances.input_ids.max() >= 16384)
+    assert instances.input_ids.max() >= 128 and (
+        vocabulary_size < 16384 or instances.input_ids.max() >= 16384
+    )
     assert instances.input_ids.dtype == (np.uint16 if vocabulary_size <= 65536 else np.int32)
     records = encode_examples(instances, rows_per_batch=16)
     assert len(records) == len(instances)
     for row in range(0, len(instances), 7):
         example = tf.train.Example()
         feature = example.features.feature
-        for name in ("input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids"):
+        for name in (
+            "input_ids",
+            "input_mask",
+            "segment_ids",
+            "masked_lm_positions",
+            "masked_lm_ids",
+        ):
             feature[name].int64_list.value.extend(getattr(instances, name)[row].tolist())
-        feature["masked_lm_weights"].float_list.value.extend(instances.masked_lm_weights[row].tolist())
-        feature["next_sentence_labels"].int64_list.value.append(int(instances.next_sentence_labels[row]))
+        feature["masked_lm_weights"].float_list.value.extend(
+            instances.masked_lm_weights[row].tolist()
+        )
+        feature["next_sentence_labels"].int64_list.value.append(
+            int(instances.next_sentence_labels[row])
+        )
         assert records[row] == example.SerializeToString(deterministic=True)
 
 
@@ -114,18 +147,28 @@ def test_token_masking_counts_and_split():
 
 
 def test_whole_word_masking_treats_each_word_as_one():
-    options = InstanceOptions(max_seq_length=64, max_predictions_per_seq=10, do_whole_word_mask=True)
+    options = InstanceOptions(
+        max_seq_length=64, max_predictions_per_seq=10, do_whole_word_mask=True
+    )
     instances = create_instances(_random_documents(), _special_tokens(), options, shard_index=0)
     _check_layout(instances, options)
     mixed_words, joined_pieces = 0, 0
     for row in range(len(instances)):
         real = instances.masked_lm_weights[row] > 0
         positions = set(instances.masked_lm_positions[row, real].tolist())
-        labels = dict(zip(instances.masked_lm_positions[row, real].tolist(),
-                          instances.masked_lm_ids[row, real].tolist()))
+        labels = dict(
+            zip(
+                instances.masked_lm_positions[row, real].tolist(),
+                instances.masked_lm_ids[row, real].tolist(),
+            )
+        )
         for position in positions:
             # A continuation piece is masked with the piece before it.
-            if labels[position] >= CONTINUATION_FROM and position > 1 and instances.input_ids[row, position - 1] != SEP:
+            if (
+                labels[position] >= CONTINUATION_FROM
+                and position > 1
+                and instances.input_ids[row, position - 1] != SEP
+            ):
                 assert position - 1 in positions
         # The pieces of a word are all [MASK] or none is.
         for position in positions:
@@ -147,7 +190,7 @@ def test_whole_word_masking_treats_each_word_as_one():
 def _original_random_next_labels(documents, options, rng):
     """The original's chunking loop (google-research/bert), labels only."""
     labels = []
-    for document_index, document in enumerate(documents):
+    for document in documents:
         target_length = options.max_num_tokens
         if rng.random() < options.short_seq_prob:
             target_length = rng.randint(2, options.max_num_tokens)
@@ -209,7 +252,9 @@ def _original_pairs(documents, options, rng):
                     pairs.append((a_start, a_stop, *span(other, random_start, j), 1))
                     i -= len(chunk) - a_end
                 else:
-                    pairs.append((a_start, a_stop, *span(document_index, chunk[a_end], chunk[-1]), 0))
+                    pairs.append(
+                        (a_start, a_stop, *span(document_index, chunk[a_end], chunk[-1]), 0)
+                    )
                 chunk, length = [], 0
             i += 1
     return pairs
@@ -223,7 +268,9 @@ def test_sentence_pairs_are_the_original_loops_draw_for_draw():
     ours = pretraining_instances._sentence_pairs(
         flat.sentence_starts.tolist(), flat.document_starts.tolist(), options, random.Random(5)
     )
-    assert ours.tolist() == [list(pair) for pair in _original_pairs(documents, options, random.Random(5))]
+    assert ours.tolist() == [
+        list(pair) for pair in _original_pairs(documents, options, random.Random(5))
+    ]
     assert 0 < ours[:, 4].mean() < 1
 
 
@@ -231,9 +278,14 @@ def test_next_sentence_fraction_follows_the_original():
     rng = random.Random(1)
     documents = [[[7] * rng.randint(3, 40) for _ in range(rng.randint(1, 30))] for _ in range(300)]
     options = InstanceOptions(max_seq_length=64, dupe_factor=3)
-    ours = create_instances(Documents.from_lists(documents), _special_tokens(), options, shard_index=0)
-    original = [label for _ in range(options.dupe_factor)
-                for label in _original_random_next_labels(documents, options, rng)]
+    ours = create_instances(
+        Documents.from_lists(documents), _special_tokens(), options, shard_index=0
+    )
+    original = [
+        label
+        for _ in range(options.dupe_factor)
+        for label in _original_random_next_labels(documents, options, rng)
+    ]
     assert abs(ours.next_sentence_labels.mean() - np.mean(original)) < 0.015
     assert abs(len(ours) / len(original) - 1) < 0.02
     # One-sentence documents: every pair is random, as in the original.
@@ -248,7 +300,9 @@ def test_more_predictions_than_positions():
     assert instances.masked_lm_positions.shape == (len(instances), 12)
     _check_layout(instances, options)
     # All but [CLS] and the two [SEP]: the original stops when none is left.
-    np.testing.assert_array_equal(instances.masked_lm_weights.sum(axis=1), instances.input_mask.sum(axis=1) - 3)
+    np.testing.assert_array_equal(
+        instances.masked_lm_weights.sum(axis=1), instances.input_mask.sum(axis=1) - 3
+    )
     records = encode_examples(instances)
     assert len(records) == len(instances)
 
@@ -289,7 +343,9 @@ def test_messages_refuse_objects_and_report_cut_streams():
     stream = io.BytesIO(b'{"kind": "records", "arrays": [["data", "|O", [1]]]}\n' + bytes(8))
     with pytest.raises(ValueError, match="'data' has dtype object; messages hold numbers only"):
         pretraining_instances.read_message(stream)
-    (_, _), whole = _message_round_trip({"kind": "records"}, {"data": np.arange(100, dtype=np.uint8)})
+    (_, _), whole = _message_round_trip(
+        {"kind": "records"}, {"data": np.arange(100, dtype=np.uint8)}
+    )
     with pytest.raises(EOFError, match="inside message array 'data'"):
         pretraining_instances.read_message(io.BytesIO(whole.getvalue()[:-1]))
     with pytest.raises(EOFError, match="inside a message"):
@@ -300,7 +356,9 @@ def _served(tasks):
     """Runs `serve` on the task messages in `tasks`; returns its replies."""
     requests, replies = io.BytesIO(), io.BytesIO()
     for documents, special_tokens, options, shard_index in tasks:
-        pretraining_instances.write_shard_task(requests, documents, special_tokens, options, shard_index)
+        pretraining_instances.write_shard_task(
+            requests, documents, special_tokens, options, shard_index
+        )
     requests.seek(0)
     pretraining_instances.serve(requests, replies)
     replies.seek(0)

@@ -37,9 +37,11 @@ QUESTION = "where is it?"
 
 
 def _vocabulary():
-    words = BertTokenizer(list(SPECIAL_TOKENS) + ["x"]).split_words(
-        CONTEXTS + [LONG_CONTEXT, QUESTION]
-    ).flat_values.numpy()
+    words = (
+        BertTokenizer(list(SPECIAL_TOKENS) + ["x"])
+        .split_words(CONTEXTS + [LONG_CONTEXT, QUESTION])
+        .flat_values.numpy()
+    )
     # "crepes" becomes two pieces, so an answer ends inside a word's pieces.
     words = sorted({word.decode() for word in words} - {"crepes"}) + ["crep", "##es"]
     return list(SPECIAL_TOKENS) + words
@@ -58,8 +60,11 @@ def _qa(question_id, context, answer_text, occurrence=0):
     start = -1
     for _ in range(occurrence + 1):
         start = context.index(answer_text, start + 1)
-    return {"id": question_id, "question": QUESTION,
-            "answers": [{"text": answer_text, "answer_start": start}]}
+    return {
+        "id": question_id,
+        "question": QUESTION,
+        "answers": [{"text": answer_text, "answer_start": start}],
+    }
 
 
 def _write(tmp_path, value, name="squad.json"):
@@ -70,8 +75,10 @@ def _write(tmp_path, value, name="squad.json"):
 
 def _hand_made_file(tmp_path):
     paragraphs = [
-        {"context": context,
-         "qas": [_qa(qid, context, text) for qid, index, text in ANSWERS if index == number]}
+        {
+            "context": context,
+            "qas": [_qa(qid, context, text) for qid, index, text in ANSWERS if index == number],
+        }
         for number, context in enumerate(CONTEXTS)
     ]
     return _write(tmp_path, _squad_json(paragraphs))
@@ -81,7 +88,7 @@ def _window_text(features, examples, window):
     """The context text of a window's labelled answer, by offsets alone."""
     start, end = features.start_positions[window], features.end_positions[window]
     context = examples[features.example_index[window]].context
-    return context[features.token_starts[window, start]:features.token_ends[window, end]]
+    return context[features.token_starts[window, start] : features.token_ends[window, end]]
 
 
 def test_reads_every_question_with_its_answer(tmp_path):
@@ -93,11 +100,13 @@ def test_reads_every_question_with_its_answer(tmp_path):
 
 
 @pytest.mark.parametrize("max_seq_length, doc_stride", [(384, 128), (24, 5), (16, 3)])
-def test_offsets_give_back_every_training_answer_exactly(tmp_path, tokenizer, max_seq_length,
-                                                         doc_stride):
+def test_offsets_give_back_every_training_answer_exactly(
+    tmp_path, tokenizer, max_seq_length, doc_stride
+):
     examples = read_squad(_hand_made_file(tmp_path), is_training=True)
-    features = squad_features(examples, tokenizer, max_seq_length, doc_stride,
-                              max_query_length=6, is_training=True)
+    features = squad_features(
+        examples, tokenizer, max_seq_length, doc_stride, max_query_length=6, is_training=True
+    )
     found = set()
     for window in range(len(features)):
         if features.start_positions[window] == 0:
@@ -116,8 +125,8 @@ def test_packing_is_cls_question_sep_window_sep(tokenizer):
     context = tokenizer.tokenize(CONTEXTS[0]).numpy().tolist()
     cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
     packed = [cls, *question, sep, *context, sep]
-    assert features.token_ids[0, :len(packed)].tolist() == packed
-    assert (features.token_ids[0, len(packed):] == tokenizer.pad_token_id).all()
+    assert features.token_ids[0, : len(packed)].tolist() == packed
+    assert (features.token_ids[0, len(packed) :] == tokenizer.pad_token_id).all()
     assert features.segment_ids[0].tolist() == (
         [0] * (len(question) + 2) + [1] * (len(context) + 1) + [0] * (64 - len(packed))
     )
@@ -132,13 +141,14 @@ def test_windows_slide_by_doc_stride_and_label_answers_inside_them(tokenizer):
     # tokens, starting every 4 tokens until one reaches the end: 0, 4, ..., 24.
     answer = SquadAnswer("t8 t9", LONG_CONTEXT.index("t8 t9"))
     example = SquadExample("q", QUESTION, LONG_CONTEXT, (answer,))
-    features = squad_features([example], tokenizer, max_seq_length=16, doc_stride=4,
-                              max_query_length=8, is_training=True)
+    features = squad_features(
+        [example], tokenizer, max_seq_length=16, doc_stride=4, max_query_length=8, is_training=True
+    )
     doc_offset = 6  # [CLS] where is it ? [SEP]
     starts = (0, 4, 8, 12, 16, 20, 24)
     for row, start in zip(features.token_ids, starts):
         expected = [f"t{i}" for i in range(start, min(start + 9, 30))] + ["[SEP]"]
-        window = row[doc_offset:doc_offset + len(expected)]
+        window = row[doc_offset : doc_offset + len(expected)]
         assert [tokenizer.id_to_token(int(i)) for i in window] == expected
     assert len(features) == len(starts) and features.padding_mask[-1].sum() == doc_offset + 7
     # t8 t9 is cut by the first window's border (t8 is its last token), whole
@@ -150,8 +160,9 @@ def test_windows_slide_by_doc_stride_and_label_answers_inside_them(tokenizer):
 
 def test_each_token_has_max_context_in_exactly_one_window(tokenizer):
     example = SquadExample("q", QUESTION, LONG_CONTEXT)
-    features = squad_features([example], tokenizer, max_seq_length=16, doc_stride=4,
-                              max_query_length=8)
+    features = squad_features(
+        [example], tokenizer, max_seq_length=16, doc_stride=4, max_query_length=8
+    )
     doc_offset = 6
     owners = {}
     for window in range(len(features)):
@@ -173,21 +184,29 @@ def _owning_window(spans, position):
     Among the windows (start, length) holding `position`, the owner has the
     most context on its shorter side, plus 0.01 x its length; the first wins a tie.
     """
-    scores = [(min(position - start, start + length - 1 - position) + 0.01 * length, -index)
-              for index, (start, length) in enumerate(spans) if start <= position < start + length]
+    scores = [
+        (min(position - start, start + length - 1 - position) + 0.01 * length, -index)
+        for index, (start, length) in enumerate(spans)
+        if start <= position < start + length
+    ]
     return -max(scores)[1]
 
 
-@pytest.mark.parametrize("spans", [
-    [(0, 9), (4, 9), (8, 9), (12, 9), (16, 9), (20, 9), (24, 6)],  # doc_stride 4, short last
-    [(0, 5), (5, 5), (10, 3)],  # no overlap
-    [(0, 7), (1, 7), (2, 7), (3, 5)],  # doc_stride 1: many ties
-    [(0, 3)],
-])
+@pytest.mark.parametrize(
+    "spans",
+    [
+        [(0, 9), (4, 9), (8, 9), (12, 9), (16, 9), (20, 9), (24, 6)],  # doc_stride 4, short last
+        [(0, 5), (5, 5), (10, 3)],  # no overlap
+        [(0, 7), (1, 7), (2, 7), (3, 5)],  # doc_stride 1: many ties
+        [(0, 3)],
+    ],
+)
 def test_window_max_context_is_the_originals_check_for_every_token(spans):
     for span_index, (start, length) in enumerate(spans):
-        expected = [_owning_window(spans, position) == span_index
-                    for position in range(start, start + length)]
+        expected = [
+            _owning_window(spans, position) == span_index
+            for position in range(start, start + length)
+        ]
         assert window_max_context(spans, span_index).tolist() == expected
 
 
@@ -195,19 +214,34 @@ def test_long_questions_keep_their_first_max_query_length_tokens(tokenizer):
     example = SquadExample("q", LONG_CONTEXT, "t1 t2")
     features = squad_features([example], tokenizer, max_seq_length=16, max_query_length=5)
     assert [tokenizer.id_to_token(int(i)) for i in features.token_ids[0, :7]] == [
-        "[CLS]", "t0", "t1", "t2", "t3", "t4", "[SEP]"]
+        "[CLS]",
+        "t0",
+        "t1",
+        "t2",
+        "t3",
+        "t4",
+        "[SEP]",
+    ]
 
 
 def test_version_2_impossible_questions_point_at_cls(tmp_path, tokenizer):
     context = CONTEXTS[0]
-    impossible = {"id": "q_none", "question": QUESTION, "answers": [], "is_impossible": True,
-                  "plausible_answers": [{"text": "Zoë", "answer_start": context.index("Zoë")}]}
-    path = _write(tmp_path, _squad_json([{"context": context, "qas": [
-        impossible, _qa("q_some", context, "Seine")]}]))
+    impossible = {
+        "id": "q_none",
+        "question": QUESTION,
+        "answers": [],
+        "is_impossible": True,
+        "plausible_answers": [{"text": "Zoë", "answer_start": context.index("Zoë")}],
+    }
+    path = _write(
+        tmp_path,
+        _squad_json([{"context": context, "qas": [impossible, _qa("q_some", context, "Seine")]}]),
+    )
     examples = read_squad(path, version_2_with_negative=True, is_training=True)
     assert examples[0].is_impossible and examples[0].answers == ()
-    features = squad_features(examples, tokenizer, max_seq_length=16, doc_stride=3,
-                              max_query_length=6, is_training=True)
+    features = squad_features(
+        examples, tokenizer, max_seq_length=16, doc_stride=3, max_query_length=6, is_training=True
+    )
     impossible_windows = features.example_index == 0
     assert impossible_windows.sum() > 1
     assert (features.start_positions[impossible_windows] == 0).all()
@@ -216,8 +250,10 @@ def test_version_2_impossible_questions_point_at_cls(tmp_path, tokenizer):
 
 
 def test_prediction_files_need_no_answers(tmp_path, tokenizer):
-    path = _write(tmp_path, _squad_json([{"context": CONTEXTS[0], "qas": [
-        {"id": "q_test", "question": QUESTION}]}]))
+    path = _write(
+        tmp_path,
+        _squad_json([{"context": CONTEXTS[0], "qas": [{"id": "q_test", "question": QUESTION}]}]),
+    )
     (example,) = read_squad(path)
     assert example.answers == ()
     features = squad_features([example], tokenizer, max_seq_length=64, max_query_length=8)
@@ -241,17 +277,34 @@ def _paragraph(qa, context="In Paris."):
         (_squad_json([{"qas": []}]), 'data[0].paragraphs[0] has no "context"'),
         (_paragraph({"question": "Where?", "answers": []}), 'a question without an "id"'),
         (_paragraph({"id": "q7", "answers": []}), "question 'q7' has no \"question\""),
-        (_paragraph({"id": "q7", "question": "Where?",
-                     "answers": [{"text": "Paris", "answer_start": 2}]}),
-         "question 'q7': answer 'Paris' is not at answer_start 2; the context there reads ' Pari'"),
-        (_paragraph({"id": "q7", "question": "Where?", "answers": [{"text": "Paris"}]}),
-         "question 'q7': answer {'text': 'Paris'} needs"),
-        (_paragraph({"id": "q7", "question": "Where?", "answers": [], "is_impossible": True}),
-         "question 'q7' is marked is_impossible"),
-        (_paragraph({"id": "q7", "question": "Where?", "answers": []}),
-         "question 'q7' has no answer; every training question needs one"),
-        (_squad_json([{"context": "a", "qas": [{"id": "q7", "question": "?", "answers": []}] * 2}]),
-         "question id 'q7' is repeated"),
+        (
+            _paragraph(
+                {
+                    "id": "q7",
+                    "question": "Where?",
+                    "answers": [{"text": "Paris", "answer_start": 2}],
+                }
+            ),
+            "question 'q7': answer 'Paris' is not at answer_start 2; the context there reads ' Pari'",
+        ),
+        (
+            _paragraph({"id": "q7", "question": "Where?", "answers": [{"text": "Paris"}]}),
+            "question 'q7': answer {'text': 'Paris'} needs",
+        ),
+        (
+            _paragraph({"id": "q7", "question": "Where?", "answers": [], "is_impossible": True}),
+            "question 'q7' is marked is_impossible",
+        ),
+        (
+            _paragraph({"id": "q7", "question": "Where?", "answers": []}),
+            "question 'q7' has no answer; every training question needs one",
+        ),
+        (
+            _squad_json(
+                [{"context": "a", "qas": [{"id": "q7", "question": "?", "answers": []}] * 2}]
+            ),
+            "question id 'q7' is repeated",
+        ),
     ],
 )
 def test_malformed_files_are_named_with_the_question(tmp_path, content, message):

@@ -5,7 +5,9 @@ import pytest
 from bert_keras.data.swag import read_swag
 from bert_keras.data.swag import split_path
 
-HEADER = "video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,ending3,label\n"
+HEADER = (
+    "video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,ending3,label\n"
+)
 
 
 def _write(tmp_path, text, name="train.csv"):
@@ -37,10 +39,18 @@ def test_a_file_without_labels_reads_as_unlabelled(tmp_path):
 @pytest.mark.parametrize(
     "text, message",
     [
-        ("sent1,ending0,label\nx,y,0\n", r":1: the header lacks the columns \['sent2', 'ending1'\]"),
-        (HEADER + 'v,0,s,"two\nlines",b,g,e0,e1,e2,e3,0\nv,0,s,a,b,g,e0,e1,e2,0\n',
-         ":4: expected 11 comma-separated fields as in the header, found 10"),
-        (HEADER + "v,0,s,a,b,g,e0,e1,e2,e3,4\n", r":2: label '4' is not a choice index in \[0, 4\)"),
+        (
+            "sent1,ending0,label\nx,y,0\n",
+            r":1: the header lacks the columns \['sent2', 'ending1'\]",
+        ),
+        (
+            HEADER + 'v,0,s,"two\nlines",b,g,e0,e1,e2,e3,0\nv,0,s,a,b,g,e0,e1,e2,0\n',
+            ":4: expected 11 comma-separated fields as in the header, found 10",
+        ),
+        (
+            HEADER + "v,0,s,a,b,g,e0,e1,e2,e3,4\n",
+            r":2: label '4' is not a choice index in \[0, 4\)",
+        ),
         (HEADER + "v,0,s,a,b,g,e0,e1,e2,e3,\n", ":2: label ''"),
     ],
 )

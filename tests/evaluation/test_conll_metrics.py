@@ -6,14 +6,19 @@ from bert_keras.evaluation.conll_metrics import entity_scores
 
 def test_iob2_entities():
     assert entities(["B-ORG", "I-ORG", "O", "B-PER", "B-PER", "I-LOC"]) == [
-        ("ORG", 0, 1), ("PER", 3, 3), ("PER", 4, 4), ("LOC", 5, 5)
+        ("ORG", 0, 1),
+        ("PER", 3, 3),
+        ("PER", 4, 4),
+        ("LOC", 5, 5),
     ]
 
 
 def test_iob1_entities_start_with_i_and_split_on_b():
     # IOB1: I- starts an entity; B- only separates two adjacent ones of one type.
     assert entities(["I-PER", "I-PER", "B-PER", "O", "I-LOC"]) == [
-        ("PER", 0, 1), ("PER", 2, 2), ("LOC", 4, 4)
+        ("PER", 0, 1),
+        ("PER", 2, 2),
+        ("LOC", 4, 4),
     ]
 
 

@@ -33,6 +33,9 @@ def test_pearson_and_spearman_by_hand():
 
 def test_glue_metrics_per_task():
     assert set(metrics.glue_metrics("CoLA", [1, 0], [1, 0])) == {"matthews_correlation"}
-    assert set(metrics.glue_metrics("sts-b", [1.0, 2.0, 3.0], [1.0, 2.0, 2.5])) == {"pearson", "spearman"}
+    assert set(metrics.glue_metrics("sts-b", [1.0, 2.0, 3.0], [1.0, 2.0, 2.5])) == {
+        "pearson",
+        "spearman",
+    }
     with pytest.raises(ValueError, match="Unknown GLUE task 'squad'"):
         metrics.glue_metrics("squad", [1], [1])

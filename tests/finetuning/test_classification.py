@@ -27,7 +27,9 @@ def _minilm_directory():
     "numerics to transformers",
 )
 def test_minilm_fine_tuned_on_part_of_sst2_beats_chance_on_dev(tmp_path):
-    run = ClassificationRun("SST-2", str(SST2), _minilm_directory(), str(tmp_path), max_seq_length=48)
+    run = ClassificationRun(
+        "SST-2", str(SST2), _minilm_directory(), str(tmp_path), max_seq_length=48
+    )
     run.train(batch_size=32, learning_rate=1e-4, num_epochs=2, limit=1000, verbose=0)
     results = run.evaluate("dev", batch_size=64)
     written = json.loads((tmp_path / "eval_results.json").read_text())
@@ -42,9 +44,14 @@ def test_minilm_fine_tuned_on_part_of_sst2_beats_chance_on_dev(tmp_path):
 @pytest.mark.parametrize(
     "flags, message",
     [
-        (["--data_dir=x", "--init_checkpoint=y", "--output_dir=z", "--do_train"], "--task_name is required"),
-        (["--task_name=SST-2", "--data_dir=x", "--init_checkpoint=y", "--output_dir=z"],
-         "At least one of --do_train, --do_eval, --do_predict"),
+        (
+            ["--data_dir=x", "--init_checkpoint=y", "--output_dir=z", "--do_train"],
+            "--task_name is required",
+        ),
+        (
+            ["--task_name=SST-2", "--data_dir=x", "--init_checkpoint=y", "--output_dir=z"],
+            "At least one of --do_train, --do_eval, --do_predict",
+        ),
     ],
 )
 def test_program_flags_are_checked(flags, message):

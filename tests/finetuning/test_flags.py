@@ -38,15 +38,21 @@ def test_public_names_still_import_from_the_package():
     "arguments, message",
     [
         (["--bogus"], "Unknown command line flag 'bogus'"),
-        (["--task_name=SST-2", "--do_train", *REQUIRED, "--warmup_proportion=2"],
-         "--warmup_proportion must be in [0, 1], got 2.0"),
-        (["--task_name=SST-2", "--do_train", "--data_dir=d", "--output_dir=o"],
-         "--init_checkpoint is required"),
+        (
+            ["--task_name=SST-2", "--do_train", *REQUIRED, "--warmup_proportion=2"],
+            "--warmup_proportion must be in [0, 1], got 2.0",
+        ),
+        (
+            ["--task_name=SST-2", "--do_train", "--data_dir=d", "--output_dir=o"],
+            "--init_checkpoint is required",
+        ),
     ],
 )
 def test_bad_flags_fail_naming_the_flag(arguments, message):
     completed = subprocess.run(
-        [sys.executable, "-m", "tasks.classify", *arguments], capture_output=True, text=True,
+        [sys.executable, "-m", "tasks.classify", *arguments],
+        capture_output=True,
+        text=True,
         timeout=30,
     )
     assert completed.returncode != 0 and message in completed.stderr, completed.stderr

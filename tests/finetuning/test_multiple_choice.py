@@ -13,9 +13,23 @@ from bert_keras.finetuning.multiple_choice import MultipleChoiceRun
 from bert_keras.models.bert_backbone import BertBackbone
 
 COLORS = ["red", "blue", "green", "gold"]
-VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *COLORS, "a", "car", "is", "it", "was",
-              "."]
-HEADER = "video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,ending3,label\n"
+VOCABULARY = [
+    "[PAD]",
+    "[UNK]",
+    "[CLS]",
+    "[SEP]",
+    "[MASK]",
+    *COLORS,
+    "a",
+    "car",
+    "is",
+    "it",
+    "was",
+    ".",
+]
+HEADER = (
+    "video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,ending3,label\n"
+)
 
 
 def _swag_file(path, count, seed, labelled=True):
@@ -55,11 +69,24 @@ def test_program_learns_to_choose_the_ending_that_completes_the_context(tiny_che
     _swag_file(data / "val.csv", 64, seed=1)
     _swag_file(data / "test.csv", 8, seed=2, labelled=False)
     completed = subprocess.run(
-        [sys.executable, "-m", "tasks.multiple_choice", f"--data_dir={data}",
-         f"--init_checkpoint={tiny_checkpoint}", f"--output_dir={output}", "--do_train",
-         "--do_eval", "--do_predict", "--max_seq_length=12", "--train_batch_size=16",
-         "--learning_rate=3e-3", "--num_train_epochs=4", "--seed=1"],
-        capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "tasks.multiple_choice",
+            f"--data_dir={data}",
+            f"--init_checkpoint={tiny_checkpoint}",
+            f"--output_dir={output}",
+            "--do_train",
+            "--do_eval",
+            "--do_predict",
+            "--max_seq_length=12",
+            "--train_batch_size=16",
+            "--learning_rate=3e-3",
+            "--num_train_epochs=4",
+            "--seed=1",
+        ],
+        capture_output=True,
+        text=True,
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
     results = json.loads((output / "eval_results.json").read_text())
@@ -76,9 +103,18 @@ def test_program_learns_to_choose_the_ending_that_completes_the_context(tiny_che
 
 def test_program_flags_are_checked():
     completed = subprocess.run(
-        [sys.executable, "-m", "tasks.multiple_choice", "--data_dir=x", "--init_checkpoint=y",
-         "--output_dir=z", "--do_eval", "--max_seq_length=2"],
-        capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "tasks.multiple_choice",
+            "--data_dir=x",
+            "--init_checkpoint=y",
+            "--output_dir=z",
+            "--do_eval",
+            "--max_seq_length=2",
+        ],
+        capture_output=True,
+        text=True,
     )
     assert completed.returncode != 0 and "--max_seq_length must be at least 3" in completed.stderr
 
@@ -87,8 +123,13 @@ def test_hugging_face_multiple_choice_head_scores_as_transformers(tmp_path):
     transformers = pytest.importorskip("transformers")
     torch = pytest.importorskip("torch")
     config = transformers.BertConfig(
-        vocab_size=len(VOCABULARY), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-        intermediate_size=32, max_position_embeddings=32, hidden_act="gelu",
+        vocab_size=len(VOCABULARY),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=32,
+        hidden_act="gelu",
     )
     torch.manual_seed(0)
     model = transformers.BertForMultipleChoice(config).eval()

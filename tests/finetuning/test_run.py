@@ -30,7 +30,9 @@ def checkpoint(tmp_path):
 def test_classification_export_loads_with_its_label_names(checkpoint, tmp_path):
     data = tmp_path / "data"
     data.mkdir()
-    (data / "train.tsv").write_text("text\tlabel\ngood\tpositive\nbad\tnegative\ngood good\tpositive\n")
+    (data / "train.tsv").write_text(
+        "text\tlabel\ngood\tpositive\nbad\tnegative\ngood good\tpositive\n"
+    )
     run = ClassificationRun("csv", str(data), checkpoint, str(tmp_path / "out"), max_seq_length=8)
     run.train(batch_size=2, learning_rate=1e-3, num_epochs=1, verbose=0)
 
@@ -57,7 +59,8 @@ def test_tagging_export_names_its_tags_and_a_new_run_reads_them(checkpoint, tmp_
     assert load_checkpoint(export).label_names == run.label_names == ["O", "B-LOC"]
     tagger = BertTokenClassifier.from_preset(export, num_classes=2)
     np.testing.assert_array_equal(
-        np.asarray(tagger.get_layer("logits").kernel), np.asarray(run.model.get_layer("logits").kernel)
+        np.asarray(tagger.get_layer("logits").kernel),
+        np.asarray(run.model.get_layer("logits").kernel),
     )
     # Data tagged only "O": the names (and the head) come from the export's id2label.
     only_o = tmp_path / "only_o"
@@ -69,8 +72,10 @@ def test_tagging_export_names_its_tags_and_a_new_run_reads_them(checkpoint, tmp_
 
 def test_label_names_must_match_the_head(checkpoint, tmp_path):
     loaded = load_checkpoint(checkpoint)
-    loaded.head_weights["classifier"] = {"kernel": np.zeros((8, 2), "float32"),
-                                         "bias": np.zeros(2, "float32")}
+    loaded.head_weights["classifier"] = {
+        "kernel": np.zeros((8, 2), "float32"),
+        "bias": np.zeros(2, "float32"),
+    }
     loaded.label_names = ["a", "b", "c"]
     with pytest.raises(ValueError, match=r"names 3 labels .* has 2 outputs"):
         save_checkpoint(loaded, str(tmp_path / "bad"))

@@ -33,8 +33,9 @@ def tokenizer():
 def _features(tokenizer, max_seq_length=48, context=CONTEXT):
     """One window of 41 tokens (48 - 4 - 3) for 48; 7 windows of 9, 4 apart, for 16."""
     examples = [SquadExample("q", QUESTION, context)]
-    return examples, squad_features(examples, tokenizer, max_seq_length, doc_stride=4,
-                                    max_query_length=8)
+    return examples, squad_features(
+        examples, tokenizer, max_seq_length, doc_stride=4, max_query_length=8
+    )
 
 
 def _logits(features, starts=(), ends=()):
@@ -60,12 +61,18 @@ def _logits(features, starts=(), ends=()):
 def test_the_best_valid_span_wins(tokenizer):
     examples, features = _features(tokenizer)
     # t3→t9 scores 5 + 3; t3→t2 (6 + 5) ends before it starts; t7→t9 scores 4 + 3.
-    start, end = _logits(features, starts=[(0, 3, 5.0), (0, 7, 4.0)], ends=[(0, 2, 6.0), (0, 9, 3.0)])
+    start, end = _logits(
+        features, starts=[(0, 3, 5.0), (0, 7, 4.0)], ends=[(0, 2, 6.0), (0, 9, 3.0)]
+    )
     predictions = best_answers(examples, features, start, end)
     assert predictions.answers == {"q": "t3 t4 t5 t6 t7 t8 t9"}
     nbest = predictions.nbest["q"]
-    assert nbest[0] == {"text": "t3 t4 t5 t6 t7 t8 t9", "start_logit": 5.0, "end_logit": 3.0,
-                        "probability": pytest.approx(nbest[0]["probability"])}
+    assert nbest[0] == {
+        "text": "t3 t4 t5 t6 t7 t8 t9",
+        "start_logit": 5.0,
+        "end_logit": 3.0,
+        "probability": pytest.approx(nbest[0]["probability"]),
+    }
     scores = [entry["start_logit"] + entry["end_logit"] for entry in nbest]
     assert scores == sorted(scores, reverse=True) and len(nbest) == 20
     assert len({entry["text"] for entry in nbest}) == 20
@@ -78,9 +85,11 @@ def test_max_answer_length_rules_out_long_spans(tokenizer):
     examples, features = _features(tokenizer)
     start, end = _logits(features, starts=[(0, 3, 5.0), (0, 7, 4.0)], ends=[(0, 9, 3.0)])
     assert best_answers(examples, features, start, end, max_answer_length=7).answers["q"] == (
-        "t3 t4 t5 t6 t7 t8 t9")
+        "t3 t4 t5 t6 t7 t8 t9"
+    )
     assert best_answers(examples, features, start, end, max_answer_length=6).answers["q"] == (
-        "t7 t8 t9")
+        "t7 t8 t9"
+    )
 
 
 def test_question_cls_and_sep_never_hold_an_answer(tokenizer):
@@ -98,9 +107,13 @@ def test_a_span_starts_only_where_its_window_gives_the_most_context(tokenizer):
     # context (5 left, 3 right against 1 and 7), as it does t7..t10. The same
     # high logits in window 2 are not a candidate.
     assert len(features) == 7
-    start, end = _logits(features, starts=[(2, 9, 9.0), (1, 7, 1.0)], ends=[(2, 10, 9.0), (1, 8, 1.0)])
+    start, end = _logits(
+        features, starts=[(2, 9, 9.0), (1, 7, 1.0)], ends=[(2, 10, 9.0), (1, 8, 1.0)]
+    )
     assert best_answers(examples, features, start, end).answers["q"] == "t7 t8"
-    start, end = _logits(features, starts=[(1, 9, 9.0), (1, 7, 1.0)], ends=[(1, 10, 9.0), (1, 8, 1.0)])
+    start, end = _logits(
+        features, starts=[(1, 9, 9.0), (1, 7, 1.0)], ends=[(1, 10, 9.0), (1, 8, 1.0)]
+    )
     assert best_answers(examples, features, start, end).answers["q"] == "t9 t10"
 
 
@@ -113,12 +126,15 @@ def test_an_answer_may_end_where_its_start_window_lacks_max_context(tokenizer):
 
 def test_version_2_null_wins_by_more_than_the_threshold(tokenizer):
     examples, features = _features(tokenizer)
-    start, end = _logits(features, starts=[(0, -1, 3.0), (0, 3, 2.0)], ends=[(0, -1, 3.0), (0, 4, 2.0)])
+    start, end = _logits(
+        features, starts=[(0, -1, 3.0), (0, 3, 2.0)], ends=[(0, -1, 3.0), (0, 4, 2.0)]
+    )
     predictions = best_answers(examples, features, start, end, version_2_with_negative=True)
     assert predictions.answers == {"q": ""} and predictions.null_odds == {"q": 2.0}
     assert predictions.nbest["q"][0]["text"] == ""
-    predictions = best_answers(examples, features, start, end, version_2_with_negative=True,
-                               null_score_diff_threshold=2.5)
+    predictions = best_answers(
+        examples, features, start, end, version_2_with_negative=True, null_score_diff_threshold=2.5
+    )
     assert predictions.answers == {"q": "t3 t4"} and predictions.null_odds == {"q": 2.0}
 
 
@@ -126,7 +142,8 @@ def test_version_2_null_score_is_the_lowest_over_windows(tokenizer):
     examples, features = _features(tokenizer, max_seq_length=16)
     cls = [(window, -1, 5.0) for window in range(len(features))]
     start, end = _logits(
-        features, starts=cls[:3] + [(3, -1, 0.5)] + cls[4:] + [(1, 7, 1.5)],
+        features,
+        starts=cls[:3] + [(3, -1, 0.5)] + cls[4:] + [(1, 7, 1.5)],
         ends=cls[:3] + [(3, -1, 0.5)] + cls[4:] + [(1, 8, 1.5)],
     )
     predictions = best_answers(examples, features, start, end, version_2_with_negative=True)
@@ -143,8 +160,14 @@ def test_questions_without_any_valid_span_get_no_answer_instead_of_crashing(
     # (best_non_null_entry is None) and answers "empty" under v1.1.
     examples, features = _features(tokenizer)
     start, end = _logits(features, starts=[(0, 5, 9.0)], ends=[(0, 2, 9.0)])
-    predictions = best_answers(examples, features, start, end, n_best_size=1,
-                               version_2_with_negative=version_2_with_negative)
+    predictions = best_answers(
+        examples,
+        features,
+        start,
+        end,
+        n_best_size=1,
+        version_2_with_negative=version_2_with_negative,
+    )
     assert predictions.answers == {"q": ""}
     if version_2_with_negative:
         assert predictions.null_odds == {"q": NO_NON_NULL_ODDS}
@@ -153,8 +176,9 @@ def test_questions_without_any_valid_span_get_no_answer_instead_of_crashing(
         assert predictions.nbest["q"] == []
     empty_examples, empty_features = _features(tokenizer, context=" ")
     start, end = np.zeros((2,) + empty_features.token_ids.shape)
-    assert best_answers(empty_examples, empty_features, start, end,
-                        version_2_with_negative=version_2_with_negative).answers == {"q": ""}
+    assert best_answers(
+        empty_examples, empty_features, start, end, version_2_with_negative=version_2_with_negative
+    ).answers == {"q": ""}
 
 
 # A set a tiny model learns in a few steps: the answer is one or two words
@@ -174,11 +198,16 @@ def _synthetic_squad(path, count, seed):
         answer = rng.choices(ANSWER_WORDS, k=rng.randint(1, 2))
         words[marker:marker] = ["zz", *answer]
         context = " ".join(words)
-        start = len(" ".join(words[:marker + 1])) + 1
-        qa = {"id": f"q{index}", "question": "what follows the marker?",
-              "answers": [{"text": " ".join(answer), "answer_start": start}]}
+        start = len(" ".join(words[: marker + 1])) + 1
+        qa = {
+            "id": f"q{index}",
+            "question": "what follows the marker?",
+            "answers": [{"text": " ".join(answer), "answer_start": start}],
+        }
         paragraphs.append({"context": context, "qas": [qa]})
-    path.write_text(json.dumps({"version": "1.1", "data": [{"title": "s", "paragraphs": paragraphs}]}))
+    path.write_text(
+        json.dumps({"version": "1.1", "data": [{"title": "s", "paragraphs": paragraphs}]})
+    )
     return str(path)
 
 
@@ -186,16 +215,25 @@ def _tiny_checkpoint(tmp_path):
     vocabulary = tmp_path / "vocab.txt"
     words = ["what", "follows", "the", "marker", "?", "zz"] + FILLERS + ANSWER_WORDS
     vocabulary.write_text("\n".join(list(SPECIAL_TOKENS) + words))
-    backbone = BertBackbone(len(SPECIAL_TOKENS) + len(words), num_layers=1, num_heads=2,
-                            hidden_dim=32, intermediate_dim=64, max_sequence_length=32)
+    backbone = BertBackbone(
+        len(SPECIAL_TOKENS) + len(words),
+        num_layers=1,
+        num_heads=2,
+        hidden_dim=32,
+        intermediate_dim=64,
+        max_sequence_length=32,
+    )
     backbone.save_to_preset(str(tmp_path / "checkpoint"), vocabulary_file=str(vocabulary))
     return str(tmp_path / "checkpoint")
 
 
 def _run_program(*flags):
     return subprocess.run(
-        [sys.executable, "-m", "tasks.squad", *flags], cwd=REPOSITORY, capture_output=True,
-        text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+        [sys.executable, "-m", "tasks.squad", *flags],
+        cwd=REPOSITORY,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
     )
 
 
@@ -205,10 +243,18 @@ def test_program_learns_a_synthetic_set_far_above_chance(tmp_path):
     predict_file = _synthetic_squad(tmp_path / "dev.json", 40, seed=1)
     output_dir = tmp_path / "output"
     completed = _run_program(
-        f"--init_checkpoint={checkpoint}", f"--train_file={train_file}",
-        f"--predict_file={predict_file}", f"--output_dir={output_dir}", "--do_train",
-        "--do_predict", "--max_seq_length=32", "--doc_stride=8", "--max_query_length=8",
-        "--train_batch_size=16", "--learning_rate=5e-3", "--num_train_epochs=3",
+        f"--init_checkpoint={checkpoint}",
+        f"--train_file={train_file}",
+        f"--predict_file={predict_file}",
+        f"--output_dir={output_dir}",
+        "--do_train",
+        "--do_predict",
+        "--max_seq_length=32",
+        "--doc_stride=8",
+        "--max_query_length=8",
+        "--train_batch_size=16",
+        "--learning_rate=5e-3",
+        "--num_train_epochs=3",
         "--predict_batch_size=32",
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
@@ -223,7 +269,10 @@ def test_program_learns_a_synthetic_set_far_above_chance(tmp_path):
     assert all(predictions[qid] == nbest[qid][0]["text"] for qid in predictions)
     assert not (output_dir / "null_odds.json").exists()
     assert sorted(os.listdir(output_dir)) == [
-        "eval_results.json", "nbest_predictions.json", "predictions.json"]
+        "eval_results.json",
+        "nbest_predictions.json",
+        "predictions.json",
+    ]
 
 
 def test_version_2_prediction_writes_null_odds_and_scores_has_and_no_answer(tmp_path):
@@ -232,24 +281,46 @@ def test_version_2_prediction_writes_null_odds_and_scores_has_and_no_answer(tmp_
     for paragraph in dataset["data"][0]["paragraphs"][:2]:
         paragraph["qas"][0].update(answers=[], is_impossible=True)
     (tmp_path / "dev.json").write_text(json.dumps(dataset))
-    run = SquadRun(_tiny_checkpoint(tmp_path), str(tmp_path / "output"), max_seq_length=32,
-                   doc_stride=8, max_query_length=8, version_2_with_negative=True)
+    run = SquadRun(
+        _tiny_checkpoint(tmp_path),
+        str(tmp_path / "output"),
+        max_seq_length=32,
+        doc_stride=8,
+        max_query_length=8,
+        version_2_with_negative=True,
+    )
     results = run.predict(predict_file, batch_size=4)
     assert (results["HasAns_total"], results["NoAns_total"], results["total"]) == (4, 2, 6)
-    written = {name: json.loads((tmp_path / "output" / name).read_text()) for name in (
-        "predictions.json", "nbest_predictions.json", "null_odds.json", "eval_results.json")}
+    written = {
+        name: json.loads((tmp_path / "output" / name).read_text())
+        for name in (
+            "predictions.json",
+            "nbest_predictions.json",
+            "null_odds.json",
+            "eval_results.json",
+        )
+    }
     assert written["eval_results.json"] == results
-    assert sorted(written["null_odds.json"]) == sorted(written["predictions.json"]) == [
-        f"q{i}" for i in range(6)]
+    assert (
+        sorted(written["null_odds.json"])
+        == sorted(written["predictions.json"])
+        == [f"q{i}" for i in range(6)]
+    )
     for question_id, odds in written["null_odds.json"].items():
         assert (written["predictions.json"][question_id] == "") == (odds > 0.0)
         assert "" in [entry["text"] for entry in written["nbest_predictions.json"][question_id]]
 
 
 def test_windows_longer_than_the_checkpoint_positions_are_refused(tmp_path):
-    with pytest.raises(ValueError, match="max_seq_length is 64 but the checkpoint .* for 32 tokens"):
-        SquadRun(_tiny_checkpoint(tmp_path), str(tmp_path / "output"), max_seq_length=64,
-                 max_query_length=8)
+    with pytest.raises(
+        ValueError, match="max_seq_length is 64 but the checkpoint .* for 32 tokens"
+    ):
+        SquadRun(
+            _tiny_checkpoint(tmp_path),
+            str(tmp_path / "output"),
+            max_seq_length=64,
+            max_query_length=8,
+        )
 
 
 @pytest.mark.parametrize(
@@ -257,12 +328,30 @@ def test_windows_longer_than_the_checkpoint_positions_are_refused(tmp_path):
     [
         (["--output_dir=o", "--do_train", "--train_file=t"], "--init_checkpoint is required"),
         (["--init_checkpoint=c", "--output_dir=o"], "At least one of --do_train, --do_predict"),
-        (["--init_checkpoint=c", "--output_dir=o", "--do_predict"],
-         "--predict_file is required with --do_predict"),
-        (["--init_checkpoint=c", "--output_dir=o", "--do_train", "--train_file=t",
-          "--max_seq_length=67"], "--max_seq_length (67) must be greater than --max_query_length (64) + 3"),
-        (["--init_checkpoint=c", "--output_dir=o", "--do_train", "--train_file=t", "--doc_stride=0"],
-         "--doc_stride must be positive"),
+        (
+            ["--init_checkpoint=c", "--output_dir=o", "--do_predict"],
+            "--predict_file is required with --do_predict",
+        ),
+        (
+            [
+                "--init_checkpoint=c",
+                "--output_dir=o",
+                "--do_train",
+                "--train_file=t",
+                "--max_seq_length=67",
+            ],
+            "--max_seq_length (67) must be greater than --max_query_length (64) + 3",
+        ),
+        (
+            [
+                "--init_checkpoint=c",
+                "--output_dir=o",
+                "--do_train",
+                "--train_file=t",
+                "--doc_stride=0",
+            ],
+            "--doc_stride must be positive",
+        ),
     ],
 )
 def test_program_flags_are_checked(flags, message):

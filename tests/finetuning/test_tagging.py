@@ -50,12 +50,25 @@ def test_program_learns_tags_and_writes_a_tag_for_every_word(tiny_checkpoint, tm
     (data / "valid.txt").write_text(_sentences(24, seed=1))
     (data / "test.txt").write_text(_sentences(8, seed=2))
     completed = subprocess.run(
-        [sys.executable, "-m", "tasks.tag", f"--data_dir={data}", f"--init_checkpoint={tiny_checkpoint}",
-         f"--output_dir={output}", "--do_train", "--do_eval", "--do_predict",
-         # Up to 13 words in 8 positions: long sentences are split into windows.
-         "--max_seq_length=8", "--train_batch_size=16", "--learning_rate=3e-3",
-         "--num_train_epochs=6", "--seed=1"],
-        capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "tasks.tag",
+            f"--data_dir={data}",
+            f"--init_checkpoint={tiny_checkpoint}",
+            f"--output_dir={output}",
+            "--do_train",
+            "--do_eval",
+            "--do_predict",
+            # Up to 13 words in 8 positions: long sentences are split into windows.
+            "--max_seq_length=8",
+            "--train_batch_size=16",
+            "--learning_rate=3e-3",
+            "--num_train_epochs=6",
+            "--seed=1",
+        ],
+        capture_output=True,
+        text=True,
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
     results = json.loads((output / "eval_results.json").read_text())
@@ -64,8 +77,10 @@ def test_program_learns_tags_and_writes_a_tag_for_every_word(tiny_checkpoint, tm
     assert results["tag_scheme"] == "IOB2"
     # The predictions file is conlleval's input: each line, its predicted tag appended.
     predicted = read_conll(str(output / "predictions_dev.txt"))
-    assert [s.lines for s in predicted] == [tuple(f"{line} {tag}" for line, tag in zip(s.lines, p.tags))
-                                            for s, p in zip(gold, predicted)]
+    assert [s.lines for s in predicted] == [
+        tuple(f"{line} {tag}" for line, tag in zip(s.lines, p.tags))
+        for s, p in zip(gold, predicted)
+    ]
     scores = entity_scores([s.tags for s in gold], [s.tags for s in predicted])
     assert results["f1"] == pytest.approx(scores.f1) and results["entities"] == scores.gold
     # Each word's tag follows from the word alone; chance F1 is far below.
@@ -77,7 +92,8 @@ def test_program_learns_tags_and_writes_a_tag_for_every_word(tiny_checkpoint, tm
 def test_program_flags_are_checked(tmp_path):
     completed = subprocess.run(
         [sys.executable, "-m", "tasks.tag", "--data_dir=x", "--output_dir=y", "--do_train"],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     assert completed.returncode != 0 and "--init_checkpoint is required" in completed.stderr
 
@@ -87,9 +103,15 @@ def test_hugging_face_token_classification_head_predicts_as_transformers(tmp_pat
     torch = pytest.importorskip("torch")
     labels = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC", "B-ORG", "I-ORG"]
     config = transformers.BertConfig(
-        vocab_size=len(VOCABULARY), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-        intermediate_size=32, max_position_embeddings=32, hidden_act="gelu",
-        id2label=dict(enumerate(labels)), label2id={label: i for i, label in enumerate(labels)},
+        vocab_size=len(VOCABULARY),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=32,
+        hidden_act="gelu",
+        id2label=dict(enumerate(labels)),
+        label2id={label: i for i, label in enumerate(labels)},
     )
     torch.manual_seed(0)
     model = transformers.BertForTokenClassification(config).eval()

@@ -10,8 +10,22 @@ from bert_keras.models.bert_token_classifier import IGNORED_LABEL
 from bert_keras.text.tokenizer import BertTokenizer
 
 CLS, SEP = 2, 3
-VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "john", "##son", "lives", "in", "york",
-              "new", ".", "u", "s"]
+VOCABULARY = [
+    "[PAD]",
+    "[UNK]",
+    "[CLS]",
+    "[SEP]",
+    "[MASK]",
+    "john",
+    "##son",
+    "lives",
+    "in",
+    "york",
+    "new",
+    ".",
+    "u",
+    "s",
+]
 
 
 def test_label_goes_on_the_first_piece_of_each_word():
@@ -21,8 +35,9 @@ def test_label_goes_on_the_first_piece_of_each_word():
     assert pieces == [[[5, 6], [7], [8], [12, 11, 13, 11]]]
     windows = word_windows(pieces, 12, CLS, SEP, word_labels=[[1, 0, 0, 2]])
     assert windows.features["token_ids"].tolist() == [[2, 5, 6, 7, 8, 12, 11, 13, 11, 3, 0, 0]]
-    assert windows.labels.tolist() == [[IGNORED_LABEL, 1, IGNORED_LABEL, 0, 0, 2]
-                                       + [IGNORED_LABEL] * 6]
+    assert windows.labels.tolist() == [
+        [IGNORED_LABEL, 1, IGNORED_LABEL, 0, 0, 2] + [IGNORED_LABEL] * 6
+    ]
     assert windows.features["padding_mask"].tolist() == [[1] * 10 + [0] * 2]
     assert windows.owned == [[(0, 1), (0, 3), (0, 4), (0, 5)]]
 
@@ -55,8 +70,10 @@ def test_a_word_is_predicted_from_the_window_where_it_has_most_context():
 
 def test_long_sentences_get_a_prediction_for_every_word():
     rng = np.random.default_rng(0)
-    sentences = [[[7 + int(rng.integers(5))] * int(rng.integers(1, 4)) for _ in range(n)]
-                 for n in (1, 5, 40, 13)]
+    sentences = [
+        [[7 + int(rng.integers(5))] * int(rng.integers(1, 4)) for _ in range(n)]
+        for n in (1, 5, 40, 13)
+    ]
     labels = [[int(rng.integers(3)) for _ in sentence] for sentence in sentences]
     windows = word_windows(sentences, 10, CLS, SEP, word_labels=labels)
     assert len(windows) > len(sentences)  # the long ones were split

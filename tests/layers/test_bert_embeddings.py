@@ -29,14 +29,14 @@ class TestBertEmbeddings(TestCase):
             + w["segment_embedding/embeddings"][SEGMENT_IDS]
             + w["position_embedding/embeddings"][None, :5]
         )
-        expected = reference.layer_norm(
-            summed, w["layer_norm/gamma"], w["layer_norm/beta"], 1e-12
-        )
+        expected = reference.layer_norm(summed, w["layer_norm/gamma"], w["layer_norm/beta"], 1e-12)
         np.testing.assert_allclose(output, expected, atol=1e-5)
 
     def test_dropout_only_in_training(self):
         layer = BertEmbeddings(**{**INIT, "dropout": 0.5})
         inference = ops.convert_to_numpy(layer(TOKEN_IDS, SEGMENT_IDS))
-        np.testing.assert_array_equal(inference, ops.convert_to_numpy(layer(TOKEN_IDS, SEGMENT_IDS)))
+        np.testing.assert_array_equal(
+            inference, ops.convert_to_numpy(layer(TOKEN_IDS, SEGMENT_IDS))
+        )
         training = ops.convert_to_numpy(layer(TOKEN_IDS, SEGMENT_IDS, training=True))
         assert (training == 0).mean() > 0.2

@@ -70,5 +70,6 @@ def test_threefry_is_jax_threefry_2x32():
     key = rng.integers(0, 2**32, 2, dtype=np.uint64).astype(np.uint32)
     counts = rng.integers(0, 2**32, (2, 1000), dtype=np.uint64).astype(np.uint32)
     expected = np.asarray(jax.extend.random.threefry_2x32(key, counts.reshape(-1))).reshape(2, 1000)
-    np.testing.assert_array_equal(np.stack(threefry_2x32(key[0], key[1], counts[0], counts[1])), expected)
-
+    np.testing.assert_array_equal(
+        np.stack(threefry_2x32(key[0], key[1], counts[0], counts[1])), expected
+    )

@@ -33,7 +33,9 @@ class TestMaskedLMHead(TestCase):
         logits = ops.convert_to_numpy(head(SEQUENCE, POSITIONS))
         w = {v.path.split("/", 1)[1]: ops.convert_to_numpy(v) for v in head.weights}
         gathered = np.take_along_axis(SEQUENCE, POSITIONS[:, :, None], axis=1)
-        hidden = reference.gelu_tanh(gathered @ w["transform_dense/kernel"] + w["transform_dense/bias"])
+        hidden = reference.gelu_tanh(
+            gathered @ w["transform_dense/kernel"] + w["transform_dense/bias"]
+        )
         hidden = reference.layer_norm(
             hidden, w["transform_layer_norm/gamma"], w["transform_layer_norm/beta"], 1e-12
         )

@@ -24,9 +24,7 @@ def _reference(layer, inputs, padding):
 
 
 def _call(layer, padding, **kwargs):
-    return ops.convert_to_numpy(
-        layer(INPUTS, attention_mask=padding[:, None, None, :], **kwargs)
-    )
+    return ops.convert_to_numpy(layer(INPUTS, attention_mask=padding[:, None, None, :], **kwargs))
 
 
 class TestMultiHeadSelfAttention(TestCase):
@@ -48,7 +46,8 @@ class TestMultiHeadSelfAttention(TestCase):
         calls = []
         fused = ops.dot_product_attention
         monkeypatch.setattr(
-            keras.ops, "dot_product_attention",
+            keras.ops,
+            "dot_product_attention",
             lambda *a, **k: calls.append(1) or fused(*a, **k),
         )
         layer = MultiHeadSelfAttention(num_heads=2, dropout=0.1)
@@ -83,9 +82,7 @@ class TestMultiHeadSelfAttention(TestCase):
         changed = INPUTS.copy()
         changed[1, 3:] = 100.0
         before = _call(layer, PADDING)
-        after = ops.convert_to_numpy(
-            layer(changed, attention_mask=PADDING[:, None, None, :])
-        )
+        after = ops.convert_to_numpy(layer(changed, attention_mask=PADDING[:, None, None, :]))
         np.testing.assert_allclose(before[1, :3], after[1, :3], atol=1e-5)
 
     def test_hidden_size_not_divisible_by_heads(self):

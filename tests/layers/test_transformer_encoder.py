@@ -65,9 +65,7 @@ class TestTransformerEncoder(TestCase):
     def test_full_attention_mask_is_combined_with_padding(self):
         layer = TransformerEncoder(**INIT)
         causal = np.tril(np.ones((5, 5), "int32"))[None].repeat(2, 0)
-        actual = ops.convert_to_numpy(
-            layer(INPUTS, padding_mask=PADDING, attention_mask=causal)
-        )
+        actual = ops.convert_to_numpy(layer(INPUTS, padding_mask=PADDING, attention_mask=causal))
         mask = causal * reference.padding_to_attention_mask(PADDING)
         expected = _reference_block(layer, INPUTS, mask, reference.gelu_tanh)
         np.testing.assert_allclose(actual, expected, atol=2e-5)

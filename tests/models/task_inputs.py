@@ -4,8 +4,14 @@ import numpy as np
 
 from bert_keras.models.bert_backbone import BertBackbone
 
-TINY = {"vocabulary_size": 40, "num_layers": 1, "num_heads": 2, "hidden_dim": 8,
-        "intermediate_dim": 16, "max_sequence_length": 16}
+TINY = {
+    "vocabulary_size": 40,
+    "num_layers": 1,
+    "num_heads": 2,
+    "hidden_dim": 8,
+    "intermediate_dim": 16,
+    "max_sequence_length": 16,
+}
 RNG = np.random.default_rng(0)
 INPUTS = {
     "token_ids": RNG.integers(5, 40, (4, 7)).astype("int32"),

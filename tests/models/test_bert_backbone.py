@@ -1,4 +1,3 @@
-import keras
 import keras_hub
 import numpy as np
 import pytest
@@ -38,8 +37,14 @@ class TestBertBackbone(TestCase):
 
     @pytest.mark.parametrize(
         "preset, expected",
-        [("bert_tiny", 4_385_920), ("bert_mini", 11_170_560), ("bert_small", 28_763_648),
-         ("bert_medium", 41_373_184), ("bert_base", 109_482_240), ("bert_large", 335_141_888)],
+        [
+            ("bert_tiny", 4_385_920),
+            ("bert_mini", 11_170_560),
+            ("bert_small", 28_763_648),
+            ("bert_medium", 41_373_184),
+            ("bert_base", 109_482_240),
+            ("bert_large", 335_141_888),
+        ],
     )
     def test_preset_parameter_counts_equal_the_reference(self, preset, expected):
         config = BACKBONE_PRESETS[preset]
@@ -82,7 +87,9 @@ class TestBertBackbone(TestCase):
         np.testing.assert_allclose(
             short_out["sequence_output"], padded_out["sequence_output"][:, :6], atol=1e-5
         )
-        np.testing.assert_allclose(short_out["pooled_output"], padded_out["pooled_output"], atol=1e-5)
+        np.testing.assert_allclose(
+            short_out["pooled_output"], padded_out["pooled_output"], atol=1e-5
+        )
 
     def test_dropout_is_off_at_inference_and_on_in_training(self):
         backbone = BertBackbone(**TINY, dropout=0.3)
@@ -105,7 +112,9 @@ class TestBertBackbone(TestCase):
             backbone(inputs)
 
     def test_hidden_dim_not_divisible_by_heads(self):
-        with pytest.raises(ValueError, match=r"hidden_dim \(8\) must be divisible by num_heads \(3\)"):
+        with pytest.raises(
+            ValueError, match=r"hidden_dim \(8\) must be divisible by num_heads \(3\)"
+        ):
             BertBackbone(**{**TINY, "num_heads": 3})
 
     def test_unknown_activation(self):
@@ -140,8 +149,12 @@ def _copy_weights_to_keras_hub(ours, theirs):
         kernels = np.split(w[ours_prefix + "self_attention/query_key_value/kernel"], 3, axis=-1)
         biases = np.split(w[ours_prefix + "self_attention/query_key_value/bias"], 3, axis=-1)
         for name, kernel, bias in zip(("query", "key", "value"), kernels, biases):
-            target[f"{theirs_prefix}self_attention_layer/{name}/kernel"] = kernel.reshape(-1, heads, head_dim)
-            target[f"{theirs_prefix}self_attention_layer/{name}/bias"] = bias.reshape(heads, head_dim)
+            target[f"{theirs_prefix}self_attention_layer/{name}/kernel"] = kernel.reshape(
+                -1, heads, head_dim
+            )
+            target[f"{theirs_prefix}self_attention_layer/{name}/bias"] = bias.reshape(
+                heads, head_dim
+            )
         renames = {
             "self_attention/attention_output": "self_attention_layer/attention_output",
             "attention_layer_norm": "self_attention_layer_norm",
@@ -152,7 +165,9 @@ def _copy_weights_to_keras_hub(ours, theirs):
         for our_name, their_name in renames.items():
             for leaf in ("kernel", "bias", "gamma", "beta"):
                 if ours_prefix + f"{our_name}/{leaf}" in w:
-                    target[theirs_prefix + f"{their_name}/{leaf}"] = w[ours_prefix + f"{our_name}/{leaf}"]
+                    target[theirs_prefix + f"{their_name}/{leaf}"] = w[
+                        ours_prefix + f"{our_name}/{leaf}"
+                    ]
         target[theirs_prefix + "self_attention_layer/attention_output/kernel"] = target[
             theirs_prefix + "self_attention_layer/attention_output/kernel"
         ].reshape(heads, head_dim, -1)

@@ -11,8 +11,14 @@ from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_pretrainer import BertPretrainer
 from bert_keras.models.presets import backbone_preset_config
 
-TINY = {"vocabulary_size": 40, "num_layers": 2, "num_heads": 2, "hidden_dim": 8,
-        "intermediate_dim": 16, "max_sequence_length": 16}
+TINY = {
+    "vocabulary_size": 40,
+    "num_layers": 2,
+    "num_heads": 2,
+    "hidden_dim": 8,
+    "intermediate_dim": 16,
+    "max_sequence_length": 16,
+}
 RNG = np.random.default_rng(0)
 FEATURES = {
     "token_ids": RNG.integers(5, 40, (4, 10)).astype("int32"),
@@ -46,7 +52,9 @@ def test_loss_is_the_originals_weighted_masked_lm_plus_next_sentence():
     nsp_log_probs = _log_softmax(outputs["next_sentence_logits"].astype("float64"))
     nsp_loss = -np.take_along_axis(nsp_log_probs, LABELS["next_sentence_labels"], -1).mean()
     loss = model.compute_loss(y=LABELS, y_pred=model(FEATURES))
-    np.testing.assert_allclose(float(ops.convert_to_numpy(loss)), masked_lm_loss + nsp_loss, rtol=1e-5)
+    np.testing.assert_allclose(
+        float(ops.convert_to_numpy(loss)), masked_lm_loss + nsp_loss, rtol=1e-5
+    )
 
 
 def test_reported_losses_are_the_parts_of_the_loss():
@@ -57,9 +65,12 @@ def test_reported_losses_are_the_parts_of_the_loss():
     ce = keras.losses.sparse_categorical_crossentropy(
         LABELS["next_sentence_labels"][:, 0], outputs["next_sentence_logits"], from_logits=True
     )
-    np.testing.assert_allclose(parts["next_sentence_loss"], ops.convert_to_numpy(ops.mean(ce)), rtol=1e-5)
-    np.testing.assert_allclose(parts["masked_lm_loss"] + parts["next_sentence_loss"], parts["loss"],
-                               rtol=1e-5)
+    np.testing.assert_allclose(
+        parts["next_sentence_loss"], ops.convert_to_numpy(ops.mean(ce)), rtol=1e-5
+    )
+    np.testing.assert_allclose(
+        parts["masked_lm_loss"] + parts["next_sentence_loss"], parts["loss"], rtol=1e-5
+    )
     assert parts["masked_lm_loss"] > 0.0
 
 
@@ -99,8 +110,13 @@ def test_fit_learns_and_reports_the_pretraining_metrics():
     model = _pretrainer(dropout=0.0)
     model.compile(optimizer=keras.optimizers.Adam(1e-2))
     history = model.fit(FEATURES, LABELS, epochs=40, batch_size=4, verbose=0).history
-    assert set(history) == {"loss", "masked_lm_loss", "masked_lm_accuracy",
-                            "next_sentence_loss", "next_sentence_accuracy"}
+    assert set(history) == {
+        "loss",
+        "masked_lm_loss",
+        "masked_lm_accuracy",
+        "next_sentence_loss",
+        "next_sentence_accuracy",
+    }
     assert history["loss"][-1] < 0.3 * history["loss"][0]
     assert history["masked_lm_accuracy"][-1] == 1.0
     assert history["next_sentence_accuracy"][-1] == 1.0
@@ -152,5 +168,7 @@ def test_mixed_precision_trains_without_nan_and_keeps_float32_logits(policy):
 
 def test_labels_without_the_expected_keys():
     model = _pretrainer()
-    with pytest.raises(ValueError, match="masked_lm_ids', 'masked_lm_weights', 'next_sentence_labels"):
+    with pytest.raises(
+        ValueError, match="masked_lm_ids', 'masked_lm_weights', 'next_sentence_labels"
+    ):
         model.compute_loss(y={"masked_lm_ids": LABELS["masked_lm_ids"]}, y_pred=model(FEATURES))

@@ -1,7 +1,5 @@
 """Task models with an attached preprocessor take raw text in fit, evaluate and predict."""
 
-import os
-
 import keras
 import numpy as np
 import pytest
@@ -44,14 +42,21 @@ def _preprocessor(vocabulary_file, sequence_length=SEQUENCE_LENGTH):
 
 
 def _backbone(**overrides):
-    config = {"vocabulary_size": len(VOCABULARY), "num_layers": 2, "num_heads": 2,
-              "hidden_dim": 16, "intermediate_dim": 32, "max_sequence_length": 32}
+    config = {
+        "vocabulary_size": len(VOCABULARY),
+        "num_layers": 2,
+        "num_heads": 2,
+        "hidden_dim": 16,
+        "intermediate_dim": 32,
+        "max_sequence_length": 32,
+    }
     return BertBackbone(**{**config, **overrides})
 
 
 def _classifier(vocabulary_file, **overrides):
-    return BertClassifier(_backbone(**overrides), num_classes=2,
-                          preprocessor=_preprocessor(vocabulary_file))
+    return BertClassifier(
+        _backbone(**overrides), num_classes=2, preprocessor=_preprocessor(vocabulary_file)
+    )
 
 
 def test_fit_on_strings_learns_a_toy_task(vocabulary_file):
@@ -72,10 +77,12 @@ def test_fit_on_sentence_pairs_with_validation(vocabulary_file):
     classifier.compile()
     before = [np.array(weight) for weight in classifier.trainable_weights]
     validation = ((pairs[0][:3], pairs[1][:3]), labels[:3])
-    history = classifier.fit(pairs, labels, batch_size=4, validation_data=validation,
-                             verbose=0).history
-    changed = [not np.array_equal(b, np.array(a))
-               for b, a in zip(before, classifier.trainable_weights)]
+    history = classifier.fit(
+        pairs, labels, batch_size=4, validation_data=validation, verbose=0
+    ).history
+    changed = [
+        not np.array_equal(b, np.array(a)) for b, a in zip(before, classifier.trainable_weights)
+    ]
     assert all(changed)
     expected = classifier.evaluate(*validation, verbose=0)[0]
     assert history["val_loss"][0] == pytest.approx(expected, rel=1e-5)
@@ -88,12 +95,16 @@ def test_predict_on_strings_equals_predict_on_the_preprocessors_ids(vocabulary_f
     classifier = _classifier(vocabulary_file)
     features = {name: value.numpy() for name, value in classifier.preprocessor(texts).items()}
     expected = classifier.predict(features, verbose=0)
-    np.testing.assert_allclose(classifier.predict(texts, batch_size=2, verbose=0), expected,
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        classifier.predict(texts, batch_size=2, verbose=0), expected, atol=1e-6
+    )
     pairs = (texts, texts[::-1])
     pair_features = {name: value.numpy() for name, value in classifier.preprocessor(pairs).items()}
-    np.testing.assert_allclose(classifier.predict(pairs, verbose=0),
-                               classifier.predict(pair_features, verbose=0), atol=1e-6)
+    np.testing.assert_allclose(
+        classifier.predict(pairs, verbose=0),
+        classifier.predict(pair_features, verbose=0),
+        atol=1e-6,
+    )
 
 
 def test_datasets_of_strings_labels_and_pairs(vocabulary_file):
@@ -144,16 +155,22 @@ def test_a_compiled_model_reloads_compiled_with_its_optimizer_state(vocabulary_f
     assert restored.compiled
     assert restored.optimizer.get_config() == classifier.optimizer.get_config()
     for ours, theirs in zip(restored.optimizer.variables, classifier.optimizer.variables):
-        np.testing.assert_array_equal(keras.ops.convert_to_numpy(ours), keras.ops.convert_to_numpy(theirs))
-    np.testing.assert_allclose(restored.evaluate(texts, labels, verbose=0),
-                               classifier.evaluate(texts, labels, verbose=0), rtol=1e-5)
+        np.testing.assert_array_equal(
+            keras.ops.convert_to_numpy(ours), keras.ops.convert_to_numpy(theirs)
+        )
+    np.testing.assert_allclose(
+        restored.evaluate(texts, labels, verbose=0),
+        classifier.evaluate(texts, labels, verbose=0),
+        rtol=1e-5,
+    )
     restored.fit(texts, labels, batch_size=4, verbose=0)
     assert int(restored.optimizer.iterations) == 4
 
 
 def test_multiple_choice_takes_contexts_and_choices(vocabulary_file):
-    chooser = BertMultipleChoice(_backbone(), num_choices=3,
-                                 preprocessor=_preprocessor(vocabulary_file))
+    chooser = BertMultipleChoice(
+        _backbone(), num_choices=3, preprocessor=_preprocessor(vocabulary_file)
+    )
     contexts = ["good word1", "bad word2"]
     choices = np.array([["fine", "sad", "word3"], ["ugly", "nice", "word4 word5"]])
     features = chooser.preprocess_text((tf.constant(contexts), tf.constant(choices)))
@@ -185,7 +202,9 @@ def test_from_preset_loads_backbone_head_and_preprocessor(vocabulary_file, tmp_p
         np.testing.assert_array_equal(np.asarray(original), np.asarray(loaded))
     texts, _ = _toy_sentiment(3)
     assert classifier.predict(texts, verbose=0).shape == (3, 2)
-    assert BertClassifier.from_preset(directory, num_classes=2, preprocessor=None).preprocessor is None
+    assert (
+        BertClassifier.from_preset(directory, num_classes=2, preprocessor=None).preprocessor is None
+    )
 
     # A checkpoint with a two-label classifier head (BertForSequenceClassification).
     checkpoint = load_checkpoint(directory)

@@ -4,7 +4,6 @@ import tensorflow as tf
 from keras import ops
 
 from bert_keras.models.bert_backbone import BertBackbone
-
 from bert_keras.models.bert_token_classifier import IGNORED_LABEL
 from bert_keras.models.bert_token_classifier import BertTokenClassifier
 from bert_keras.text.preprocessor import BertPreprocessor
@@ -36,7 +35,8 @@ class TestBertTokenClassifier(TestCase):
         loss = tagger.loss
         relabelled = np.where(LABELS == IGNORED_LABEL, IGNORED_LABEL, LABELS)
         np.testing.assert_allclose(
-            ops.convert_to_numpy(loss(LABELS, logits)), ops.convert_to_numpy(loss(relabelled, logits))
+            ops.convert_to_numpy(loss(LABELS, logits)),
+            ops.convert_to_numpy(loss(relabelled, logits)),
         )
         real = LABELS != IGNORED_LABEL
         log_probs = ops.convert_to_numpy(ops.log_softmax(logits, axis=-1))
@@ -61,10 +61,20 @@ def tokenizer():
 
 
 def _tagger(tokenizer, sequence_length=SEQUENCE_LENGTH, dropout=0.1):
-    backbone = BertBackbone(vocabulary_size=len(VOCABULARY), num_layers=2, num_heads=2,
-                            hidden_dim=16, intermediate_dim=32, max_sequence_length=16)
-    return BertTokenClassifier(backbone, num_classes=2, dropout=dropout,
-                               preprocessor=BertPreprocessor(tokenizer, sequence_length))
+    backbone = BertBackbone(
+        vocabulary_size=len(VOCABULARY),
+        num_layers=2,
+        num_heads=2,
+        hidden_dim=16,
+        intermediate_dim=32,
+        max_sequence_length=16,
+    )
+    return BertTokenClassifier(
+        backbone,
+        num_classes=2,
+        dropout=dropout,
+        preprocessor=BertPreprocessor(tokenizer, sequence_length),
+    )
 
 
 def _toy_tagging(count, seed=0):
@@ -73,11 +83,14 @@ def _toy_tagging(count, seed=0):
     words, tags = [], []
     for _ in range(count):
         is_entity = rng.integers(0, 2, rng.integers(2, 6))
-        words.append([
-            (str(rng.choice(ENTITIES)) + ("ing" if rng.random() < 0.3 else "")) if entity
-            else str(rng.choice(OTHERS))
-            for entity in is_entity
-        ])
+        words.append(
+            [
+                (str(rng.choice(ENTITIES)) + ("ing" if rng.random() < 0.3 else ""))
+                if entity
+                else str(rng.choice(OTHERS))
+                for entity in is_entity
+            ]
+        )
         tags.append(is_entity.tolist())
     return words, tags
 
@@ -89,36 +102,49 @@ def _batches(dataset):
 def test_word_labels_land_on_first_pieces_only(tokenizer):
     tagger = _tagger(tokenizer)
     words = [["EUs", "rejects", "walking"], ["Peter", "\x00", "calls"]]
-    dataset = tagger.tagged_words_dataset(words, [[1, 0, 1], [1, 0, 0]],
-                                          [[0.5, 1.0, 2.0], [3.0, 4.0, 5.0]])
-    (labels, weights, features), = _batches(dataset)
+    dataset = tagger.tagged_words_dataset(
+        words, [[1, 0, 1], [1, 0, 0]], [[0.5, 1.0, 2.0], [3.0, 4.0, 5.0]]
+    )
+    ((labels, weights, features),) = _batches(dataset)
     ids = {token: index for index, token in enumerate(VOCABULARY)}
     # [CLS] eu ##s rejects walk ##ing [SEP]; [CLS] peter [UNK] call ##s [SEP]
     # ("\x00" is no piece at all, so it is tagged on [UNK]).
-    np.testing.assert_array_equal(features["token_ids"][:, :7], [
-        [2, ids["eu"], ids["##s"], ids["rejects"], ids["walk"], ids["##ing"], 3],
-        [2, ids["peter"], 1, ids["call"], ids["##s"], 3, 0],
-    ])
+    np.testing.assert_array_equal(
+        features["token_ids"][:, :7],
+        [
+            [2, ids["eu"], ids["##s"], ids["rejects"], ids["walk"], ids["##ing"], 3],
+            [2, ids["peter"], 1, ids["call"], ids["##s"], 3, 0],
+        ],
+    )
     ignored = IGNORED_LABEL
-    np.testing.assert_array_equal(labels, [
-        [ignored, 1, ignored, 0, 1, ignored, ignored, ignored, ignored, ignored],
-        [ignored, 1, 0, 0, ignored, ignored, ignored, ignored, ignored, ignored],
-    ])
-    np.testing.assert_array_equal(weights, [
-        [0, 0.5, 0, 1, 2, 0, 0, 0, 0, 0],
-        [0, 3, 4, 5, 0, 0, 0, 0, 0, 0],
-    ])
+    np.testing.assert_array_equal(
+        labels,
+        [
+            [ignored, 1, ignored, 0, 1, ignored, ignored, ignored, ignored, ignored],
+            [ignored, 1, 0, 0, ignored, ignored, ignored, ignored, ignored, ignored],
+        ],
+    )
+    np.testing.assert_array_equal(
+        weights,
+        [
+            [0, 0.5, 0, 1, 2, 0, 0, 0, 0, 0],
+            [0, 3, 4, 5, 0, 0, 0, 0, 0, 0],
+        ],
+    )
 
 
-@pytest.mark.parametrize("sequence_length, kept_labels", [
-    (6, [1, IGNORED_LABEL, 0, 1]),  # "walking" keeps its first piece, and its tag
-    (5, [1, IGNORED_LABEL, 0]),
-    (4, [1, IGNORED_LABEL]),
-])
+@pytest.mark.parametrize(
+    "sequence_length, kept_labels",
+    [
+        (6, [1, IGNORED_LABEL, 0, 1]),  # "walking" keeps its first piece, and its tag
+        (5, [1, IGNORED_LABEL, 0]),
+        (4, [1, IGNORED_LABEL]),
+    ],
+)
 def test_truncation_keeps_labels_on_their_words(tokenizer, sequence_length, kept_labels):
     tagger = _tagger(tokenizer, sequence_length)
     words = tf.ragged.constant([["EUs", "rejects", "walking", "Bonn"]])
-    (labels, features), = _batches(tagger.tagged_words_dataset(words, [[1, 0, 1, 1]]))
+    ((labels, features),) = _batches(tagger.tagged_words_dataset(words, [[1, 0, 1, 1]]))
     assert labels.shape == (1, sequence_length)
     np.testing.assert_array_equal(labels[0], [IGNORED_LABEL, *kept_labels, IGNORED_LABEL])
     assert features["token_ids"][0, -1] == 3  # [SEP] closes the truncated sentence
@@ -128,8 +154,9 @@ def test_fit_on_words_learns_a_toy_tagging_rule(tokenizer):
     words, tags = _toy_tagging(80)
     tagger = _tagger(tokenizer, dropout=0.0)
     tagger.compile(learning_rate=2e-2)
-    history = tagger.fit(words, tags, batch_size=8, epochs=4, validation_split=0.2,
-                         verbose=0).history
+    history = tagger.fit(
+        words, tags, batch_size=8, epochs=4, validation_split=0.2, verbose=0
+    ).history
     assert history["loss"][-1] < 0.5 * history["loss"][0], history["loss"]
     assert history["val_loss"][-1] < history["val_loss"][0], history["val_loss"]
 
@@ -149,23 +176,29 @@ def test_evaluate_and_validation_data_on_words(tokenizer):
     with pytest.raises(ValueError, match="word_labels must give one value per word"):
         tagger.fit(words, [tag[:-1] for tag in tags], verbose=0)
     validation = (words[:4], tags[:4])
-    history = tagger.fit(words, tags, batch_size=4, validation_data=validation,
-                         verbose=0).history
-    assert history["val_loss"][0] == pytest.approx(tagger.evaluate(*validation, verbose=0),
-                                                   rel=1e-5)
+    history = tagger.fit(words, tags, batch_size=4, validation_data=validation, verbose=0).history
+    assert history["val_loss"][0] == pytest.approx(
+        tagger.evaluate(*validation, verbose=0), rel=1e-5
+    )
     dataset = tf.data.Dataset.from_tensor_slices(
-        (tf.ragged.constant(words), tf.ragged.constant(tags))).batch(4)
+        (tf.ragged.constant(words), tf.ragged.constant(tags))
+    ).batch(4)
     assert tagger.evaluate(dataset, verbose=0) == pytest.approx(
-        tagger.evaluate(words, tags, batch_size=4, verbose=0), rel=1e-5)
+        tagger.evaluate(words, tags, batch_size=4, verbose=0), rel=1e-5
+    )
     np.testing.assert_allclose(
-        tagger.predict(tf.data.Dataset.from_tensor_slices(tf.ragged.constant(words)).batch(4),
-                       verbose=0),
-        tagger.predict(words, batch_size=4, verbose=0), atol=1e-6)
+        tagger.predict(
+            tf.data.Dataset.from_tensor_slices(tf.ragged.constant(words)).batch(4), verbose=0
+        ),
+        tagger.predict(words, batch_size=4, verbose=0),
+        atol=1e-6,
+    )
 
 
 def test_predict_on_plain_strings_still_works(tokenizer):
     tagger = _tagger(tokenizer)
     sentences = ["EUs rejects walking", "Peter calls"]
     features = {name: value.numpy() for name, value in tagger.preprocessor(sentences).items()}
-    np.testing.assert_allclose(tagger.predict(sentences, verbose=0),
-                               tagger.predict(features, verbose=0), atol=1e-6)
+    np.testing.assert_allclose(
+        tagger.predict(sentences, verbose=0), tagger.predict(features, verbose=0), atol=1e-6
+    )

@@ -19,8 +19,14 @@ TINY_BACKBONE = {
 }
 
 
-def write_records(path, num_examples, max_seq_length=16, max_predictions_per_seq=3, seed=0,
-                  vocabulary_size=TINY_BACKBONE["vocabulary_size"]):
+def write_records(
+    path,
+    num_examples,
+    max_seq_length=16,
+    max_predictions_per_seq=3,
+    seed=0,
+    vocabulary_size=TINY_BACKBONE["vocabulary_size"],
+):
     """Writes `num_examples` records of the original layout; returns `path`."""
     rng = np.random.default_rng(seed)
     spec = original_feature_spec(max_seq_length, max_predictions_per_seq)
@@ -28,13 +34,16 @@ def write_records(path, num_examples, max_seq_length=16, max_predictions_per_seq
     with tf.io.TFRecordWriter(os.fspath(path)) as writer:
         for index in range(num_examples):
             length = int(rng.integers(max_seq_length // 2, max_seq_length + 1))
-            input_ids = np.pad(rng.integers(5, vocabulary_size, length), (0, max_seq_length - length))
+            input_ids = np.pad(
+                rng.integers(5, vocabulary_size, length), (0, max_seq_length - length)
+            )
             positions = rng.choice(np.arange(1, length), max_predictions_per_seq, replace=False)
             values = {
                 "input_ids": input_ids,
                 "input_mask": np.pad(np.ones(length, int), (0, max_seq_length - length)),
-                "segment_ids": np.pad((np.arange(length) >= length // 2).astype(int),
-                                      (0, max_seq_length - length)),
+                "segment_ids": np.pad(
+                    (np.arange(length) >= length // 2).astype(int), (0, max_seq_length - length)
+                ),
                 "masked_lm_positions": positions,
                 "masked_lm_ids": input_ids[positions],
                 "masked_lm_weights": np.ones(max_predictions_per_seq, "float32"),
@@ -43,7 +52,9 @@ def write_records(path, num_examples, max_seq_length=16, max_predictions_per_seq
             example = tf.train.Example()
             for name, feature_spec in spec.items():
                 feature = example.features.feature[name]
-                target = feature.float_list if feature_spec.dtype == tf.float32 else feature.int64_list
+                target = (
+                    feature.float_list if feature_spec.dtype == tf.float32 else feature.int64_list
+                )
                 target.value.extend(np.asarray(values[name]).tolist())
             writer.write(example.SerializeToString())
     return os.fspath(path)
@@ -52,8 +63,15 @@ def write_records(path, num_examples, max_seq_length=16, max_predictions_per_seq
 def write_bert_config(path, backbone=TINY_BACKBONE):
     """Writes `backbone`, modeling.BertConfig's defaults for the rest, as bert_config.json; returns `path`."""
     defaults = {ours: default for _, ours, default in original.CONFIG_TABLE}
-    config = original.config_json({**defaults, "attention_dropout": None, "activation": "gelu_approximate",
-                                   "layer_norm_epsilon": original.LAYER_NORM_EPSILON, **backbone})
+    config = original.config_json(
+        {
+            **defaults,
+            "attention_dropout": None,
+            "activation": "gelu_approximate",
+            "layer_norm_epsilon": original.LAYER_NORM_EPSILON,
+            **backbone,
+        }
+    )
     with open(path, "w", encoding="utf-8") as file:
         json.dump(config, file)
     return os.fspath(path)

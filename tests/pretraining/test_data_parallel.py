@@ -18,22 +18,33 @@ from tests.pretraining.synthetic_records import write_records
 
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BACKEND = keras.backend.backend()
-COMPARED = ("loss", "masked_lm_loss", "masked_lm_accuracy", "next_sentence_loss",
-            "next_sentence_accuracy", "learning_rate")
+COMPARED = (
+    "loss",
+    "masked_lm_loss",
+    "masked_lm_accuracy",
+    "next_sentence_loss",
+    "next_sentence_accuracy",
+    "learning_rate",
+)
 
 
 @pytest.mark.skipif(BACKEND == "torch", reason="Keras' torch backend has no distribution API")
 def test_two_replicas_train_as_one_device_does(tmp_path):
     completed = subprocess.run(
         [sys.executable, "-m", "tests.pretraining.two_device_run", str(tmp_path)],
-        cwd=REPOSITORY, capture_output=True, text=True, timeout=600,
+        cwd=REPOSITORY,
+        capture_output=True,
+        text=True,
+        timeout=600,
         env={**os.environ, "KERAS_BACKEND": BACKEND},
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
     result = json.loads(completed.stdout.strip().splitlines()[-1])
     assert result["replicas"] == 2
     single, parallel = result["single"], result["data_parallel"]
-    assert [record["step"] for record in parallel] == [record["step"] for record in single] == [3, 6]
+    assert (
+        [record["step"] for record in parallel] == [record["step"] for record in single] == [3, 6]
+    )
     for one, two in zip(single, parallel):
         for name in COMPARED:
             np.testing.assert_allclose(two[name], one[name], rtol=1e-4, err_msg=name)
@@ -46,20 +57,43 @@ def test_two_processes_of_the_program_train_as_one_does(tmp_path):
     config_file = write_bert_config(tmp_path / "bert_config.json")
 
     def program(output_dir, **environment):
-        command = [sys.executable, "-m", "tasks.pretrain", f"--input_file={tmp_path}/*.tfrecord",
-                   f"--output_dir={tmp_path / output_dir}", f"--bert_config_file={config_file}",
-                   "--max_seq_length=16", "--max_predictions_per_seq=3", "--train_batch_size=8",
-                   "--num_train_steps=6", "--num_warmup_steps=2", "--learning_rate=1e-3",
-                   "--save_checkpoints_steps=3", "--distribution=data_parallel"]
-        return subprocess.Popen(command, cwd=REPOSITORY, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                text=True, env={**os.environ, "XLA_FLAGS": "", **environment})
+        command = [
+            sys.executable,
+            "-m",
+            "tasks.pretrain",
+            f"--input_file={tmp_path}/*.tfrecord",
+            f"--output_dir={tmp_path / output_dir}",
+            f"--bert_config_file={config_file}",
+            "--max_seq_length=16",
+            "--max_predictions_per_seq=3",
+            "--train_batch_size=8",
+            "--num_train_steps=6",
+            "--num_warmup_steps=2",
+            "--learning_rate=1e-3",
+            "--save_checkpoints_steps=3",
+            "--distribution=data_parallel",
+        ]
+        return subprocess.Popen(
+            command,
+            cwd=REPOSITORY,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "XLA_FLAGS": "", **environment},
+        )
 
     with socket.socket() as free:
         free.bind(("localhost", 0))
         port = free.getsockname()[1]
-    processes = [program("two", KERAS_DISTRIBUTION_JOB_ADDRESSES=f"localhost:{port}",
-                         KERAS_DISTRIBUTION_NUM_PROCESSES="2", KERAS_DISTRIBUTION_PROCESS_ID=str(index))
-                 for index in range(2)]
+    processes = [
+        program(
+            "two",
+            KERAS_DISTRIBUTION_JOB_ADDRESSES=f"localhost:{port}",
+            KERAS_DISTRIBUTION_NUM_PROCESSES="2",
+            KERAS_DISTRIBUTION_PROCESS_ID=str(index),
+        )
+        for index in range(2)
+    ]
     processes.append(program("one"))
     for process in processes:
         _, errors = process.communicate(timeout=600)
@@ -83,7 +117,9 @@ def test_data_parallel_on_torch_is_refused():
 @pytest.mark.skipif(BACKEND != "tensorflow", reason="only tensorflow refuses several processes")
 def test_several_tensorflow_processes_are_refused(monkeypatch):
     monkeypatch.setenv("KERAS_DISTRIBUTION_NUM_PROCESSES", "2")
-    with pytest.raises(ValueError, match="KERAS_DISTRIBUTION_NUM_PROCESSES asks for several processes"):
+    with pytest.raises(
+        ValueError, match="KERAS_DISTRIBUTION_NUM_PROCESSES asks for several processes"
+    ):
         DataParallel("data_parallel")
 
 

@@ -17,7 +17,6 @@ from bert_keras.pretraining.pretraining_run import resolve_backbone_config
 from tests.pretraining.synthetic_records import TINY_BACKBONE
 from tests.pretraining.synthetic_records import write_records
 
-
 ON_TORCH = keras.backend.backend() == "torch"
 
 
@@ -58,7 +57,9 @@ def optimizer_state(model):
 @pytest.fixture(scope="module")
 def finished_run(records, tmp_path_factory):
     """A float32 run of 5 steps, checkpoints every 2: the one most tests look at."""
-    run = PretrainingRun(tiny_config(records, tmp_path_factory.mktemp("finished"), num_train_steps=5))
+    run = PretrainingRun(
+        tiny_config(records, tmp_path_factory.mktemp("finished"), num_train_steps=5)
+    )
     run.history = run.train(verbose=0)
     return run
 
@@ -66,15 +67,28 @@ def finished_run(records, tmp_path_factory):
 def test_a_run_writes_history_checkpoints_and_an_export(finished_run):
     history, output_dir = finished_run.history, finished_run.config.output_dir
     assert [record["step"] for record in history] == [2, 4, 5]
-    assert set(history[0]) == {"step", "loss", "masked_lm_loss", "masked_lm_accuracy", "next_sentence_loss",
-                               "next_sentence_accuracy", "learning_rate", "examples_per_second"}
+    assert set(history[0]) == {
+        "step",
+        "loss",
+        "masked_lm_loss",
+        "masked_lm_accuracy",
+        "next_sentence_loss",
+        "next_sentence_accuracy",
+        "learning_rate",
+        "examples_per_second",
+    }
     assert all(record["examples_per_second"] > 0 for record in history)
     # Linear decay to 0 at step 5 from the peak reached at step 2.
-    np.testing.assert_allclose([record["learning_rate"] for record in history], [1e-3, 1e-3 / 3, 0.0],
-                               rtol=1e-5)
+    np.testing.assert_allclose(
+        [record["learning_rate"] for record in history], [1e-3, 1e-3 / 3, 0.0], rtol=1e-5
+    )
     assert int(finished_run.model.optimizer.iterations) == 5
     assert sorted(os.listdir(os.path.join(output_dir, "checkpoints"))) == [
-        "ckpt-00000004.json", "ckpt-00000004.weights.h5", "ckpt-00000005.json", "ckpt-00000005.weights.h5"]
+        "ckpt-00000004.json",
+        "ckpt-00000004.weights.h5",
+        "ckpt-00000005.json",
+        "ckpt-00000005.weights.h5",
+    ]
     exported = load_checkpoint(os.path.join(output_dir, "export"))
     assert sorted(exported.head_weights) == ["masked_lm", "next_sentence"]
     backbone = BertBackbone.from_preset(os.path.join(output_dir, "export"))
@@ -85,8 +99,10 @@ def test_a_run_writes_history_checkpoints_and_an_export(finished_run):
 def test_tensorboard_has_the_masked_lm_accuracy_at_each_checkpoint_step(finished_run):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    events = EventAccumulator(os.path.join(finished_run.config.output_dir, "tensorboard", "train"),
-                              size_guidance={"tensors": 0})
+    events = EventAccumulator(
+        os.path.join(finished_run.config.output_dir, "tensorboard", "train"),
+        size_guidance={"tensors": 0},
+    )
     events.Reload()
     assert [event.step for event in events.Tensors("epoch_masked_lm_accuracy")] == [2, 4, 5]
 
@@ -103,14 +119,19 @@ def test_a_new_run_in_the_same_directory_restores_weights_optimizer_and_step(fin
     assert fit_plan(resumed.initial_step, 2, 8) == [(5, 2, 3, 1), (6, 3, 4, 2)]
 
 
-def test_the_step_is_xla_compiled_unless_the_backend_is_torch_or_the_config_says_no(finished_run, records,
-                                                                                   tmp_path):
+def test_the_step_is_xla_compiled_unless_the_backend_is_torch_or_the_config_says_no(
+    finished_run, records, tmp_path
+):
     assert finished_run.model.jit_compile is not ON_TORCH
-    assert PretrainingRun(tiny_config(records, tmp_path, jit_compile=False)).model.jit_compile is False
+    assert (
+        PretrainingRun(tiny_config(records, tmp_path, jit_compile=False)).model.jit_compile is False
+    )
 
 
 def test_resumed_batches_are_those_an_uninterrupted_run_sees_next(finished_run):
-    uninterrupted = [features["token_ids"].numpy() for features, _ in finished_run.dataset(0).take(20)]
+    uninterrupted = [
+        features["token_ids"].numpy() for features, _ in finished_run.dataset(0).take(20)
+    ]
     resumed = [features["token_ids"].numpy() for features, _ in finished_run.dataset(13).take(7)]
     # 20 batches of 4 from 48 examples: the resumed part crosses an epoch boundary.
     for ours, expected in zip(resumed, uninterrupted[13:]):
@@ -126,8 +147,9 @@ def test_resumed_batches_are_those_an_uninterrupted_run_sees_next(finished_run):
     ],
 )
 def test_mixed_precision_trains_without_nan(mixed_precision, extra, iterations, records, tmp_path):
-    run = PretrainingRun(tiny_config(records, tmp_path, num_train_steps=4, mixed_precision=mixed_precision,
-                                     **extra))
+    run = PretrainingRun(
+        tiny_config(records, tmp_path, num_train_steps=4, mixed_precision=mixed_precision, **extra)
+    )
     assert run.model.backbone.compute_dtype == mixed_precision
     history = run.train(verbose=0)
     assert [record["step"] for record in history] == [2, 4]
@@ -141,11 +163,20 @@ def test_mixed_precision_trains_without_nan(mixed_precision, extra, iterations, 
 
 
 def test_phase_two_starts_from_phase_one_export_with_longer_sequences(finished_run, tmp_path):
-    write_records(tmp_path / "long" / "records.tfrecord", 16, max_seq_length=32, max_predictions_per_seq=5)
-    phase_two = PretrainingRun(tiny_config(
-        str(tmp_path / "long" / "*"), tmp_path / "phase2", backbone_config=None,
-        init_checkpoint=os.path.join(finished_run.config.output_dir, "export"), max_seq_length=32,
-        max_predictions_per_seq=5, num_train_steps=2))
+    write_records(
+        tmp_path / "long" / "records.tfrecord", 16, max_seq_length=32, max_predictions_per_seq=5
+    )
+    phase_two = PretrainingRun(
+        tiny_config(
+            str(tmp_path / "long" / "*"),
+            tmp_path / "phase2",
+            backbone_config=None,
+            init_checkpoint=os.path.join(finished_run.config.output_dir, "export"),
+            max_seq_length=32,
+            max_predictions_per_seq=5,
+            num_train_steps=2,
+        )
+    )
     # Every weight, the heads included, starts where phase one ended; the optimizer starts afresh.
     for ours, theirs in zip(numpy_weights(phase_two.model), numpy_weights(finished_run.model)):
         np.testing.assert_array_equal(ours, theirs)
@@ -159,14 +190,26 @@ def test_phase_two_starts_from_phase_one_export_with_longer_sequences(finished_r
     "overrides, message",
     [
         ({"max_seq_length": 32}, "records have max_seq_length 16 but 32 was expected"),
-        ({"max_predictions_per_seq": 4}, "records have max_predictions_per_seq 3 but 4 was expected"),
+        (
+            {"max_predictions_per_seq": 4},
+            "records have max_predictions_per_seq 3 but 4 was expected",
+        ),
         ({"input_file": "/no/such/records-*"}, "input_file: no file matches '/no/such/records-*'"),
         ({"num_warmup_steps": 7}, "num_warmup_steps is 7 but must be in [0, num_train_steps=6]"),
-        ({"steps_per_execution": 4}, "steps_per_execution is 4 but Keras' torch backend" if ON_TORCH
-         else "save_checkpoints_steps x gradient_accumulation_steps is 2 batches"),
-        ({"backbone_config": {**TINY_BACKBONE, "max_sequence_length": 8}},
-         "max_seq_length is 16 but the backbone has only 8 position embeddings"),
-        ({"backbone_config": None}, "Give a backbone config (a preset or bert_config_file) or an init_checkpoint"),
+        (
+            {"steps_per_execution": 4},
+            "steps_per_execution is 4 but Keras' torch backend"
+            if ON_TORCH
+            else "save_checkpoints_steps x gradient_accumulation_steps is 2 batches",
+        ),
+        (
+            {"backbone_config": {**TINY_BACKBONE, "max_sequence_length": 8}},
+            "max_seq_length is 16 but the backbone has only 8 position embeddings",
+        ),
+        (
+            {"backbone_config": None},
+            "Give a backbone config (a preset or bert_config_file) or an init_checkpoint",
+        ),
         ({"mixed_precision": "float8"}, "mixed_precision is 'float8' but must be one of"),
     ],
 )
@@ -179,14 +222,22 @@ def test_bad_settings_fail_before_training(overrides, message, records, tmp_path
 
 def test_an_init_checkpoint_of_another_architecture_is_refused(records, tmp_path):
     BertBackbone(**{**TINY_BACKBONE, "num_layers": 2}).save_to_preset(str(tmp_path / "other"))
-    with pytest.raises(ValueError, match="written with another architecture: num_layers is 2 there but 1 here"):
-        PretrainingRun(tiny_config(records, tmp_path / "run", init_checkpoint=str(tmp_path / "other")))
+    with pytest.raises(
+        ValueError, match="written with another architecture: num_layers is 2 there but 1 here"
+    ):
+        PretrainingRun(
+            tiny_config(records, tmp_path / "run", init_checkpoint=str(tmp_path / "other"))
+        )
 
 
 def test_resuming_with_another_architecture_or_batching_is_refused(finished_run):
     config = finished_run.config
-    with pytest.raises(ValueError, match="another architecture: hidden_dim is 16 there but 32 here"):
-        PretrainingRun(dataclasses.replace(config, backbone_config={**TINY_BACKBONE, "hidden_dim": 32}))
+    with pytest.raises(
+        ValueError, match="another architecture: hidden_dim is 16 there but 32 here"
+    ):
+        PretrainingRun(
+            dataclasses.replace(config, backbone_config={**TINY_BACKBONE, "hidden_dim": 32})
+        )
     with pytest.raises(ValueError, match="train_batch_size is 4 there but 8 here"):
         PretrainingRun(dataclasses.replace(config, train_batch_size=8))
     with pytest.raises(ValueError, match="at step 5, past num_train_steps=4"):
@@ -195,8 +246,17 @@ def test_resuming_with_another_architecture_or_batching_is_refused(finished_run)
 
 def test_backbone_config_from_a_file(tmp_path):
     path = tmp_path / "bert_config.json"
-    path.write_text(json.dumps({"vocab_size": 99, "hidden_size": 64, "num_hidden_layers": 3,
-                                "num_attention_heads": 4, "intermediate_size": 128}))
+    path.write_text(
+        json.dumps(
+            {
+                "vocab_size": 99,
+                "hidden_size": 64,
+                "num_hidden_layers": 3,
+                "num_attention_heads": 4,
+                "intermediate_size": 128,
+            }
+        )
+    )
     config = resolve_backbone_config(bert_config_file=str(path))
     assert (config["vocabulary_size"], config["num_layers"], config["hidden_dim"]) == (99, 3, 64)
     other = tmp_path / "model.json"

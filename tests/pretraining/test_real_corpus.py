@@ -21,8 +21,14 @@ from bert_keras.pretraining.pretraining_run import PretrainingConfig
 from bert_keras.pretraining.pretraining_run import PretrainingRun
 
 SEQ_LENGTH, PREDICTIONS, BATCH_SIZE, STEPS = 64, 10, 16, 300
-SMALL_BACKBONE = {"vocabulary_size": 30522, "num_layers": 2, "num_heads": 2, "hidden_dim": 64,
-                  "intermediate_dim": 256, "max_sequence_length": 64}
+SMALL_BACKBONE = {
+    "vocabulary_size": 30522,
+    "num_layers": 2,
+    "num_heads": 2,
+    "hidden_dim": 64,
+    "intermediate_dim": 256,
+    "max_sequence_length": 64,
+}
 
 
 def split_documents(path, train_path, eval_path):
@@ -39,22 +45,34 @@ def records(tmp_path_factory):
     corpus = str(directory / "docstrings.txt")
     docstring_corpus(corpus, 1_500_000)
     split_documents(corpus, str(directory / "train.txt"), str(directory / "eval.txt"))
-    options = InstanceOptions(max_seq_length=SEQ_LENGTH, max_predictions_per_seq=PREDICTIONS, dupe_factor=2)
+    options = InstanceOptions(
+        max_seq_length=SEQ_LENGTH, max_predictions_per_seq=PREDICTIONS, dupe_factor=2
+    )
     for split in ("train", "eval"):
-        create_pretraining_data(str(directory / f"{split}.txt"), str(directory / f"{split}.tfrecord"),
-                                vocab_file(), options, num_workers=1, input_mb_per_shard=0.5)
+        create_pretraining_data(
+            str(directory / f"{split}.txt"),
+            str(directory / f"{split}.tfrecord"),
+            vocab_file(),
+            options,
+            num_workers=1,
+            input_mb_per_shard=0.5,
+        )
     return str(directory / "train.tfrecord-*"), str(directory / "eval.tfrecord-*")
 
 
 def majority_rates(pattern):
     """Accuracy of always predicting the most frequent masked token, and the most frequent NSP label."""
     labels, next_sentence = collections.Counter(), collections.Counter()
-    for _, batch in pretraining_dataset(pattern, SEQ_LENGTH, PREDICTIONS, 256, drop_remainder=False):
+    for _, batch in pretraining_dataset(
+        pattern, SEQ_LENGTH, PREDICTIONS, 256, drop_remainder=False
+    ):
         weights = batch["masked_lm_weights"].numpy() > 0
         labels.update(batch["masked_lm_ids"].numpy()[weights].tolist())
         next_sentence.update(batch["next_sentence_labels"].numpy().tolist())
-    return (labels.most_common(1)[0][1] / sum(labels.values()),
-            next_sentence.most_common(1)[0][1] / sum(next_sentence.values()))
+    return (
+        labels.most_common(1)[0][1] / sum(labels.values()),
+        next_sentence.most_common(1)[0][1] / sum(next_sentence.values()),
+    )
 
 
 @pytest.mark.skipif(
@@ -63,19 +81,34 @@ def majority_rates(pattern):
 )
 def test_real_corpus_pretraining_learns_masked_words_and_next_sentences(records, tmp_path):
     train_records, eval_records = records
-    run = PretrainingRun(PretrainingConfig(
-        input_file=train_records, output_dir=str(tmp_path), backbone_config=SMALL_BACKBONE,
-        max_seq_length=SEQ_LENGTH, max_predictions_per_seq=PREDICTIONS, train_batch_size=BATCH_SIZE,
-        num_train_steps=STEPS, num_warmup_steps=30, learning_rate=2e-3, save_checkpoints_steps=50))
+    run = PretrainingRun(
+        PretrainingConfig(
+            input_file=train_records,
+            output_dir=str(tmp_path),
+            backbone_config=SMALL_BACKBONE,
+            max_seq_length=SEQ_LENGTH,
+            max_predictions_per_seq=PREDICTIONS,
+            train_batch_size=BATCH_SIZE,
+            num_train_steps=STEPS,
+            num_warmup_steps=30,
+            learning_rate=2e-3,
+            save_checkpoints_steps=50,
+        )
+    )
     history = run.train(verbose=0)
     # An untrained model's loss is about ln(vocabulary size) = 10.3.
     assert history[-1]["masked_lm_loss"] < 0.7 * np.log(SMALL_BACKBONE["vocabulary_size"])
     assert history[-1]["masked_lm_loss"] < history[0]["masked_lm_loss"]
     unigram_accuracy, majority_next_sentence = majority_rates(eval_records)
     held_out = run.model.evaluate(
-        pretraining_dataset(eval_records, SEQ_LENGTH, PREDICTIONS, BATCH_SIZE), return_dict=True, verbose=0)
-    print(f"\nheld out: {held_out}; unigram accuracy {unigram_accuracy:.3f}, "
-          f"NSP majority {majority_next_sentence:.3f}; history: {history}")
+        pretraining_dataset(eval_records, SEQ_LENGTH, PREDICTIONS, BATCH_SIZE),
+        return_dict=True,
+        verbose=0,
+    )
+    print(
+        f"\nheld out: {held_out}; unigram accuracy {unigram_accuracy:.3f}, "
+        f"NSP majority {majority_next_sentence:.3f}; history: {history}"
+    )
     # At this length the model has learnt word frequencies and starts on context;
     # the next-sentence head is at about the majority rate (see the report for longer runs).
     assert held_out["masked_lm_accuracy"] > unigram_accuracy

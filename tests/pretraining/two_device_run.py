@@ -18,7 +18,9 @@ def make_two_cpu_devices(backend):
         import tensorflow as tf
 
         cpu = tf.config.list_physical_devices("CPU")[0]
-        tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration()] * 2
+        )
 
 
 def train(distribution, work_dir):
@@ -33,8 +35,13 @@ def train(distribution, work_dir):
         input_file=os.path.join(work_dir, "*.tfrecord"),
         output_dir=os.path.join(work_dir, distribution),
         backbone_config={**TINY_BACKBONE, "dropout": 0.0},  # the replicas would draw other masks
-        max_seq_length=16, max_predictions_per_seq=3, train_batch_size=8,
-        num_train_steps=6, num_warmup_steps=2, learning_rate=1e-3, save_checkpoints_steps=3,
+        max_seq_length=16,
+        max_predictions_per_seq=3,
+        train_batch_size=8,
+        num_train_steps=6,
+        num_warmup_steps=2,
+        learning_rate=1e-3,
+        save_checkpoints_steps=3,
         distribution=distribution,
     )
     run = PretrainingRun(config)
@@ -54,14 +61,18 @@ def main(work_dir):
     write_records(os.path.join(work_dir, "records.tfrecord"), 48)
     _, single_history, single_weights = train("none", work_dir)
     replicas, parallel_history, parallel_weights = train("data_parallel", work_dir)
-    print(json.dumps({
-        "replicas": replicas,
-        "single": single_history,
-        "data_parallel": parallel_history,
-        "max_weight_difference": max(
-            float(abs(a - b).max()) for a, b in zip(single_weights, parallel_weights)
-        ),
-    }))
+    print(
+        json.dumps(
+            {
+                "replicas": replicas,
+                "single": single_history,
+                "data_parallel": parallel_history,
+                "max_weight_difference": max(
+                    float(abs(a - b).max()) for a, b in zip(single_weights, parallel_weights)
+                ),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

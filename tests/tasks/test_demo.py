@@ -41,7 +41,11 @@ def test_demo_pretrains_then_fine_tunes_then_reloads(tmp_path):
     env = {**os.environ, "KERAS_BACKEND": "tensorflow", "PYTHONPATH": REPOSITORY}
     run = subprocess.run(
         [sys.executable, "-m", "tasks.demo", f"--output_dir={tmp_path}"],
-        cwd=REPOSITORY, env=env, capture_output=True, text=True, timeout=900,
+        cwd=REPOSITORY,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert run.returncode == 0, run.stderr[-3000:]
     pretrained = re.search(r"masked-LM loss ([\d.]+) -> ([\d.]+)", run.stdout)

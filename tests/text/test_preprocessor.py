@@ -60,11 +60,9 @@ def _round_robin_lengths(length_a, length_b, budget):
 
 
 def test_truncated_pair_lengths_are_the_original_loop_and_round_robin():
-    cases = [(a, b, budget) for a in range(12) for b in range(12)
-             for budget in range(26)]
+    cases = [(a, b, budget) for a in range(12) for b in range(12) for budget in range(26)]
     kept_a, kept_b = truncated_pair_lengths(*zip(*cases))
-    for (a, b, budget), got_a, got_b in zip(cases, kept_a.numpy(),
-                                            kept_b.numpy()):
+    for (a, b, budget), got_a, got_b in zip(cases, kept_a.numpy(), kept_b.numpy()):
         tokens_a, tokens_b = list(range(a)), list(range(b))
         _original_truncate_seq_pair(tokens_a, tokens_b, budget)
         assert (got_a, got_b) == (len(tokens_a), len(tokens_b)), (a, b, budget)
@@ -74,23 +72,19 @@ def test_truncated_pair_lengths_are_the_original_loop_and_round_robin():
 def test_single_texts_match_transformers(lines, tokenizer, reference):
     preprocessor = BertPreprocessor(tokenizer, sequence_length=32)
     features = preprocessor(lines)
-    expected = reference(lines, max_length=32, truncation=True,
-                         padding="max_length", return_tensors="np")
-    assert features["token_ids"].numpy().tolist() == expected[
-        "input_ids"].tolist()
-    assert features["segment_ids"].numpy().tolist() == expected[
-        "token_type_ids"].tolist()
-    assert features["padding_mask"].numpy().tolist() == expected[
-        "attention_mask"].tolist()
+    expected = reference(
+        lines, max_length=32, truncation=True, padding="max_length", return_tensors="np"
+    )
+    assert features["token_ids"].numpy().tolist() == expected["input_ids"].tolist()
+    assert features["segment_ids"].numpy().tolist() == expected["token_type_ids"].tolist()
+    assert features["padding_mask"].numpy().tolist() == expected["attention_mask"].tolist()
 
 
 @pytest.mark.parametrize("truncate", ["longest_first", "round_robin"])
 def test_pairs_match_the_original_packing(lines, tokenizer, truncate):
     texts_a, texts_b = lines[0:120], lines[120:240]
     sequence_length = 40
-    preprocessor = BertPreprocessor(
-        tokenizer, sequence_length=sequence_length, truncate=truncate
-    )
+    preprocessor = BertPreprocessor(tokenizer, sequence_length=sequence_length, truncate=truncate)
     features = preprocessor((texts_a, texts_b))
     ids_a, ids_b = tokenizer(texts_a).to_list(), tokenizer(texts_b).to_list()
     for row, (tokens_a, tokens_b) in enumerate(zip(ids_a, ids_b)):
@@ -99,32 +93,23 @@ def test_pairs_match_the_original_packing(lines, tokenizer, truncate):
         padding = sequence_length - len(tokens)
         assert features["token_ids"][row].numpy().tolist() == tokens + [0] * padding
         assert features["segment_ids"][row].numpy().tolist() == (
-            [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1) + [0] * padding)
-        assert features["padding_mask"][row].numpy().tolist() == (
-            [1] * len(tokens) + [0] * padding)
+            [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1) + [0] * padding
+        )
+        assert features["padding_mask"][row].numpy().tolist() == ([1] * len(tokens) + [0] * padding)
 
 
 def test_pairs_match_transformers_when_they_fit(lines, tokenizer, reference):
     texts_a, texts_b = lines[0:20], lines[20:40]
-    features = BertPreprocessor(tokenizer, sequence_length=None)(
-        (texts_a, texts_b)
-    )
-    expected = reference(texts_a, texts_b, padding="longest",
-                         return_tensors="np")
-    assert features["token_ids"].numpy().tolist() == expected[
-        "input_ids"].tolist()
-    assert features["segment_ids"].numpy().tolist() == expected[
-        "token_type_ids"].tolist()
+    features = BertPreprocessor(tokenizer, sequence_length=None)((texts_a, texts_b))
+    expected = reference(texts_a, texts_b, padding="longest", return_tensors="np")
+    assert features["token_ids"].numpy().tolist() == expected["input_ids"].tolist()
+    assert features["segment_ids"].numpy().tolist() == expected["token_type_ids"].tolist()
 
 
 def test_pad_to_longest_without_sequence_length(tokenizer):
-    features = BertPreprocessor(tokenizer, sequence_length=None)(
-        ["hello world", "hello"]
-    )
-    assert features["token_ids"].numpy().tolist() == [
-        [101, 7592, 2088, 102], [101, 7592, 102, 0]]
-    assert features["padding_mask"].numpy().tolist() == [
-        [1, 1, 1, 1], [1, 1, 1, 0]]
+    features = BertPreprocessor(tokenizer, sequence_length=None)(["hello world", "hello"])
+    assert features["token_ids"].numpy().tolist() == [[101, 7592, 2088, 102], [101, 7592, 102, 0]]
+    assert features["padding_mask"].numpy().tolist() == [[1, 1, 1, 1], [1, 1, 1, 0]]
 
 
 def test_features_are_what_the_backbone_takes(tokenizer):
@@ -140,29 +125,22 @@ def test_features_are_what_the_backbone_takes(tokenizer):
 def test_offsets_point_into_each_segment(tokenizer):
     text_a, text_b = "Ça va? 日本", "naïve  [MASK] ok"
     preprocessor = BertPreprocessor(tokenizer, sequence_length=16)
-    features, starts, ends = preprocessor.call_with_offsets(
-        ([text_a], [text_b]), unit="character"
-    )
+    features, starts, ends = preprocessor.call_with_offsets(([text_a], [text_b]), unit="character")
     segment_ids = features["segment_ids"][0].numpy()
     mask = features["padding_mask"][0].numpy()
     pieces = [
         (text_a, text_b)[segment][start:end]
-        for segment, start, end, used in zip(
-            segment_ids, starts[0].numpy(), ends[0].numpy(), mask)
+        for segment, start, end, used in zip(segment_ids, starts[0].numpy(), ends[0].numpy(), mask)
         if used
     ]
-    assert pieces == ["", "Ça", "va", "?", "日", "本", "", "naïve", "[MASK]",
-                      "ok", ""]
-    assert ends[0].numpy()[len(pieces):].tolist() == [0] * (16 - len(pieces))
+    assert pieces == ["", "Ça", "va", "?", "日", "本", "", "naïve", "[MASK]", "ok", ""]
+    assert ends[0].numpy()[len(pieces) :].tolist() == [0] * (16 - len(pieces))
 
 
 def test_truncated_offsets_stay_aligned(tokenizer):
     preprocessor = BertPreprocessor(tokenizer, sequence_length=5)
-    features, starts, ends = preprocessor.call_with_offsets(
-        (["one two three"], ["four five"])
-    )
-    assert features["token_ids"][0].numpy().tolist() == [
-        101, 2028, 102, 2176, 102]
+    features, starts, ends = preprocessor.call_with_offsets((["one two three"], ["four five"]))
+    assert features["token_ids"][0].numpy().tolist() == [101, 2028, 102, 2176, 102]
     assert starts[0].numpy().tolist() == [0, 0, 0, 0, 0]
     assert ends[0].numpy().tolist() == [0, 3, 0, 4, 0]
 
@@ -184,22 +162,23 @@ def test_graph_uses_only_core_and_tf_text_2_12_ops(tokenizer):
     preprocessor = BertPreprocessor(tokenizer, sequence_length=16)
     spec = tf.TensorSpec([None], tf.string)
     ops = graph_ops(
-        tf.function(lambda a, b: preprocessor.call_with_offsets((a, b)))
-        .get_concrete_function(spec, spec)
+        tf.function(lambda a, b: preprocessor.call_with_offsets((a, b))).get_concrete_function(
+            spec, spec
+        )
     )
     tf_text_ops = {op for op in ops if not hasattr(tf.raw_ops, op)}
     assert tf_text_ops <= TF_TEXT_2_12_OPS, tf_text_ops - TF_TEXT_2_12_OPS
 
 
 def test_config_round_trip(tokenizer):
-    preprocessor = BertPreprocessor(
-        tokenizer, sequence_length=12, truncate="round_robin"
-    )
+    preprocessor = BertPreprocessor(tokenizer, sequence_length=12, truncate="round_robin")
     restored = BertPreprocessor.from_config(preprocessor.get_config())
     assert restored.sequence_length == 12 and restored.truncate == "round_robin"
     texts = (["Hello world, how are you?"], ["[MASK] is fine"])
-    assert (restored(texts)["token_ids"].numpy().tolist()
-            == preprocessor(texts)["token_ids"].numpy().tolist())
+    assert (
+        restored(texts)["token_ids"].numpy().tolist()
+        == preprocessor(texts)["token_ids"].numpy().tolist()
+    )
 
 
 def test_errors():
@@ -216,9 +195,7 @@ def test_saved_model(tmp_path, tokenizer):
     preprocessor = BertPreprocessor(tokenizer, sequence_length=16)
     spec = tf.TensorSpec([None], tf.string)
     module = tf.Module()
-    module.preprocess = tf.function(
-        lambda a, b: preprocessor((a, b)), input_signature=[spec, spec]
-    )
+    module.preprocess = tf.function(lambda a, b: preprocessor((a, b)), input_signature=[spec, spec])
     tf.saved_model.save(module, str(tmp_path))
     restored = tf.saved_model.load(str(tmp_path))
     pair = (["Héllo [MASK] wörld!"], ["日本 ´timeout´"])

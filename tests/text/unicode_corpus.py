@@ -46,8 +46,26 @@ import unicodedata
 # characters (dropped), marks (accent stripping), cased letters (lower-casing)
 # and punctuation (split).
 _VERSION_SENSITIVE_CATEGORIES = frozenset(
-    ["Cc", "Cf", "Co", "Cs", "Cn", "Mn", "Mc", "Me", "Lu", "Ll", "Lt",
-     "Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po"]
+    [
+        "Cc",
+        "Cf",
+        "Co",
+        "Cs",
+        "Cn",
+        "Mn",
+        "Mc",
+        "Me",
+        "Lu",
+        "Ll",
+        "Lt",
+        "Pc",
+        "Pd",
+        "Ps",
+        "Pe",
+        "Pi",
+        "Pf",
+        "Po",
+    ]
 )
 _NEVER_ASSIGNED_PLANES = range(0x40000, 0xE0000)
 # CJK Extension E ideographs that the reference does not treat as CJK.
@@ -56,10 +74,42 @@ REFERENCE_CJK_GAP = range(0x2B820, 0x2B920)
 SPECIAL_TOKENS = ["[MASK]", "[SEP]", "[CLS]", "[PAD]", "[UNK]"]
 _LOOKALIKE_TOKENS = ["[mask]", "[Sep]", "[ CLS]", "[PAD", "UNK]", "[[MASK]]"]
 _WHITESPACE = [" ", "\t", "\n", "\r", "\u00a0", "\u2003", "\u3000", "\u2028"]
-_CONTROLS = ["\x00", "\x01", "\x7f", "\x85", "\u200b", "\u00ad", "\ufeff",
-             "\ufffd", "\ue000", "\U000f0000", "\x0b", "\x0c", "\x1f"]
-_HARD_LETTERS = ["ß", "ẞ", "ﬁ", "ﬀ", "Ａ", "ｚ", "İ", "ı", "Σ", "ς", "ǅ",
-                 "´", "`", "¨", "Ω", "Å", "K", "ŉ", "ǰ"]
+_CONTROLS = [
+    "\x00",
+    "\x01",
+    "\x7f",
+    "\x85",
+    "\u200b",
+    "\u00ad",
+    "\ufeff",
+    "\ufffd",
+    "\ue000",
+    "\U000f0000",
+    "\x0b",
+    "\x0c",
+    "\x1f",
+]
+_HARD_LETTERS = [
+    "ß",
+    "ẞ",
+    "ﬁ",
+    "ﬀ",
+    "Ａ",
+    "ｚ",
+    "İ",
+    "ı",
+    "Σ",
+    "ς",
+    "ǅ",
+    "´",
+    "`",
+    "¨",
+    "Ω",
+    "Å",
+    "K",
+    "ŉ",
+    "ǰ",
+]
 
 
 def is_stable_character(character):
@@ -93,15 +143,13 @@ def _all_characters():
     )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def characters_by_category():
     """Stable characters grouped by general category (Unicode 14)."""
     groups = {}
     for character in _all_characters():
         if is_stable_character(character):
-            groups.setdefault(unicodedata.category(character), []).append(
-                character
-            )
+            groups.setdefault(unicodedata.category(character), []).append(character)
     return groups
 
 
@@ -122,7 +170,8 @@ class _CorpusWriter:
         self.categories = characters_by_category()
         self.category_names = sorted(self.categories)
         self.cjk = [chr(c) for c in range(0x4E00, 0x9FA6)] + [
-            chr(c) for c in range(0x20000, 0x2A6D7)]
+            chr(c) for c in range(0x20000, 0x2A6D7)
+        ]
         self.marks = self.categories["Mn"] + self.categories["Me"]
         self.latin_marks = [chr(c) for c in range(0x300, 0x370)]
 
@@ -146,12 +195,13 @@ class _CorpusWriter:
         for letter in self.word():
             letters.append(letter)
             while self.random.random() < 0.35:
-                marks = (self.latin_marks if self.random.random() < 0.7
-                         else self.marks)
+                marks = self.latin_marks if self.random.random() < 0.7 else self.marks
                 letters.append(self.random.choice(marks))
-        return unicodedata.normalize(
-            self.random.choice(["NFC", "NFD", "NFKC"]), "".join(letters)
-        ) if self.random.random() < 0.5 else "".join(letters)
+        return (
+            unicodedata.normalize(self.random.choice(["NFC", "NFD", "NFKC"]), "".join(letters))
+            if self.random.random() < 0.5
+            else "".join(letters)
+        )
 
     def glued_word(self):
         parts = [self.word(), self.category_word(), self.word()]
@@ -159,13 +209,11 @@ class _CorpusWriter:
 
     def long_word(self):
         length = self.random.choice([99, 100, 101, 150, 199, 200, 201, 260])
-        letters = "".join(self.random.choice("abcdefghij") for _ in range(
-            length))
+        letters = "".join(self.random.choice("abcdefghij") for _ in range(length))
         return letters if self.random.random() < 0.5 else letters.upper()
 
     def cjk_run(self):
-        return "".join(self.random.choice(self.cjk)
-                       for _ in range(self.random.randint(1, 6)))
+        return "".join(self.random.choice(self.cjk) for _ in range(self.random.randint(1, 6)))
 
     def token(self):
         kind = self.random.random()
@@ -192,8 +240,10 @@ class _CorpusWriter:
     def separator(self):
         if self.random.random() < 0.85:
             return " "
-        return "".join(self.random.choice(_WHITESPACE + _CONTROLS[:3])
-                       for _ in range(self.random.randint(1, 3)))
+        return "".join(
+            self.random.choice(_WHITESPACE + _CONTROLS[:3])
+            for _ in range(self.random.randint(1, 3))
+        )
 
     def line(self):
         tokens = [self.token() for _ in range(self.random.randint(1, 40))]
@@ -222,12 +272,9 @@ def generate_corpus(words, num_bytes=1_000_000, seed=1234):
     return lines
 
 
-_ASCII_PUNCTUATION = [
-    chr(code) for code in range(0x21, 0x7F) if not chr(code).isalnum()
-]
+_ASCII_PUNCTUATION = [chr(code) for code in range(0x21, 0x7F) if not chr(code).isalnum()]
 _ASCII_WHITESPACE = [" ", "\t", "\n", "\r"]
-_ASCII_CONTROLS = [chr(code) for code in [*range(0, 9), 0x0B, 0x0C,
-                                          *range(0x0E, 0x20), 0x7F]]
+_ASCII_CONTROLS = [chr(code) for code in [*range(0, 9), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F]]
 
 
 class _PlainCorpusWriter:
@@ -250,26 +297,22 @@ class _PlainCorpusWriter:
             return self.word()
         if kind < 0.75:  # Punctuation alone, glued to words, in runs.
             punctuation = "".join(
-                self.random.choice(_ASCII_PUNCTUATION)
-                for _ in range(self.random.randint(1, 3))
+                self.random.choice(_ASCII_PUNCTUATION) for _ in range(self.random.randint(1, 3))
             )
             return self.random.choice(
-                [punctuation, self.word() + punctuation,
-                 punctuation + self.word() + punctuation]
+                [punctuation, self.word() + punctuation, punctuation + self.word() + punctuation]
             )
         if kind < 0.8:
-            return self.word() + self.random.choice(["-", "_", "'", "/"]) + (
-                self.word())
+            return self.word() + self.random.choice(["-", "_", "'", "/"]) + (self.word())
         if kind < 0.85:
-            return str(self.random.randint(0, 10**self.random.randint(1, 9)))
+            return str(self.random.randint(0, 10 ** self.random.randint(1, 9)))
         if kind < 0.9:
             return self.random.choice(SPECIAL_TOKENS + _LOOKALIKE_TOKENS)
         if kind < 0.92:
             return self.random.choice(SPECIAL_TOKENS) + self.word()
         if kind < 0.94:
             length = self.random.choice([99, 100, 101, 150, 199, 200, 201])
-            return "".join(self.random.choice("abcdefghij")
-                           for _ in range(length))
+            return "".join(self.random.choice("abcdefghij") for _ in range(length))
         if kind < 0.99:
             return self.word() + self.word()
         return self.random.choice(_ASCII_CONTROLS) + self.word()
@@ -277,8 +320,9 @@ class _PlainCorpusWriter:
     def separator(self):
         if self.random.random() < 0.9:
             return " "
-        return "".join(self.random.choice(_ASCII_WHITESPACE)
-                       for _ in range(self.random.randint(1, 3)))
+        return "".join(
+            self.random.choice(_ASCII_WHITESPACE) for _ in range(self.random.randint(1, 3))
+        )
 
     def line(self):
         tokens = [self.token() for _ in range(self.random.randint(0, 40))]

@@ -19,9 +19,16 @@ def _run_tool(tmp_path, *flags):
     corpus.write_text("\n".join(CORPUS) + "\n", encoding="utf-8")
     output = tmp_path / "vocab.txt"
     completed = subprocess.run(
-        [sys.executable, "-m", "tools.build_vocab", f"--input_file={corpus}",
-         f"--output_file={output}", *flags],
-        capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "tools.build_vocab",
+            f"--input_file={corpus}",
+            f"--output_file={output}",
+            *flags,
+        ],
+        capture_output=True,
+        text=True,
     )
     return completed, output
 
@@ -49,16 +56,26 @@ def test_uncased_vocabulary_is_lower_case_without_accents(tmp_path):
 def test_standard_size_uses_the_released_layout():
     vocabulary = learn_vocabulary({"hello": 10, "world": 7}, 30522)
     assert [vocabulary.index(t) for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")] == [
-        0, 100, 101, 102, 103
+        0,
+        100,
+        101,
+        102,
+        103,
     ]
     assert vocabulary[999:] and "hello" in vocabulary[999:]
 
 
 def test_missing_input_names_the_pattern(tmp_path):
     completed = subprocess.run(
-        [sys.executable, "-m", "tools.build_vocab", f"--input_file={tmp_path}/none*.txt",
-         f"--output_file={tmp_path}/vocab.txt"],
-        capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "tools.build_vocab",
+            f"--input_file={tmp_path}/none*.txt",
+            f"--output_file={tmp_path}/vocab.txt",
+        ],
+        capture_output=True,
+        text=True,
     )
     assert completed.returncode != 0
     assert "none*.txt' matches no file" in completed.stderr

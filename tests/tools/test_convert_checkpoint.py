@@ -4,7 +4,6 @@ import subprocess
 import sys
 
 import numpy as np
-import pytest
 from absl import flags
 from keras import ops
 from safetensors.numpy import load_file
@@ -35,15 +34,27 @@ def test_original_to_ours_from_the_command_line(tmp_path):
     _write_tiny(str(tmp_path / "uncased_tiny"), _tiny_variables())
     (tmp_path / "uncased_tiny" / "vocab.txt").write_text("[PAD]\nhello\n")
     result = subprocess.run(
-        [sys.executable, "-m", "tools.convert_checkpoint", f"--source={tmp_path / 'uncased_tiny'}",
-         f"--output_dir={tmp_path / 'out'}"],
-        cwd=REPOSITORY, capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "tools.convert_checkpoint",
+            f"--source={tmp_path / 'uncased_tiny'}",
+            f"--output_dir={tmp_path / 'out'}",
+        ],
+        cwd=REPOSITORY,
+        capture_output=True,
+        text=True,
         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
     )
     assert result.returncode == 0, result.stderr
     assert "from the original checkpoint" in result.stdout
     assert sorted(os.listdir(tmp_path / "out")) == [
-        "bert_keras.json", "config.json", "model.safetensors", "tokenizer_config.json", "vocab.txt"]
+        "bert_keras.json",
+        "config.json",
+        "model.safetensors",
+        "tokenizer_config.json",
+        "vocab.txt",
+    ]
     tensors = load_file(tmp_path / "out" / "model.safetensors")
     np.testing.assert_array_equal(
         tensors["encoder.layer.0.attention.self.key.weight"],
@@ -51,13 +62,19 @@ def test_original_to_ours_from_the_command_line(tmp_path):
     )
     config = json.loads((tmp_path / "out" / "config.json").read_text())
     assert config["hidden_act"] == "gelu_new" and config["layer_norm_eps"] == 1e-12
-    assert json.loads((tmp_path / "out" / "tokenizer_config.json").read_text())["do_lower_case"] is True
+    assert (
+        json.loads((tmp_path / "out" / "tokenizer_config.json").read_text())["do_lower_case"]
+        is True
+    )
     assert BertBackbone.from_preset(tmp_path / "out").activation == "gelu_approximate"
 
 
 def test_huggingface_with_heads_to_ours(tmp_path):
     save_tiny("BertForPreTraining", tmp_path / "source")
-    assert run_in_process(f"--source={tmp_path / 'source'}", f"--output_dir={tmp_path / 'out'}") is None
+    assert (
+        run_in_process(f"--source={tmp_path / 'source'}", f"--output_dir={tmp_path / 'out'}")
+        is None
+    )
     source, converted = (load_file(tmp_path / d / "model.safetensors") for d in ("source", "out"))
     assert set(converted) == set(source)
     for name, value in converted.items():
@@ -65,19 +82,39 @@ def test_huggingface_with_heads_to_ours(tmp_path):
 
 
 def test_ours_to_the_original_format_gives_the_same_outputs(tmp_path):
-    backbone = BertBackbone(vocabulary_size=20, num_layers=2, num_heads=2, hidden_dim=4,
-                            intermediate_dim=8, max_sequence_length=16, dropout=0.0)
+    backbone = BertBackbone(
+        vocabulary_size=20,
+        num_layers=2,
+        num_heads=2,
+        hidden_dim=4,
+        intermediate_dim=8,
+        max_sequence_length=16,
+        dropout=0.0,
+    )
     backbone.save_to_preset(tmp_path / "ours")
-    assert run_in_process(f"--source={tmp_path / 'ours'}", f"--output_dir={tmp_path / 'uncased_tiny'}",
-                          "--output_format=original") is None
+    assert (
+        run_in_process(
+            f"--source={tmp_path / 'ours'}",
+            f"--output_dir={tmp_path / 'uncased_tiny'}",
+            "--output_format=original",
+        )
+        is None
+    )
     assert sorted(os.listdir(tmp_path / "uncased_tiny")) == [
-        "bert_config.json", "bert_model.ckpt.data-00000-of-00001", "bert_model.ckpt.index"]
+        "bert_config.json",
+        "bert_model.ckpt.data-00000-of-00001",
+        "bert_model.ckpt.index",
+    ]
     restored = BertBackbone.from_preset(tmp_path / "uncased_tiny")
-    inputs = {"token_ids": np.array([[2, 5, 7, 3, 0]]), "segment_ids": np.array([[0, 0, 0, 1, 0]]),
-              "padding_mask": np.array([[1, 1, 1, 1, 0]])}
+    inputs = {
+        "token_ids": np.array([[2, 5, 7, 3, 0]]),
+        "segment_ids": np.array([[0, 0, 0, 1, 0]]),
+        "padding_mask": np.array([[1, 1, 1, 1, 0]]),
+    }
     for name, value in backbone(inputs).items():
         np.testing.assert_array_equal(
-            ops.convert_to_numpy(restored(inputs)[name]), ops.convert_to_numpy(value), err_msg=name)
+            ops.convert_to_numpy(restored(inputs)[name]), ops.convert_to_numpy(value), err_msg=name
+        )
 
 
 def test_missing_source_is_named(tmp_path):
@@ -107,8 +144,9 @@ def test_non_empty_output_is_refused_unless_overwrite(tmp_path):
 
 def test_wrong_format_flag_is_refused(tmp_path):
     save_tiny("BertModel", tmp_path / "source")
-    message = run_in_process(f"--source={tmp_path / 'source'}", f"--output_dir={tmp_path / 'out'}",
-                             "--format=original")
+    message = run_in_process(
+        f"--source={tmp_path / 'source'}", f"--output_dir={tmp_path / 'out'}", "--format=original"
+    )
     assert "holds a 'huggingface' checkpoint, not 'original'" in message
 
 
@@ -123,7 +161,8 @@ def test_pickled_source_gets_the_conversion_hint(tmp_path):
 def test_required_flags(tmp_path):
     completed = subprocess.run(
         [sys.executable, "-m", "tools.convert_checkpoint", f"--output_dir={tmp_path}/x"],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     assert completed.returncode != 0
     assert "--source must have a value other than None" in completed.stderr

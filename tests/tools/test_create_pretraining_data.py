@@ -44,8 +44,14 @@ def corpus(tmp_path_factory):
 
 
 def tool_flags(corpus, output, *extra):
-    return [f"--input_file={corpus}", f"--output_file={output}", f"--vocab_file={vocab_file()}",
-            "--dupe_factor=2", "--input_mb_per_shard=0.05", *extra]
+    return [
+        f"--input_file={corpus}",
+        f"--output_file={output}",
+        f"--vocab_file={vocab_file()}",
+        "--dupe_factor=2",
+        "--input_mb_per_shard=0.05",
+        *extra,
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +107,9 @@ def test_same_bytes_with_one_or_two_workers(corpus, one_worker_output, tmp_path)
     output = str(tmp_path / "examples.tfrecord")
     assert run_tool(*tool_flags(corpus, output, "--num_workers=2")) is None
     ours, reference = shard_files(output), shard_files(one_worker_output)
-    assert [os.path.basename(path) for path in ours] == [os.path.basename(path) for path in reference]
+    assert [os.path.basename(path) for path in ours] == [
+        os.path.basename(path) for path in reference
+    ]
     for path, reference_path in zip(ours, reference):
         with open(path, "rb") as file, open(reference_path, "rb") as reference_file:
             assert file.read() == reference_file.read(), path
@@ -127,11 +135,20 @@ def recorded_shards(progress):
 
 def test_a_killed_run_resumes_where_it_stopped(corpus, one_worker_output, tmp_path):
     output = str(tmp_path / "examples.tfrecord")
-    command = [sys.executable, "-m", "tools.create_pretraining_data",
-               *tool_flags(corpus, output, "--num_workers=1", "--input_mb_per_shard=0.01")]
+    command = [
+        sys.executable,
+        "-m",
+        "tools.create_pretraining_data",
+        *tool_flags(corpus, output, "--num_workers=1", "--input_mb_per_shard=0.01"),
+    ]
     environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    process = subprocess.Popen(command, cwd=REPOSITORY, env=environment,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        command,
+        cwd=REPOSITORY,
+        env=environment,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     progress = output + ".progress"
     while process.poll() is None:
         if os.path.exists(progress) and len(open(progress).read().splitlines()) >= 3:
@@ -141,14 +158,19 @@ def test_a_killed_run_resumes_where_it_stopped(corpus, one_worker_output, tmp_pa
     assert process.wait() == -signal.SIGKILL, "the run ended before it could be killed"
     # Shards the log records as finished; one renamed just before the kill but
     # not yet logged may be written again, with the same bytes (checked below).
-    finished = {f"{output}-{index:05d}": os.stat(f"{output}-{index:05d}").st_mtime_ns
-                for index in recorded_shards(progress)}
+    finished = {
+        f"{output}-{index:05d}": os.stat(f"{output}-{index:05d}").st_mtime_ns
+        for index in recorded_shards(progress)
+    }
     assert finished
     subprocess.run(command, cwd=REPOSITORY, env=environment, check=True, capture_output=True)
     for path, modified in finished.items():
         assert os.stat(path).st_mtime_ns == modified, f"{path} was written again"
     uninterrupted = str(tmp_path / "uninterrupted.tfrecord")
-    assert run_tool(*tool_flags(corpus, uninterrupted, "--num_workers=1", "--input_mb_per_shard=0.01")) is None
+    assert (
+        run_tool(*tool_flags(corpus, uninterrupted, "--num_workers=1", "--input_mb_per_shard=0.01"))
+        is None
+    )
     ours, reference = shard_files(output), shard_files(uninterrupted)
     assert len(ours) == len(reference) > len(finished)
     for path, reference_path in zip(ours, reference):
@@ -161,7 +183,10 @@ def test_the_program_imports_neither_jax_nor_torch(corpus, tmp_path):
     # Its main process runs TensorFlow ops only: JAX (imported by TensorFlow
     # Lite where installed) would add 110 MB, a Keras backend's torch more.
     output = str(tmp_path / "examples.tfrecord")
-    argv = ["create_pretraining_data", *tool_flags(corpus, output, "--num_workers=1", "--dupe_factor=1")]
+    argv = [
+        "create_pretraining_data",
+        *tool_flags(corpus, output, "--num_workers=1", "--dupe_factor=1"),
+    ]
     script = (
         f"import runpy, sys\nsys.argv = {argv!r}\n"
         "try:\n    runpy.run_module('tools.create_pretraining_data', run_name='__main__')\n"
@@ -169,8 +194,14 @@ def test_the_program_imports_neither_jax_nor_torch(corpus, tmp_path):
         "print(sorted(name for name in ('jax', 'torch') if sys.modules.get(name) is not None))\n"
     )
     environment = {**os.environ, "KERAS_BACKEND": "torch", "TF_CPP_MIN_LOG_LEVEL": "2"}
-    result = subprocess.run([sys.executable, "-c", script], cwd=REPOSITORY, env=environment,
-                            capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=REPOSITORY,
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert result.stdout.splitlines()[-1] == "[]"
     assert shard_files(output)
 
@@ -225,9 +256,11 @@ def test_too_small_corpora_fail_clearly_and_write_nothing(text, expected, tmp_pa
 
 
 def test_invalid_utf8_and_single_sentence_documents_are_reported(tmp_path, capsys):
-    corpus = write(tmp_path / "corpus.txt",
-                   b"A first sentence.\nA second one.\n\nAlone here.\n\n"
-                   b"Good line.\n\xff\xfe broken line.\nAnother good line.\n")
+    corpus = write(
+        tmp_path / "corpus.txt",
+        b"A first sentence.\nA second one.\n\nAlone here.\n\n"
+        b"Good line.\n\xff\xfe broken line.\nAnother good line.\n",
+    )
     output = str(tmp_path / "examples.tfrecord")
     assert run_tool(*tool_flags(corpus, output, "--num_workers=1", "--max_seq_length=16")) is None
     printed = capsys.readouterr().out

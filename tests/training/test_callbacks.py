@@ -22,8 +22,15 @@ def compiled_model(**compile_arguments):
 
 def fit(model, callbacks, epochs=2, steps_per_epoch=3, initial_epoch=0):
     data = np.ones((24, 2), "float32"), np.ones((24, 1), "float32")
-    return model.fit(*data, batch_size=2, epochs=epochs, initial_epoch=initial_epoch,
-                     steps_per_epoch=steps_per_epoch, callbacks=callbacks, verbose=0)
+    return model.fit(
+        *data,
+        batch_size=2,
+        epochs=epochs,
+        initial_epoch=initial_epoch,
+        steps_per_epoch=steps_per_epoch,
+        callbacks=callbacks,
+        verbose=0,
+    )
 
 
 @pytest.mark.parametrize("steps_per_execution", [1, 3])
@@ -40,8 +47,11 @@ def test_progress_counts_steps_across_epochs_and_resumptions(steps_per_execution
 def test_progress_counts_optimizer_steps_when_accumulating():
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     model.compile(optimizer=keras.optimizers.SGD(0.25, gradient_accumulation_steps=3), loss="mse")
-    history = fit(model, [TrainingProgress(batch_size=2, initial_step=4, gradient_accumulation_steps=3)],
-                  steps_per_epoch=6)
+    history = fit(
+        model,
+        [TrainingProgress(batch_size=2, initial_step=4, gradient_accumulation_steps=3)],
+        steps_per_epoch=6,
+    )
     assert history.history["step"] == [6, 8]
     assert int(model.optimizer.iterations) == 4
 
@@ -55,8 +65,12 @@ def test_history_appends_each_step_once_across_resumptions(tmp_path):
     # Resumed from a checkpoint at step 3: step 6 is trained again but not written twice.
     with open(path, "a") as file:
         file.write('{"step": 6, "lo')  # a line cut short by a kill
-    fit(compiled_model(), [TrainingProgress(batch_size=2, initial_step=3), JsonLinesHistory(path)],
-        epochs=3, initial_epoch=1)
+    fit(
+        compiled_model(),
+        [TrainingProgress(batch_size=2, initial_step=3), JsonLinesHistory(path)],
+        epochs=3,
+        initial_epoch=1,
+    )
     history = read_history(path)
     assert history[:2] == first
     assert [record["step"] for record in history] == [3, 6, 9]
@@ -71,16 +85,23 @@ def test_history_needs_the_step():
 def test_periodic_checkpoint_saves_every_epoch_at_the_step(tmp_path):
     manager = CheckpointManager(tmp_path, keep_checkpoint_max=5)
     model = compiled_model()
-    fit(model, [TrainingProgress(batch_size=2, initial_step=6), PeriodicCheckpoint(manager, {"run": 1})])
+    fit(
+        model,
+        [TrainingProgress(batch_size=2, initial_step=6), PeriodicCheckpoint(manager, {"run": 1})],
+    )
     assert [(checkpoint.step, checkpoint.metadata) for checkpoint in manager.checkpoints()] == [
-        (9, {"run": 1, "step": 9}), (12, {"run": 1, "step": 12})]
+        (9, {"run": 1, "step": 9}),
+        (12, {"run": 1, "step": 12}),
+    ]
 
 
 def test_tensorboard_scalars_sit_at_the_training_step(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    fit(compiled_model(), [TrainingProgress(batch_size=2, initial_step=100),
-                           StepTensorBoard(log_dir=str(tmp_path))])
+    fit(
+        compiled_model(),
+        [TrainingProgress(batch_size=2, initial_step=100), StepTensorBoard(log_dir=str(tmp_path))],
+    )
     events = EventAccumulator(str(tmp_path / "train"), size_guidance={"tensors": 0})
     events.Reload()
     assert [event.step for event in events.Tensors("epoch_loss")] == [103, 106]

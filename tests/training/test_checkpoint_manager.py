@@ -51,8 +51,12 @@ def test_keeps_the_newest_and_ignores_incomplete_ones(tmp_path):
     for step in (5, 10, 15):
         manager.save(model, step, {})
     assert [checkpoint.step for checkpoint in manager.checkpoints()] == [10, 15]
-    assert sorted(os.listdir(tmp_path)) == ["ckpt-00000010.json", "ckpt-00000010.weights.h5",
-                                            "ckpt-00000015.json", "ckpt-00000015.weights.h5"]
+    assert sorted(os.listdir(tmp_path)) == [
+        "ckpt-00000010.json",
+        "ckpt-00000010.weights.h5",
+        "ckpt-00000015.json",
+        "ckpt-00000015.weights.h5",
+    ]
     # What a kill mid-save leaves: weights without metadata, and partial files.
     (tmp_path / "ckpt-00000020.weights.h5").write_bytes(b"cut")
     (tmp_path / "ckpt-00000025.partial.weights.h5").write_bytes(b"cut")

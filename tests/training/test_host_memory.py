@@ -31,16 +31,24 @@ def _run(tunables):
     environment = {key: value for key, value in os.environ.items() if key != "GLIBC_TUNABLES"}
     if tunables is not None:
         environment["GLIBC_TUNABLES"] = tunables
-    lines = subprocess.run([sys.executable, "-c", PROGRAM, "--flag=1", "word"], env=environment,
-                           capture_output=True, text=True, check=True).stdout.splitlines()
+    lines = subprocess.run(
+        [sys.executable, "-c", PROGRAM, "--flag=1", "word"],
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
     return [line for line in lines if line.startswith("started")], json.loads(lines[-1])
 
 
 def test_the_tunable_is_added_to_the_others_and_an_explicit_choice_is_kept():
     assert environment_with_huge_page_malloc({"PATH": "/bin"}) == {
-        "PATH": "/bin", "GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}
+        "PATH": "/bin",
+        "GLIBC_TUNABLES": "glibc.malloc.hugetlb=1",
+    }
     assert environment_with_huge_page_malloc({"GLIBC_TUNABLES": "glibc.malloc.arena_max=2"}) == {
-        "GLIBC_TUNABLES": "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1"}
+        "GLIBC_TUNABLES": "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1"
+    }
     assert environment_with_huge_page_malloc({"GLIBC_TUNABLES": "glibc.malloc.hugetlb=0"}) is None
     assert environment_with_huge_page_malloc({"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}) is None
 
@@ -60,8 +68,10 @@ def test_a_program_restarts_in_place_once_with_the_tunable_added():
     assert len(starts) == 1 and kept["tunables"] == "glibc.malloc.hugetlb=0"
 
 
-@pytest.mark.skipif("[madvise]" not in THP_MODE,
-                    reason="huge pages only where malloc asks for them: THP mode madvise")
+@pytest.mark.skipif(
+    "[madvise]" not in THP_MODE,
+    reason="huge pages only where malloc asks for them: THP mode madvise",
+)
 def test_the_restarted_program_faults_its_memory_in_huge_pages():
     _, restarted = _run(tunables=None)
     _, default = _run(tunables="glibc.malloc.hugetlb=0")

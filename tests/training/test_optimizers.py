@@ -15,7 +15,10 @@ def test_schedule_warms_up_then_decays_linearly_to_zero():
 
 def test_schedule_round_trips_and_rejects_bad_steps():
     schedule = LinearWarmupLinearDecay(1e-3, 50, 5)
-    assert LinearWarmupLinearDecay.from_config(schedule.get_config()).get_config() == schedule.get_config()
+    assert (
+        LinearWarmupLinearDecay.from_config(schedule.get_config()).get_config()
+        == schedule.get_config()
+    )
     with pytest.raises(ValueError, match="warmup_steps=60, total_steps=50"):
         LinearWarmupLinearDecay(1e-3, 50, 60)
 
