@@ -5,6 +5,7 @@
 #   make format                     ruff format and ruff's safe fixes, in place
 #   make test BACKENDS=jax          one backend only
 #   make test PYTEST_ARGS='-k encoder -x'   extra pytest options
+#   make test PYTEST_ARGS='-m "not large"'  the quick subset: leaves out the tests marked large
 #   make test TESTS=tests/layers    a part of tests/
 #   make demo                       python -m tasks.demo
 #   make bench                      python -m benchmarks.backbone
@@ -95,6 +96,7 @@ test: lint
 lint: $(VENV_STAMP)
 	$(VENV)/bin/ruff format --check --quiet .
 	$(VENV)/bin/ruff check --quiet .
+	$(VENV)/bin/lint-imports --no-cache > /dev/null || $(VENV)/bin/lint-imports --no-cache
 
 format: $(VENV_STAMP)
 	$(VENV)/bin/ruff format --quiet .

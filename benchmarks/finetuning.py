@@ -57,14 +57,10 @@ from absl import app
 from absl import flags
 from absl import logging
 
-# The backbone benchmark's --batch_size, --sequence_length and --repeats flags.
-from benchmarks.backbone import _BATCH_SIZE
-from benchmarks.backbone import _REPEATS
-from benchmarks.backbone import _SEQUENCE_LENGTH
-from benchmarks.backbone import interleaved_median_seconds
-from benchmarks.create_pretraining_data import REPOSITORY
-from benchmarks.create_pretraining_data import docstring_corpus
-from benchmarks.create_pretraining_data import vocab_file
+# --batch_size, --sequence_length and --repeats are the shared flags of benchmarks.common.
+from benchmarks import common
+from bert_keras.data.offline_text import docstring_corpus
+from bert_keras.data.offline_text import vocab_file
 from bert_keras.training.host_memory import restart_with_huge_page_malloc
 
 PARTS = ("squad", "finetuning")
@@ -102,7 +98,7 @@ _TORCH_THREADS = flags.DEFINE_integer(
 )
 _SST2_DIR = flags.DEFINE_string(
     "sst2_dir",
-    os.path.join(os.path.dirname(REPOSITORY), "shared", "data", "sst2"),
+    os.path.join(os.path.dirname(common.REPOSITORY), "shared", "data", "sst2"),
     "GLUE SST-2 directory (train.tsv); docstring sentences with random labels when absent.",
 )
 
@@ -396,7 +392,7 @@ def _measure_squad(checkpoint, work_dir):
         features = _transformers_squad_features(path, their_tokenizer)
         results["transformers"] = (len({feature[0] for feature in features}), features)
 
-    seconds = interleaved_median_seconds(
+    seconds = common.interleaved_median_seconds(
         {"bert_keras": ours, "transformers": theirs}, _SQUAD_REPEATS.value
     )
     num_examples, our_features = results["bert_keras"]
@@ -492,12 +488,15 @@ def _bert_keras_runners(checkpoint, examples, work_dir):
     from bert_keras.text.preprocessor import BertPreprocessor
 
     run = FineTuningRun(
-        None, checkpoint, os.path.join(work_dir, "output"), max_seq_length=_SEQUENCE_LENGTH.value
+        None,
+        checkpoint,
+        os.path.join(work_dir, "output"),
+        max_seq_length=common.SEQUENCE_LENGTH.value,
     )
     model = run.build_model(lambda backbone: BertClassifier(backbone, num_classes=2), "classifier")
     model.compile(num_train_steps=10_000, warmup_proportion=0.1)
-    preprocessor = BertPreprocessor(run.tokenizer, sequence_length=_SEQUENCE_LENGTH.value)
-    dataset = classification_dataset(preprocessor, examples, _BATCH_SIZE.value, shuffle=True)
+    preprocessor = BertPreprocessor(run.tokenizer, sequence_length=common.SEQUENCE_LENGTH.value)
+    dataset = classification_dataset(preprocessor, examples, common.BATCH_SIZE.value, shuffle=True)
     batch_features, batch_labels = next(iter(dataset))
     batch = ({name: value.numpy() for name, value in batch_features.items()}, batch_labels.numpy())
     timer = BatchEndTimes()
@@ -605,11 +604,11 @@ def _measure_finetuning(checkpoint, description, work_dir):
     examples, data = _finetuning_examples(work_dir)
     runners, batch = _bert_keras_runners(checkpoint, examples, work_dir)
     runners["transformers"] = _transformers_runner(checkpoint, batch)
-    seconds = interleaved_step_seconds(runners, _REPEATS.value, _STEPS_PER_ROUND.value)
+    seconds = interleaved_step_seconds(runners, common.REPEATS.value, _STEPS_PER_ROUND.value)
     print(
         f"Fine-tuning, backend {keras.backend.backend()}: {description}, 2 classes, batch "
-        f"{_BATCH_SIZE.value}, {_SEQUENCE_LENGTH.value} tokens, on {data}; median step of "
-        f"{_REPEATS.value} interleaved rounds of {_STEPS_PER_ROUND.value} steps, "
+        f"{common.BATCH_SIZE.value}, {common.SEQUENCE_LENGTH.value} tokens, on {data}; median step of "
+        f"{common.REPEATS.value} interleaved rounds of {_STEPS_PER_ROUND.value} steps, "
         f"{len(os.sched_getaffinity(0))} CPU cores, {_torch_threads()} torch threads"
     )
     header = f"{'implementation':<17} {'sequences/s':>12} {'seconds/step':>13} {'bert_keras fit / this':>22}"
@@ -617,7 +616,7 @@ def _measure_finetuning(checkpoint, description, work_dir):
     print("-" * len(header))
     for name, value in seconds.items():
         print(
-            f"{name:<17} {_BATCH_SIZE.value / value:>12.1f} {value:>13.3f} "
+            f"{name:<17} {common.BATCH_SIZE.value / value:>12.1f} {value:>13.3f} "
             f"{value / seconds['bert_keras fit']:>22.2f}"
         )
     print(

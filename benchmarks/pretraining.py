@@ -47,15 +47,12 @@ import os
 from absl import app
 from absl import flags
 
-# The backbone benchmark's inputs, and its --batch_size and --repeats flags.
-from benchmarks.backbone import _BATCH_SIZE
-from benchmarks.backbone import _REPEATS
-from benchmarks.backbone import _make_inputs
-from benchmarks.backbone import interleaved_median_seconds
+from benchmarks import common
 from bert_keras.training.host_memory import restart_with_huge_page_malloc
 
 _PRESET = flags.DEFINE_string("preset", "bert_small", "Backbone size.")
-_SEQ_LENGTH = flags.DEFINE_integer("seq_length", 128, "Tokens per sequence.")
+# --sequence_length, --batch_size and --repeats are the shared flags of benchmarks.common.
+flags.DEFINE_alias("seq_length", "sequence_length")
 _PREDICTIONS = flags.DEFINE_integer("predictions", 20, "Masked positions per sequence.")
 _MIXED_PRECISION = flags.DEFINE_enum(
     "mixed_precision", "none", ["none", "bfloat16", "float16"], "Compute dtype of all three."
@@ -103,7 +100,7 @@ def _block_flops(hidden, intermediate, seq_length, query_rows):
 
 def _flops_done(config):
     """What each implementation computes per sequence (NSP's few FLOPs counted for all)."""
-    seq_length, predictions = _SEQ_LENGTH.value, _PREDICTIONS.value
+    seq_length, predictions = common.SEQUENCE_LENGTH.value, _PREDICTIONS.value
     return {
         "bert_keras": training_flops_per_sequence(
             config, seq_length, predictions, last_block_rows=1 + predictions
@@ -118,8 +115,9 @@ def _flops_done(config):
 def _batch(config):
     import numpy as np
 
-    batch_size, seq_length, predictions = _BATCH_SIZE.value, _SEQ_LENGTH.value, _PREDICTIONS.value
-    inputs = _make_inputs(batch_size, seq_length, config["vocabulary_size"])
+    batch_size, seq_length = common.BATCH_SIZE.value, common.SEQUENCE_LENGTH.value
+    predictions = _PREDICTIONS.value
+    inputs = common.random_backbone_inputs(batch_size, seq_length, config["vocabulary_size"])
     rng = np.random.default_rng(1)
     lengths = inputs["padding_mask"].sum(axis=1)
     positions = np.stack(
@@ -263,12 +261,12 @@ def main(argv):
     steps = {
         name: build(config, batch) for name, build in builders.items() if name not in _SKIP.value
     }
-    seconds = interleaved_median_seconds(steps, _REPEATS.value)
-    flops = training_flops_per_sequence(config, _SEQ_LENGTH.value, _PREDICTIONS.value)
+    seconds = common.interleaved_median_seconds(steps, common.REPEATS.value)
+    flops = training_flops_per_sequence(config, common.SEQUENCE_LENGTH.value, _PREDICTIONS.value)
     print(
-        f"backend {keras.backend.backend()}, {_PRESET.value}, batch {_BATCH_SIZE.value}, seq "
-        f"{_SEQ_LENGTH.value}, {_PREDICTIONS.value} predictions, precision {_MIXED_PRECISION.value}, "
-        f"median of {_REPEATS.value} interleaved rounds, {len(os.sched_getaffinity(0))} CPU cores; "
+        f"backend {keras.backend.backend()}, {_PRESET.value}, batch {common.BATCH_SIZE.value}, seq "
+        f"{common.SEQUENCE_LENGTH.value}, {_PREDICTIONS.value} predictions, precision {_MIXED_PRECISION.value}, "
+        f"median of {common.REPEATS.value} interleaved rounds, {len(os.sched_getaffinity(0))} CPU cores; "
         f"{flops / 1e9:.2f} GFLOP per sequence"
     )
     done = _flops_done(config)
@@ -278,9 +276,9 @@ def main(argv):
     )
     print(header)
     print("-" * len(header))
-    ours = _BATCH_SIZE.value / seconds["bert_keras"]
+    ours = common.BATCH_SIZE.value / seconds["bert_keras"]
     for name, value in seconds.items():
-        rate = _BATCH_SIZE.value / value
+        rate = common.BATCH_SIZE.value / value
         mfu = (
             "n/a"
             if not _PEAK_TFLOPS.value

@@ -21,7 +21,6 @@ a table and the ratio ours / transformers.
     python -m benchmarks.tokenizer --megabytes=10 --batch_size=1024
 """
 
-import ast
 import os
 import re
 import sys
@@ -31,27 +30,13 @@ import time
 from absl import app
 from absl import flags
 
+from bert_keras.data.offline_text import module_docstrings
+
 _MEGABYTES = flags.DEFINE_float("megabytes", 6.0, "Size of the text.")
 _BATCH_SIZE = flags.DEFINE_integer("batch_size", 8192, "Lines per batch.")
 _REPEATS = flags.DEFINE_integer("repeats", 3, "Timed rounds; the best is kept.")
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-
-
-def _docstrings(path):
-    try:
-        with open(path, encoding="utf-8") as source_file:
-            tree = ast.parse(source_file.read())
-    except (SyntaxError, UnicodeDecodeError, ValueError, OSError):
-        return
-    for node in ast.walk(tree):
-        if isinstance(
-            node,
-            (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef),
-        ):
-            docstring = ast.get_docstring(node)
-            if docstring:
-                yield docstring
 
 
 def english_like_lines(num_bytes):
@@ -62,7 +47,7 @@ def english_like_lines(num_bytes):
         for name in sorted(files):
             if not name.endswith(".py"):
                 continue
-            for docstring in _docstrings(os.path.join(directory, name)):
+            for docstring in module_docstrings(os.path.join(directory, name)):
                 for sentence in _SENTENCE_END.split(" ".join(docstring.split())):
                     if len(sentence) > 20:
                         lines.append(sentence)

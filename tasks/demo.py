@@ -107,8 +107,8 @@ def build_classifier(preset, num_train_steps):
 
 def pretrain(output_dir, steps, corpus_megabytes):
     """Steps 1 and 2: records from docstring prose, a short pretraining run; returns its export."""
-    from benchmarks.create_pretraining_data import docstring_corpus
-    from benchmarks.create_pretraining_data import vocab_file
+    from bert_keras.data.offline_text import docstring_corpus
+    from bert_keras.data.offline_text import vocab_file
     from bert_keras.data.pretraining_corpus import create_pretraining_data
     from bert_keras.data.pretraining_instances import InstanceOptions
     from bert_keras.pretraining.pretraining_run import PretrainingConfig

@@ -140,6 +140,7 @@ def test_build_file_check_refuses_glob(tmp_path):
         read_build_targets(build_path)
 
 
+@pytest.mark.large
 @pytest.mark.skipif(
     shutil.which("bazel") is None,
     reason="bazel is not installed; `make bazel-install` installs Debian's bazel-bootstrap",

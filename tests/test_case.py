@@ -1,10 +1,14 @@
-"""The shared checks every layer and model test runs.
+"""The test hub: tiny backbone configs, inputs and models, and the shared checks.
 
-`run_layer_test` and `run_model_test` check, for one constructor config:
-config round-trip, symbolic and eager calls, weight counts, one `fit` step that
-changes the weights, `.keras` save/load (safe mode) with identical outputs, and
-every mixed-precision policy (float32 variables, low-precision outputs, no
-NaN).
+`TestCase.run_layer_test`, `run_model_test` and `run_task_test` check, for
+one constructor config: config round-trip, calls, weight counts, one `fit`
+step that changes the weights, `.keras` save/load (safe mode) with identical
+outputs (`run_saving_test`), and every mixed-precision policy (float32
+variables, low-precision or float32 outputs as the model promises, a finite
+fit step).
+
+Layer, model and task tests build their models from `TINY_BACKBONE` (through
+`tiny_backbone`) or, where a test must learn something, `TRAINING_BACKBONE`.
 """
 
 import os
@@ -14,11 +18,47 @@ import keras
 import numpy as np
 from keras import ops
 
+from bert_keras.models.bert_backbone import BertBackbone
+
 PRECISION_POLICIES = ("mixed_bfloat16", "mixed_float16")
+
+# The smallest backbone with every part: two blocks, so that stacking and the
+# pretrainer's last block (which computes only the rows its heads read) are
+# exercised. The sizes of the tiny transformers models in tests/checkpoints.
+TINY_BACKBONE = {
+    "vocabulary_size": 40,
+    "num_layers": 2,
+    "num_heads": 2,
+    "hidden_dim": 8,
+    "intermediate_dim": 16,
+    "max_sequence_length": 16,
+}
+# Wide enough to learn a toy task or the synthetic pretraining records in a
+# few steps; one block keeps those runs short.
+TRAINING_BACKBONE = {
+    "vocabulary_size": 40,
+    "num_layers": 1,
+    "num_heads": 2,
+    "hidden_dim": 16,
+    "intermediate_dim": 32,
+    "max_sequence_length": 32,
+}
+# Inputs of `TINY_BACKBONE`: four sequences of seven, two segments, two of
+# them padded.
+TINY_INPUTS = {
+    "token_ids": np.random.default_rng(0).integers(5, 40, (4, 7)).astype("int32"),
+    "segment_ids": np.repeat([[0, 0, 0, 0, 1, 1, 1]], 4, 0).astype("int32"),
+    "padding_mask": np.array([[1] * 7, [1] * 7, [1] * 5 + [0] * 2, [1] * 6 + [0]], "int32"),
+}
+
+
+def tiny_backbone(dtype=None, **overrides):
+    """A `BertBackbone` of `TINY_BACKBONE` with `overrides` applied."""
+    return BertBackbone(**{**TINY_BACKBONE, **overrides}, dtype=dtype)
 
 
 class TestCase:
-    """Base class for layer and model tests; see the module docstring."""
+    """Base class for layer, model and task tests; see the module docstring."""
 
     def run_layer_test(
         self,
@@ -51,7 +91,7 @@ class TestCase:
         assert len(layer.non_trainable_weights) == expected_num_non_trainable_weights
         model = _wrap_layer(layer_cls(**init_kwargs), call_kwargs)
         self._check_fit_step(model, call_kwargs)
-        self._check_saving(model, call_kwargs)
+        self.run_saving_test(model, call_kwargs)
         for policy in PRECISION_POLICIES:
             mixed = layer_cls(**init_kwargs, dtype=policy)
             self._check_precision(mixed, mixed(**call_kwargs), policy, expected_output_dtype)
@@ -72,33 +112,67 @@ class TestCase:
             name: tuple(shape) for name, shape in expected_output_shapes.items()
         }
         self._check_fit_step(model, inputs)
-        self._check_saving(model, inputs)
+        self.run_saving_test(model, inputs)
         for policy in PRECISION_POLICIES:
             mixed = model_cls(**init_kwargs, dtype=policy)
             for output in mixed(inputs).values():
                 self._check_precision(mixed, output, policy)
             self._check_fit_step(mixed, inputs)
 
-    def run_task_test(self, build_task, inputs, labels, unused_weights=()):
-        """Shared checks for a task model: `build_task(dtype)` makes one.
+    def run_task_test(self, task_cls, init_kwargs, inputs, labels, unused_weights=()):
+        """Runs every shared check on `task_cls(tiny_backbone(), **init_kwargs)`.
 
         Config round-trip, `.keras` save/load, one fit step with the task's
-        default `compile()` that changes every weight, and, under each mixed
-        policy, float32 outputs and a finite fit step. `unused_weights`:
-        path prefixes outside the task's graph (e.g. the pooler of a tagger).
+        default `compile()` that changes every weight; under each mixed
+        policy, float32 variables and outputs, loss scaling under
+        mixed_float16, and two fit steps with finite losses that change
+        every weight.
+
+        Args:
+            task_cls: the task model class.
+            init_kwargs: constructor arguments besides the backbone.
+            inputs: what the model is called on (a dict of numpy arrays).
+            labels: what `fit` takes as targets for `inputs`.
+            unused_weights: path prefixes of weights outside the task's graph
+                or without a gradient (e.g. the pooler of a tagger).
         """
-        model = build_task(None)
+        model = task_cls(tiny_backbone(), **init_kwargs)
         config = model.get_config()
-        assert type(model).from_config(config).get_config() == config
-        self._check_saving(model, inputs)
+        assert task_cls.from_config(config).get_config() == config
+        for name, value in init_kwargs.items():
+            assert config[name] == value, f"get_config()[{name!r}] differs from the argument"
+        self.run_saving_test(model, inputs)
         model.compile()
         self._check_fit_step(model, inputs, labels, unused_weights)
         for policy in PRECISION_POLICIES:
-            mixed = build_task(policy)
+            mixed = task_cls(tiny_backbone(policy), **init_kwargs)
+            for variable in mixed.weights:
+                assert variable.dtype == "float32", f"{variable.path} is {variable.dtype}"
             for output in keras.tree.flatten(mixed(inputs)):
                 assert keras.backend.standardize_dtype(output.dtype) == "float32"
             mixed.compile()
-            self._check_fit_step(mixed, inputs, labels, unused_weights)
+            if policy == "mixed_float16":
+                assert isinstance(mixed.optimizer, keras.optimizers.LossScaleOptimizer)
+            # The second step starts from the weights the first one wrote.
+            self._check_fit_step(mixed, inputs, labels, unused_weights, epochs=2)
+
+    def run_saving_test(self, model, inputs):
+        """Saves `model` as `.keras`, reloads it in safe mode and compares outputs.
+
+        Returns:
+            The reloaded model, for checks of what must survive the reload.
+        """
+        expected = _to_numpy(model(inputs))
+        with tempfile.TemporaryDirectory() as directory:
+            path = os.path.join(directory, "model.keras")
+            model.save(path)
+            restored = keras.saving.load_model(path, safe_mode=True)
+        assert type(restored) is type(model)
+        actual = _to_numpy(restored(inputs))
+        keras.tree.map_structure(
+            lambda a, b: np.testing.assert_allclose(a, b, atol=1e-6, rtol=0), actual, expected
+        )
+        return restored
 
     def _check_config_round_trip(self, cls, init_kwargs):
         config = cls(**init_kwargs).get_config()
@@ -115,13 +189,15 @@ class TestCase:
         output = layer(**symbolic_inputs)
         assert tuple(output.shape) == (None,) + tuple(expected_output_shape[1:])
 
-    def _check_fit_step(self, model, inputs, targets=None, unused_weights=()):
+    def _check_fit_step(self, model, inputs, targets=None, unused_weights=(), epochs=1):
         if targets is None:
             targets = _zero_targets(model(inputs))
             model.compile(optimizer=keras.optimizers.Adam(1e-2), loss="mse")
         before = [ops.convert_to_numpy(w).copy() for w in model.trainable_weights]
-        history = model.fit(inputs, targets, epochs=1, batch_size=len(_first(inputs)), verbose=0)
-        assert np.isfinite(history.history["loss"][0])
+        history = model.fit(
+            inputs, targets, epochs=epochs, batch_size=len(_first(inputs)), verbose=0
+        )
+        assert np.all(np.isfinite(history.history["loss"])), history.history["loss"]
         after = [ops.convert_to_numpy(w) for w in model.trainable_weights]
         changed = [
             not np.array_equal(b, a) or w.path.startswith(tuple(unused_weights))
@@ -130,18 +206,6 @@ class TestCase:
         assert all(changed), (
             "fit did not update "
             f"{[w.path for w, c in zip(model.trainable_weights, changed) if not c]}"
-        )
-
-    def _check_saving(self, model, inputs):
-        expected = _to_numpy(model(inputs))
-        with tempfile.TemporaryDirectory() as directory:
-            path = os.path.join(directory, "model.keras")
-            model.save(path)
-            restored = keras.saving.load_model(path, safe_mode=True)
-        assert type(restored) is type(model)
-        actual = _to_numpy(restored(inputs))
-        keras.tree.map_structure(
-            lambda a, b: np.testing.assert_allclose(a, b, atol=1e-6, rtol=0), actual, expected
         )
 
     def _check_precision(self, layer, output, policy, expected_output_dtype=None):

@@ -5,6 +5,8 @@ import io
 import pathlib
 import re
 
+import pytest
+
 README = pathlib.Path(__file__).resolve().parent.parent / "README.md"
 
 
@@ -18,6 +20,7 @@ def test_readme_starts_with_the_two_commands():
     assert commands[:2] == ["make demo", "make test"]
 
 
+@pytest.mark.large
 def test_readme_python_examples_run():
     blocks = _python_blocks()
     assert blocks

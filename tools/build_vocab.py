@@ -6,16 +6,18 @@
 Words are split exactly as bert_keras's BertTokenizer splits them; the learner
 is tensorflow-text's. A 30,522-token vocabulary gets the released BERT layout
 ([PAD]=0, [UNK]=100, [CLS]=101, [SEP]=102, [MASK]=103); any other size puts the
-five special tokens first. The file is written to a temporary name and renamed,
-so an interrupted run leaves no partial vocab.txt.
+five special tokens first. The file is written to a temporary name and renamed
+(`bert_keras.atomic_files`), so an interrupted run leaves no partial vocab.txt;
+missing directories of --output_file are created.
 """
 
 import glob
-import os
 
 from absl import app
 from absl import flags
 from absl import logging
+
+from bert_keras.atomic_files import write_text
 
 _INPUT_FILE = flags.DEFINE_string("input_file", None, "Comma-separated text files or globs.")
 _OUTPUT_FILE = flags.DEFINE_string("output_file", None, "Where vocab.txt goes.")
@@ -54,10 +56,7 @@ def main(argv):
         vocabulary = learn_vocabulary(counts, _VOCAB_SIZE.value)
     except ValueError as error:
         raise app.UsageError(f"{error} (--input_file={_INPUT_FILE.value})") from error
-    temporary = _OUTPUT_FILE.value + ".tmp"
-    with open(temporary, "w", encoding="utf-8") as file:
-        file.writelines(token + "\n" for token in vocabulary)
-    os.replace(temporary, _OUTPUT_FILE.value)
+    write_text(_OUTPUT_FILE.value, "".join(token + "\n" for token in vocabulary))
     print(f"wrote {len(vocabulary)} tokens to {_OUTPUT_FILE.value}")
 
 

@@ -19,9 +19,9 @@ import sys
 from absl import app
 from absl import flags
 
-from bert_keras.checkpoints.preset import FORMATS
-from bert_keras.checkpoints.preset import OUTPUT_FORMATS
-from bert_keras.checkpoints.preset import convert_checkpoint
+from bert_keras.checkpoints import FORMATS
+from bert_keras.checkpoints import OUTPUT_FORMATS
+from bert_keras.models.checkpoint_conversion import convert_checkpoint
 
 _SOURCE = flags.DEFINE_string("source", None, "Checkpoint directory (or .keras file) to read.")
 _OUTPUT_DIR = flags.DEFINE_string(

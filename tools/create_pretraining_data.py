@@ -3,8 +3,10 @@
 Same flags, defaults, input format (one sentence per line, blank lines between
 documents) and record schema as google-research/bert's
 create_pretraining_data.py; the original run_pretraining.py reads the output.
-Shards go to `{output_file}-00000`, `-00001`, ...; a killed run continues where
-it stopped when rerun with the same flags. See bert_keras/data/
+Shards go to `{output_file}-00000`, `-00001`, ..., so `--input_file=OUTPUT_FILE*`
+reads them, and missing directories are created; a killed run continues where
+it stopped when rerun with the same flags (its progress is a hidden file beside
+the output, removed when the run completes). See bert_keras/data/
 pretraining_corpus.py and pretraining_instances.py for how it works and where
 it departs from the original.
 
@@ -21,16 +23,17 @@ if __name__ == "__main__":
     # This process runs TensorFlow ops (the tokenizer), never a Keras model,
     # yet importing TensorFlow and tensorflow-text imports Keras. Keras'
     # tensorflow backend keeps it from importing JAX or torch; TensorFlow
-    # Lite's utilities import JAX where installed (110 MB, 0.3 s of CPU or
-    # more) and Keras imports scikit-learn for its wrappers (60 MB, a
-    # second): neither is used here. Imports of this module (tests) keep them.
+    # Lite's utilities import JAX where installed and Keras imports
+    # scikit-learn for its wrappers: neither is used here, and both cost
+    # memory and start-up time (`python -m benchmarks.create_pretraining_data`
+    # measures the whole program). Imports of this module (tests) keep them.
     os.environ["KERAS_BACKEND"] = "tensorflow"
     sys.modules.setdefault("jax", None)
     sys.modules.setdefault("sklearn", None)
-    # Those imports make about 300,000 objects that live as long as the
-    # process; the cyclic garbage collector, left on, walks them again and
-    # again while they are made: 0.2 to 1 s of CPU (measured), before any
-    # worker has work. Made with it paused, they go to its permanent generation.
+    # Those imports make hundreds of thousands of objects that live as long
+    # as the process; the cyclic garbage collector, left on, walks them again
+    # and again while they are made, before any worker has work. Made with it
+    # paused, they go to its permanent generation.
     gc.disable()
     import bert_keras.text.tokenizer  # noqa: F401  (TensorFlow, tensorflow-text, Keras)
 
@@ -114,7 +117,7 @@ def main(argv):
         logging.info(line)
         print(line)
     # Leaves TensorFlow's objects out of the interpreter's last garbage
-    # collection, which otherwise takes about a second after the work is done.
+    # collection, which would otherwise walk them all after the work is done.
     gc.freeze()
 
 

@@ -1,26 +1,22 @@
-"""Reading and writing BERT checkpoints of other tools, and the project's own.
+"""BERT checkpoint formats, read into and written from plain arrays: no model here.
 
-One module per outside format (`huggingface`, `original`) holds that format's
-name tables; `preset` detects a directory's format, maps its tensors onto
-`BertBackbone` weights strictly, and saves.
+`reading` recognises a directory's format and reads it into a `Checkpoint`
+(config, arrays by weight path, heads, vocabulary, tokenizer settings, label
+names); `writing` writes one back; `huggingface` and `original` hold each
+format's name tables and files, and `name_tables` runs those tables both
+ways. `bert_keras.models.checkpoint_weights` puts a `Checkpoint` onto a model.
 
 Example:
->>> import tempfile
->>> from bert_keras.models.bert_backbone import BertBackbone
->>> directory = tempfile.mkdtemp() + "/tiny"
->>> BertBackbone.from_preset("bert_tiny").save_to_preset(directory)
->>> checkpoint = load_checkpoint(directory)
->>> checkpoint.backbone_config["num_layers"], checkpoint.head_weights
-(2, {})
+>>> FORMATS, OUTPUT_FORMATS
+(('bert_keras', 'huggingface', 'original', 'keras'), ('bert_keras', 'original'))
 """
 
-from bert_keras.checkpoints.preset import FORMATS
-from bert_keras.checkpoints.preset import HEAD_NAMES
-from bert_keras.checkpoints.preset import Checkpoint
-from bert_keras.checkpoints.preset import convert_checkpoint
-from bert_keras.checkpoints.preset import detect_format
-from bert_keras.checkpoints.preset import load_backbone
-from bert_keras.checkpoints.preset import load_checkpoint
-from bert_keras.checkpoints.preset import save_backbone
-from bert_keras.checkpoints.preset import save_checkpoint
-from bert_keras.checkpoints.preset import set_backbone_weights
+from bert_keras.checkpoints.checkpoint import HEAD_NAMES
+from bert_keras.checkpoints.checkpoint import Checkpoint
+from bert_keras.checkpoints.checkpoint import tokenizer_settings
+from bert_keras.checkpoints.reading import FORMATS
+from bert_keras.checkpoints.reading import detect_format
+from bert_keras.checkpoints.reading import read_checkpoint
+from bert_keras.checkpoints.reading import read_tokenizer_settings
+from bert_keras.checkpoints.writing import OUTPUT_FORMATS
+from bert_keras.checkpoints.writing import write_checkpoint

@@ -9,7 +9,7 @@ prefix the encoder's tensors with `bert.`; their heads live under `cls.`,
 
 The tables below name each tensor as the checkpoint does, next to the weight
 path of `BertBackbone` (or of a head) and the layout that turns one into the
-other; `bert_keras.checkpoints.preset` reads them in both directions, so
+other; `bert_keras.checkpoints.name_tables` reads them in both directions, so
 loading and saving share one mapping. Layouts: "same"; "transposed" (torch
 `Linear.weight` is `[out, in]`, Keras kernels `[in, out]`); "concatenated" and
 "transposed_concatenated" (query, key and value joined on the output axis).

@@ -180,22 +180,22 @@ def read_config(directory):
     return config
 
 
-def tokenizer_config(directory):
+def tokenizer_casing(directory):
     """What the release's directory name says about casing.
 
     The original release has no tokenizer config: `do_lower_case` is a flag
     of its scripts, and Google names uncased models `uncased_L-..`. Returns
-    `{"do_lower_case": bool}` when the name says "uncased" or "cased", else {}.
+    `{"lowercase": bool}` when the name says "uncased" or "cased", else {}.
 
     Example:
-    >>> tokenizer_config("/models/uncased_L-2_H-128_A-2")
-    {'do_lower_case': True}
+    >>> tokenizer_casing("/models/uncased_L-2_H-128_A-2")
+    {'lowercase': True}
     """
     name = os.path.basename(os.path.normpath(directory)).lower()
     if "uncased" in name:
-        return {"do_lower_case": True}
+        return {"lowercase": True}
     if "cased" in name:
-        return {"do_lower_case": False}
+        return {"lowercase": False}
     return {}
 
 

@@ -13,10 +13,15 @@ while the main thread tokenizes the next shards. At most two shards per
 worker are in flight, so memory does not grow with the corpus.
 
 Shard `i` is written to `{output_files[i % len(output_files)]}-{i:05d}`, so a
-glob such as `--input_file=out.tfrecord-*` reads them all. A log of finished
-shards, `{output_files[0]}.progress`, records the settings' fingerprint: a
-rerun with the same settings skips finished shards, one with other settings
-stops with an error instead of mixing them.
+glob such as `--input_file=out.tfrecord*` reads them all, and nothing else
+matches it: the files in progress and the log of finished shards are hidden
+files beside them (`.out.tfrecord-00003.incomplete`, `.out.tfrecord.progress`,
+see `progress_path`). The log records the settings' fingerprint: a rerun with
+the same settings skips finished shards, one with other settings stops with
+an error instead of mixing them. A run that completes removes its log, so
+running it again makes every shard anew, and deletes shards that an earlier
+run left under the same names. Missing directories of the output files are
+created.
 
 Departures from the original's reading, and why (the algorithm's are in
 pretraining_instances.py):
@@ -34,15 +39,11 @@ pretraining_instances.py):
   when reading (`pretraining_records.pretraining_dataset(shuffle=True)`
   shuffles files and examples).
 
-TensorFlow is imported inside the functions that need it, and the worker
-processes load pretraining_instances.py by its path, so that they hold numpy
-only: about 30 MB and a shard's instances (at the peak about 30 MB per MB
-of text at --max_seq_length=128, 50 MB at 512), not the 700 MB of a
-TensorFlow process. They talk to
-the main process in numpy arrays over pipes, not pickles
-(`pretraining_instances.write_message`). The records are written by
-TensorFlow in the main process, whose CRC-32C no package in the environment
-offers.
+TensorFlow is imported inside the functions that need it: the worker
+processes (`pretraining_worker`) import only numpy modules of this package,
+so each holds a shard's instances, not a copy of TensorFlow. The records are
+written by TensorFlow in the main process, whose CRC-32C no package in the
+environment offers.
 """
 
 import collections
@@ -51,20 +52,20 @@ import functools
 import hashlib
 import json
 import os
-import subprocess
-import sys
+import re
 import threading
 import time
-from concurrent import futures
 
 import numpy as np
 from absl import logging
 
 from bert_keras.data import pretraining_instances
+from bert_keras.data import pretraining_worker
 
 _FORMAT_VERSION = 1
 _IN_FLIGHT_PER_WORKER = 2
-# Text per tokenizer call: at 1 MB the main process peaks about 60 MB higher.
+# Text per tokenizer call: bigger calls run hardly faster and raise the main
+# process's peak memory.
 _TOKENIZE_BATCH_BYTES = 256 * 1024
 
 
@@ -276,6 +277,20 @@ def _temporary_path(path):
     return os.path.join(directory, f".{name}.incomplete")
 
 
+def progress_path(output_file):
+    """Where the log of finished shards goes: a hidden file beside the output.
+
+    Hidden so that the usual way of reading the output, a glob of its name
+    (`--input_file=out.tfrecord*`), never picks it up.
+
+    Example:
+    >>> progress_path("/data/out.tfrecord")
+    '/data/.out.tfrecord.progress'
+    """
+    directory, name = os.path.split(output_file)
+    return os.path.join(directory, f".{name}.progress")
+
+
 class ProgressLog:
     """Finished shards of a run, in a JSON-lines file beside the output.
 
@@ -293,6 +308,9 @@ class ProgressLog:
     Traceback (most recent call last):
     ...
     ValueError: ...out.progress records a run with other settings (dupe_factor: 10 then, 5 now); ...
+    >>> log.remove()  # the run is complete
+    >>> ProgressLog(path, {"dupe_factor": 5}).finished
+    {}
     """
 
     def __init__(self, path, settings):
@@ -333,6 +351,11 @@ class ProgressLog:
             file.write(json.dumps({"shard": index, "statistics": statistics}) + "\n")
         self.finished[index] = statistics
 
+    def remove(self):
+        """Deletes the file, once the run it records is complete."""
+        if os.path.exists(self.path):
+            os.remove(self.path)
+
 
 def _file_sha256(path):
     digest = hashlib.sha256()
@@ -357,97 +380,6 @@ def run_settings(
         "input_mb_per_shard": input_mb_per_shard,
         **dataclasses.asdict(options),
     }
-
-
-# Loads pretraining_instances.py by its path: importing it as
-# bert_keras.data.pretraining_instances would import Keras and TensorFlow into
-# every worker (bert_keras/__init__.py imports the models).
-_WORKER_BOOTSTRAP = """
-import importlib.util, sys
-spec = importlib.util.spec_from_file_location("_pretraining_worker", sys.argv[1])
-module = importlib.util.module_from_spec(spec)
-sys.modules[spec.name] = module
-spec.loader.exec_module(module)
-module.serve(sys.stdin.buffer, sys.stdout.buffer)
-"""
-
-
-class _WorkerPool:
-    """Worker processes, one per thread of a thread pool that runs shards.
-
-    Each shard goes to whichever worker is idle, so no worker waits while
-    another has a backlog (shards differ in size: the last can be twice
-    the others). The processes start at once, so that they load numpy
-    while this one loads TensorFlow and builds the tokenizer. A single
-    worker is a process too: this one holds TensorFlow, and a shard's
-    instances on top of it would take it over 1 GB.
-    """
-
-    def __init__(self, num_workers):
-        self._processes = [
-            subprocess.Popen(
-                [sys.executable, "-c", _WORKER_BOOTSTRAP, pretraining_instances.__file__],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-            )
-            for _ in range(num_workers)
-        ]
-        unclaimed = list(self._processes)
-        self._thread_state = threading.local()
-
-        def claim_a_process():  # each thread of the pool owns one process
-            self._thread_state.process = unclaimed.pop()
-
-        self.executor = futures.ThreadPoolExecutor(num_workers, initializer=claim_a_process)
-
-    def make_shard(self, documents, special_tokens, options, shard_index, write):
-        """Has this thread's worker make a shard; returns `write(statistics, batches)`.
-
-        `batches` yields `(data, lengths)` record batches and must be read to
-        its end. After a failure the worker is stopped: its stream may be
-        cut in the middle of a message.
-        """
-        process = self._thread_state.process
-        if process is None:
-            raise RuntimeError(
-                f"Shard {shard_index}: the worker process was stopped after an earlier error."
-            )
-        try:
-            pretraining_instances.write_shard_task(
-                process.stdin, documents, special_tokens, options, shard_index
-            )
-            statistics = self._receive(process, shard_index)["statistics"]
-            return write(statistics, self._batches(process, shard_index))
-        except BaseException:
-            process.kill()
-            self._thread_state.process = None
-            raise
-
-    def _receive(self, process, shard_index):
-        try:
-            header, arrays = pretraining_instances.read_message(process.stdout)
-        except EOFError:
-            raise RuntimeError(
-                f"A worker process exited (code {process.wait()}) while making shard {shard_index}."
-            ) from None
-        if header["kind"] == "error":
-            raise RuntimeError(
-                f"Shard {shard_index} failed in a worker process:\n{header['traceback']}"
-            )
-        return {**header, **arrays}
-
-    def _batches(self, process, shard_index):
-        while (message := self._receive(process, shard_index))["kind"] == "records":
-            yield message["data"], message["lengths"]
-
-    def close(self):
-        """Waits for the running shards, drops the queued ones, ends the workers."""
-        self.executor.shutdown(cancel_futures=True)
-        for process in self._processes:
-            process.stdin.close()
-        for process in self._processes:
-            process.stdout.close()
-            process.wait()
 
 
 class _Progress:
@@ -518,7 +450,7 @@ def create_pretraining_data(
     ...     pretraining_instances.InstanceOptions(max_seq_length=16, dupe_factor=2),
     ...     num_workers=1)
     >>> summary["shards"], sorted(os.listdir(directory))
-    (1, ['corpus.txt', 'out.tfrecord-00000', 'out.tfrecord.progress', 'vocab.txt'])
+    (1, ['corpus.txt', 'out.tfrecord-00000', 'vocab.txt'])
     """
     options.validate()
     if compression not in ("", "GZIP"):
@@ -535,7 +467,8 @@ def create_pretraining_data(
     settings = run_settings(
         paths, output_files, vocab_file, do_lower_case, options, compression, input_mb_per_shard
     )
-    log = ProgressLog(output_files[0] + ".progress", settings)
+    _make_parent_directories(output_files)
+    log = ProgressLog(progress_path(output_files[0]), settings)
 
     statistics = ReadStatistics()
     progress = _Progress(
@@ -548,7 +481,7 @@ def create_pretraining_data(
     # The workers start while the tokenizer is built. A thread per worker
     # writes its shards while this one tokenizes the next: all spend their
     # time in TensorFlow ops or numpy, which release the GIL.
-    pool = _WorkerPool(num_workers)
+    pool = pretraining_worker.WorkerPool(num_workers)
     try:
         tokenize, special_tokens = _tokenizer(vocab_file, do_lower_case, options.do_whole_word_mask)
         for shard in text_shards(read_documents(paths, statistics), input_mb_per_shard * 1e6):
@@ -569,7 +502,39 @@ def create_pretraining_data(
             pending.popleft().result()
     finally:
         pool.close()
+    _remove_stale_shards(output_files, shard_statistics)
+    log.remove()
     return _summary(statistics, shard_statistics, time.monotonic() - start)
+
+
+def _remove_stale_shards(output_files, shard_indexes):
+    """Deletes shards an earlier, finished run left under these names.
+
+    A finished run keeps no log, so the next run with the same output names
+    starts afresh and overwrites its shards; where it makes fewer, the rest
+    would otherwise be read with its own by `OUTPUT_FILE*`.
+    """
+    import tensorflow as tf
+
+    written = {
+        (output_files[index % len(output_files)], os.path.basename(shard_path(output_files, index)))
+        for index in shard_indexes
+    }
+    for output_file in set(output_files):
+        shard_name = re.compile(re.escape(os.path.basename(output_file)) + r"-\d{5,}")
+        for path in tf.io.gfile.glob(output_file + "-*"):
+            name = os.path.basename(path)
+            if shard_name.fullmatch(name) and (output_file, name) not in written:
+                tf.io.gfile.remove(path)
+
+
+def _make_parent_directories(paths):
+    """Creates the missing directories of output files, as the training programs do."""
+    import tensorflow as tf
+
+    for directory in {os.path.dirname(path) for path in paths}:
+        if directory:
+            tf.io.gfile.makedirs(directory)
 
 
 def _tokenizer(vocab_file, do_lower_case, whole_words):

@@ -222,6 +222,7 @@ def squad_features(
             (named by question id).
 
     Example:
+    >>> from bert_keras.text.tokenizer import BertTokenizer
     >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
     ...                            "who", "a", "b", "c", "d"])
     >>> example = SquadExample("q1", "who", "a b c d", (SquadAnswer("c", 4),))

@@ -31,6 +31,7 @@ class MultipleChoiceRun(FineTuningRun):
         seed: seeds Keras, shuffling and dropout.
 
     Example:
+    >>> from bert_keras.models.bert_backbone import BertBackbone
     >>> import tempfile
     >>> checkpoint, data = tempfile.mkdtemp() + "/tiny", tempfile.mkdtemp()
     >>> vocab = data + "/vocab.txt"

@@ -13,13 +13,13 @@ import os
 
 import keras
 
-from bert_keras.checkpoints.preset import Checkpoint
-from bert_keras.checkpoints.preset import load_checkpoint
-from bert_keras.checkpoints.preset import save_checkpoint
-from bert_keras.checkpoints.preset import set_backbone_weights
+from bert_keras.atomic_files import write_text
+from bert_keras.checkpoints import read_checkpoint
+from bert_keras.checkpoints import write_checkpoint
 from bert_keras.models.bert_backbone import BertBackbone
-from bert_keras.models.bert_task import set_head_weights
-from bert_keras.text.tokenizer import BertTokenizer
+from bert_keras.models.bert_task import checkpoint_tokenizer
+from bert_keras.models.checkpoint_weights import apply_checkpoint
+from bert_keras.models.checkpoint_weights import model_checkpoint
 
 EVAL_RESULTS_FILE = "eval_results.json"
 EXPORT_DIR = "export"
@@ -61,8 +61,8 @@ class FineTuningRun:
         self.max_seq_length = max_seq_length
         self.seed = seed
         os.makedirs(output_dir, exist_ok=True)
-        self.checkpoint = load_checkpoint(init_checkpoint)
-        self.tokenizer = BertTokenizer.from_preset(self.checkpoint.directory)
+        self.checkpoint = read_checkpoint(init_checkpoint)
+        self.tokenizer = checkpoint_tokenizer(self.checkpoint)
 
     def build_model(self, build_task, head_name, output_layer="logits"):
         """The task model on the checkpoint's backbone, with its head when one fits.
@@ -77,11 +77,9 @@ class FineTuningRun:
         Returns:
             The task model.
         """
-        backbone = BertBackbone.from_config(self.checkpoint.backbone_config)
-        set_backbone_weights(backbone, self.checkpoint)
-        model = build_task(backbone)
-        set_head_weights(
-            model.get_layer(output_layer), self.checkpoint.head_weights.get(head_name), head_name
+        model = build_task(BertBackbone.from_config(self.checkpoint.backbone_config))
+        apply_checkpoint(
+            model, self.checkpoint, heads={head_name: output_layer}, skip_mismatched_heads=True
         )
         return model
 
@@ -149,26 +147,17 @@ class FineTuningRun:
         Returns:
             The export directory.
         """
-        layer = model.get_layer(output_layer)
-        checkpoint = Checkpoint(
-            backbone_config=model.backbone.get_config(),
-            backbone_weights={
-                weight.path: keras.ops.convert_to_numpy(weight) for weight in model.backbone.weights
-            },
-            head_weights={
-                head_name: {
-                    "kernel": keras.ops.convert_to_numpy(layer.kernel),
-                    "bias": keras.ops.convert_to_numpy(layer.bias),
-                }
-            },
+        checkpoint = model_checkpoint(
+            model,
+            heads={head_name: output_layer},
             vocabulary_file=self.checkpoint.vocabulary_file,
-            tokenizer_config=self.checkpoint.tokenizer_config,
+            tokenizer_settings=self.checkpoint.tokenizer_settings,
             format=self.checkpoint.format,
             directory=self.checkpoint.directory,
             label_names=None if label_names is None else list(label_names),
         )
         directory = os.path.join(self.output_dir, EXPORT_DIR)
-        save_checkpoint(checkpoint, directory, overwrite=True)
+        write_checkpoint(checkpoint, directory, overwrite=True)
         return directory
 
     def write_results(self, results):
@@ -177,20 +166,4 @@ class FineTuningRun:
 
     def write_file(self, name, text):
         """Writes `text` to OUTPUT_DIR/`name`, atomically."""
-        write_atomically(os.path.join(self.output_dir, name), text)
-
-
-def write_atomically(path, text):
-    """Writes `text` to a temporary name then renames it: `path` is never half-written.
-
-    Example:
-    >>> import os, tempfile
-    >>> path = os.path.join(tempfile.mkdtemp(), "results.json")
-    >>> write_atomically(path, "{}\\n")
-    >>> open(path).read(), os.listdir(os.path.dirname(path))
-    ('{}\\n', ['results.json'])
-    """
-    temporary = path + ".tmp"
-    with open(temporary, "w", encoding="utf-8") as file:
-        file.write(text)
-    os.replace(temporary, path)
+        write_text(os.path.join(self.output_dir, name), text)

@@ -80,6 +80,7 @@ def best_answers(
         `SquadPredictions`.
 
     Example:
+    >>> from bert_keras.data.squad import SquadExample
     >>> import numpy as np
     >>> from bert_keras.data.squad import squad_features
     >>> from bert_keras.text.tokenizer import BertTokenizer
@@ -187,6 +188,8 @@ def gold_answers(examples):
     """question id -> gold answer texts ([] for unanswerable), or None when any is unlabelled.
 
     Example:
+    >>> from bert_keras.data.squad import SquadAnswer
+    >>> from bert_keras.data.squad import SquadExample
     >>> gold_answers([SquadExample("q1", "?", "Paris.", (SquadAnswer("Paris", 0),))])
     {'q1': ['Paris']}
     """
@@ -213,6 +216,7 @@ class SquadRun(FineTuningRun):
         seed: seeds Keras, shuffling and dropout.
 
     Example:
+    >>> from bert_keras.models.bert_backbone import BertBackbone
     >>> import json, tempfile
     >>> checkpoint, data = tempfile.mkdtemp() + "/tiny", tempfile.mkdtemp()
     >>> _ = open(data + "/vocab.txt", "w").write("\\n".join(

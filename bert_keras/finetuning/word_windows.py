@@ -33,6 +33,7 @@ def tokenize_words(tokenizer, sentences):
         A list (sentences) of lists (words) of lists of int piece ids.
 
     Example:
+    >>> from bert_keras.text.tokenizer import BertTokenizer
     >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "eu", "##s"])
     >>> tokenize_words(tokenizer, [["EUs", "EU"], ["\\x00"]])
     [[[5, 6], [5]], [[1]]]

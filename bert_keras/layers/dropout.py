@@ -11,12 +11,12 @@ class Dropout(keras.layers.Dropout):
     """`keras.layers.Dropout` with a mask that costs no memory traffic on JAX.
 
     Keras' JAX dropout materialises one 32-bit threefry word per element, and
-    on a CPU JAX runs threefry as a loop over the whole array, five passes of
-    reads and writes: about a quarter of a small BERT's training step. Here
-    each element's draw is Threefry-2x32-20 of (seed, element index), written
-    as element-wise ops that XLA fuses with the select that applies it: no
-    random array is ever stored, and the mask costs about a fifth of Keras'
-    on a CPU. The draw is compared with `round(rate * 2**32)` and kept values
+    on a CPU JAX runs threefry as a loop over the whole array that reads and
+    writes it several times, a large part of a small BERT's training step.
+    Here each element's draw is Threefry-2x32-20 of (seed, element index),
+    written as element-wise ops that XLA fuses with the select that applies
+    it: no random array is ever stored, so the mask costs a fraction of
+    Keras'. The draw is compared with `round(rate * 2**32)` and kept values
     are divided by the matching keep probability, so the expected output is
     the input. The other backends, a `noise_shape` and `rate=1` use Keras'
     dropout unchanged.

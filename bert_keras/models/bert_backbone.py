@@ -4,11 +4,15 @@ import os
 
 import keras
 
+from bert_keras.checkpoints import tokenizer_settings
+from bert_keras.checkpoints import write_checkpoint
 from bert_keras.layers.activations import get_activation
 from bert_keras.layers.bert_embeddings import BertEmbeddings
 from bert_keras.layers.initializers import bert_kernel_initializer
 from bert_keras.layers.position_embedding import check_sequence_length
 from bert_keras.layers.transformer_encoder import TransformerEncoder
+from bert_keras.models.checkpoint_weights import load_backbone
+from bert_keras.models.checkpoint_weights import model_checkpoint
 from bert_keras.models.presets import backbone_preset_config
 
 INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
@@ -234,10 +238,7 @@ class BertBackbone(keras.Model):
         if isinstance(preset, os.PathLike) or (
             isinstance(preset, str) and (os.sep in preset or os.path.exists(preset))
         ):
-            # Imported here: the checkpoint readers build BertBackbone.
-            from bert_keras.checkpoints.preset import load_backbone
-
-            return load_backbone(preset, **kwargs)
+            return load_backbone(cls, preset, **kwargs)
         config = backbone_preset_config(preset)
         config.update(kwargs)
         return cls(**config)
@@ -266,15 +267,12 @@ class BertBackbone(keras.Model):
         >>> BertBackbone.from_preset(directory).count_params()
         4385920
         """
-        from bert_keras.checkpoints.preset import save_backbone
-
-        save_backbone(
+        checkpoint = model_checkpoint(
             self,
-            directory,
-            vocabulary_file=vocabulary_file,
-            lowercase=lowercase,
-            overwrite=overwrite,
+            vocabulary_file=None if vocabulary_file is None else os.fspath(vocabulary_file),
+            tokenizer_settings=tokenizer_settings(lowercase=lowercase),
         )
+        write_checkpoint(checkpoint, directory, overwrite=overwrite)
 
 
 def _encode(embeddings, encoder_blocks, inputs, output_positions=None):

@@ -1,14 +1,13 @@
 """What every task model shares: a backbone, its dtype, raw text input, its serialisation."""
 
-import os
-
 import keras
-from absl import logging
 
+from bert_keras.checkpoints import read_checkpoint
 from bert_keras.layers.dropout import Dropout
 from bert_keras.layers.initializers import bert_kernel_initializer
 from bert_keras.models.bert_backbone import INPUT_NAMES
 from bert_keras.models.bert_backbone import BertBackbone
+from bert_keras.models.checkpoint_weights import apply_checkpoint
 from bert_keras.models.text_inputs import holds_text
 from bert_keras.models.text_inputs import split_for_validation
 from bert_keras.models.text_inputs import text_dataset
@@ -159,20 +158,16 @@ class BertTask(keras.Model):
         >>> classifier.predict(["ok", "ok ok"], verbose=0).shape
         (2, 2)
         """
-        # Imported here: the checkpoint readers import the models.
-        from bert_keras.checkpoints.preset import load_checkpoint
-        from bert_keras.checkpoints.preset import set_backbone_weights
-
-        checkpoint = load_checkpoint(preset)
+        checkpoint = read_checkpoint(preset)
         backbone = BertBackbone.from_config(checkpoint.backbone_config)
-        set_backbone_weights(backbone, checkpoint)
         if "preprocessor" not in kwargs:
             kwargs["preprocessor"] = checkpoint_preprocessor(checkpoint, sequence_length)
         model = cls(backbone, **kwargs)
-        set_head_weights(
-            model.get_layer(cls.output_layer_name),
-            checkpoint.head_weights.get(cls.checkpoint_head),
-            cls.checkpoint_head,
+        apply_checkpoint(
+            model,
+            checkpoint,
+            heads={cls.checkpoint_head: cls.output_layer_name} if cls.checkpoint_head else None,
+            skip_mismatched_heads=True,
         )
         return model
 
@@ -276,67 +271,56 @@ class BertTask(keras.Model):
 
 
 def checkpoint_preprocessor(checkpoint, sequence_length):
-    """A `BertPreprocessor` from a checkpoint's vocab.txt and casing, or None without one.
+    """A `BertPreprocessor` from a checkpoint's vocab.txt and tokenizer settings, or None.
 
     Args:
-        checkpoint: a `bert_keras.checkpoints.preset.Checkpoint`.
+        checkpoint: a `bert_keras.checkpoints.Checkpoint`.
         sequence_length: the packed length.
 
     Example:
     >>> import os, tempfile
-    >>> from bert_keras.checkpoints.preset import load_checkpoint
+    >>> from bert_keras.checkpoints import read_checkpoint
     >>> directory = tempfile.mkdtemp() + "/tiny"
     >>> vocabulary = os.path.join(tempfile.mkdtemp(), "vocab.txt")
     >>> _ = open(vocabulary, "w").write(
     ...     "\\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "Ok"]))
     >>> BertBackbone(6, 1, 2, 8, 16).save_to_preset(
     ...     directory, vocabulary_file=vocabulary, lowercase=False)
-    >>> preprocessor = checkpoint_preprocessor(load_checkpoint(directory), 4)
+    >>> preprocessor = checkpoint_preprocessor(read_checkpoint(directory), 4)
     >>> preprocessor("Ok")["token_ids"].numpy().tolist()
     [2, 5, 3, 0]
     """
     if checkpoint.vocabulary_file is None:
         return None
-    casing = {}
-    if "do_lower_case" in checkpoint.tokenizer_config:
-        casing["lowercase"] = checkpoint.tokenizer_config["do_lower_case"]
-    tokenizer = BertTokenizer.from_preset(os.path.dirname(checkpoint.vocabulary_file), **casing)
-    return BertPreprocessor(tokenizer, sequence_length=sequence_length)
+    return BertPreprocessor(checkpoint_tokenizer(checkpoint), sequence_length=sequence_length)
 
 
-def set_head_weights(output_layer, head, head_name):
-    """Gives `output_layer` a checkpoint head's kernel and bias when their shapes match.
+def checkpoint_tokenizer(checkpoint, **overrides):
+    """The `BertTokenizer` of a checkpoint: its vocab.txt and tokenizer settings.
 
     Args:
-        output_layer: the task's output `Dense` layer.
-        head: dict with "kernel" `[in, out]` and "bias" numpy arrays, or None.
-        head_name: the head's name, for the log.
+        checkpoint: a `Checkpoint` with a `vocabulary_file`.
+        **overrides: `BertTokenizer` arguments replacing the checkpoint's.
 
-    Returns:
-        Whether the weights were taken.
+    Raises:
+        FileNotFoundError: the checkpoint has no vocab.txt.
 
     Example:
-    >>> import numpy as np
-    >>> layer = keras.layers.Dense(3)
-    >>> layer.build((None, 2))
-    >>> set_head_weights(layer, {"kernel": np.ones((2, 3)), "bias": np.zeros(3)}, "classifier")
-    True
-    >>> set_head_weights(layer, {"kernel": np.ones((2, 5)), "bias": np.zeros(5)}, "classifier")
-    False
+    >>> import os, tempfile
+    >>> from bert_keras.checkpoints import Checkpoint, tokenizer_settings
+    >>> tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "Ok"]
+    >>> vocabulary = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+    >>> _ = open(vocabulary, "w").write("\\n".join(tokens))
+    >>> checkpoint = Checkpoint({}, {}, vocabulary_file=vocabulary,
+    ...                         tokenizer_settings=tokenizer_settings(lowercase=False))
+    >>> checkpoint_tokenizer(checkpoint)("Ok").numpy().tolist()
+    [5]
     """
-    if not head:
-        return False
-    if tuple(head["kernel"].shape) != tuple(output_layer.kernel.shape):
-        logging.info(
-            "Not loading the checkpoint's %s head: its kernel is %s, the task's %s.",
-            head_name,
-            list(head["kernel"].shape),
-            list(output_layer.kernel.shape),
-        )
-        return False
-    output_layer.set_weights([head["kernel"], head["bias"]])
-    logging.info("Loaded the checkpoint's %s head.", head_name)
-    return True
+    if checkpoint.vocabulary_file is None:
+        raise FileNotFoundError(f"{checkpoint.directory or 'The checkpoint'} has no vocab.txt.")
+    return BertTokenizer(
+        checkpoint.vocabulary_file, **{**checkpoint.tokenizer_settings, **overrides}
+    )
 
 
 def backbone_inputs(*extra_names):

@@ -1,5 +1,8 @@
 """The official BERT sizes (Devlin et al. 2019; Turc et al. 2019 for the small ones).
 
+In this project a preset is one of these named sizes, built with fresh
+weights; trained weights live in a checkpoint directory
+(`bert_keras.checkpoints`). `from_preset` takes either, as in keras-hub.
 Every preset uses the uncased English WordPiece vocabulary size (30,522),
 512 positions, two segments and a feed-forward width of 4H.
 """

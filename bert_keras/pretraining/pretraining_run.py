@@ -1,4 +1,4 @@
-"""One BERT pretraining run: records in, a resumable `fit`, history and TensorBoard logs, a preset out.
+"""One BERT pretraining run: records in, a resumable `fit`, history and TensorBoard logs, a checkpoint out.
 
 Layout of `output_dir`:
 
@@ -33,19 +33,19 @@ import inspect
 import os
 
 import keras
-import numpy as np
 from absl import logging
 
 from bert_keras.checkpoints import huggingface
 from bert_keras.checkpoints import original
-from bert_keras.checkpoints.preset import Checkpoint
-from bert_keras.checkpoints.preset import load_checkpoint
-from bert_keras.checkpoints.preset import save_checkpoint
-from bert_keras.checkpoints.preset import set_backbone_weights
+from bert_keras.checkpoints import read_checkpoint
+from bert_keras.checkpoints import tokenizer_settings
+from bert_keras.checkpoints import write_checkpoint
 from bert_keras.data.pretraining_corpus import resolve_input_files
 from bert_keras.data.pretraining_records import pretraining_dataset
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_pretrainer import BertPretrainer
+from bert_keras.models.checkpoint_weights import apply_checkpoint
+from bert_keras.models.checkpoint_weights import model_checkpoint
 from bert_keras.models.presets import backbone_preset_config
 from bert_keras.training.callbacks import JsonLinesHistory
 from bert_keras.training.callbacks import PeriodicCheckpoint
@@ -146,8 +146,8 @@ class PretrainingConfig:
         jit_compile: XLA-compile the training step where XLA can run it
             (`DataParallel.jit_compile`). jax compiles unless this is False
             (to debug eagerly); on tensorflow, Keras' "auto" would leave XLA
-            off on CPUs, where a bert_small step is 8% faster with it on 2
-            cores. Keras' torch backend runs eagerly either way.
+            off on CPUs, where the compiled step is faster. Keras' torch
+            backend runs eagerly either way.
         seed: seeds the weights, dropout and the data order.
         keep_checkpoint_max: checkpoints kept.
         distribution: "none" or "data_parallel": every local device trains
@@ -305,7 +305,7 @@ class PretrainingRun:
     def _init_checkpoint(self):
         if not self.config.init_checkpoint:
             return None
-        return load_checkpoint(self.config.init_checkpoint)
+        return read_checkpoint(self.config.init_checkpoint)
 
     def _backbone_config(self, initial):
         config = self.config.backbone_config
@@ -360,22 +360,10 @@ class PretrainingRun:
             )
 
     def _build_model(self, backbone_config, initial):
-        backbone = BertBackbone.from_config(backbone_config)
-        model = BertPretrainer(backbone)
+        model = BertPretrainer(BertBackbone.from_config(backbone_config))
         if initial is not None:
-            set_backbone_weights(backbone, initial)
-            for head, layer_name in HEADS.items():
-                if head in initial.head_weights:
-                    _set_layer_weights(
-                        model.get_layer(layer_name),
-                        initial.head_weights[head],
-                        self.config.init_checkpoint,
-                    )
-            logging.info(
-                "Initialised from %s (heads: %s).",
-                self.config.init_checkpoint,
-                sorted(initial.head_weights),
-            )
+            heads = apply_checkpoint(model, initial, heads=HEADS)
+            logging.info("Initialised from %s (heads: %s).", self.config.init_checkpoint, heads)
         config = self.config
         accumulation = config.gradient_accumulation_steps
         model.compile(
@@ -458,23 +446,17 @@ class PretrainingRun:
 
         Every process reads the weights; only the chief writes them.
         """
-        backbone = self.model.backbone
-        head_weights = {
-            head: _layer_weights(self.model.get_layer(layer_name))
-            for head, layer_name in HEADS.items()
-        }
-        backbone_weights = _layer_weights(backbone)
+        checkpoint = model_checkpoint(
+            self.model,
+            heads=HEADS,
+            backbone_config={**self.model.backbone.get_config(), "dtype": "float32"},
+            vocabulary_file=self.config.vocab_file,
+            tokenizer_settings=tokenizer_settings(lowercase=self.config.do_lower_case),
+        )
         if not self.replicas.is_chief:
             return None
-        checkpoint = Checkpoint(
-            backbone_config={**backbone.get_config(), "dtype": "float32"},
-            backbone_weights=backbone_weights,
-            head_weights=head_weights,
-            vocabulary_file=self.config.vocab_file,
-            tokenizer_config={"do_lower_case": self.config.do_lower_case},
-        )
         directory = os.path.join(self.config.output_dir, EXPORT_DIR)
-        save_checkpoint(checkpoint, directory, overwrite=True)
+        write_checkpoint(checkpoint, directory, overwrite=True)
         logging.info("Exported the backbone and pretraining heads to %s.", directory)
         return directory
 
@@ -521,31 +503,3 @@ def _matching_files(input_file):
 def _architecture(backbone_config):
     defaults = inspect.signature(BertBackbone.__init__).parameters
     return {key: backbone_config.get(key, defaults[key].default) for key in ARCHITECTURE_KEYS}
-
-
-def _layer_weights(layer):
-    """Weight path inside `layer` -> numpy array."""
-    prefix = layer.name + "/"
-    return {
-        variable.path[len(prefix) :]
-        if variable.path.startswith(prefix)
-        else variable.path: keras.ops.convert_to_numpy(variable)
-        for variable in layer.weights
-    }
-
-
-def _set_layer_weights(layer, weights, source):
-    variables = {path: variable for path, variable in zip(_layer_weights(layer), layer.weights)}
-    problems = [f"missing {path}" for path in sorted(set(variables) - set(weights))]
-    problems += [
-        f"{path}: expected {list(variables[path].shape)}, found {list(np.shape(value))}"
-        for path, value in sorted(weights.items())
-        if path in variables and tuple(variables[path].shape) != tuple(np.shape(value))
-    ]
-    if problems:
-        raise ValueError(
-            f"The {layer.name} weights of {source} do not fit: " + "; ".join(problems) + "."
-        )
-    for path, value in weights.items():
-        if path in variables:
-            variables[path].assign(np.asarray(value, dtype=variables[path].dtype))

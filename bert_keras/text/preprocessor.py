@@ -73,6 +73,7 @@ class BertPreprocessor(keras.layers.Layer):
             tuple `(texts_a, texts_b)` of two such for pairs.
 
     Example:
+    >>> from bert_keras.text.tokenizer import BertTokenizer
     >>> tokenizer = BertTokenizer(
     ...     ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi", "you"])
     >>> preprocessor = BertPreprocessor(tokenizer, sequence_length=6)
@@ -137,6 +138,7 @@ class BertPreprocessor(keras.layers.Layer):
             0 and 0 for [CLS], [SEP] and padding.
 
         Example:
+        >>> from bert_keras.text.tokenizer import BertTokenizer
         >>> tokenizer = BertTokenizer(
         ...     ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi", "you"])
         >>> preprocessor = BertPreprocessor(tokenizer, sequence_length=5)
@@ -166,6 +168,7 @@ class BertPreprocessor(keras.layers.Layer):
             word each token comes from, -1 for [CLS], [SEP] and padding.
 
         Example:
+        >>> from bert_keras.text.tokenizer import BertTokenizer
         >>> tokenizer = BertTokenizer(
         ...     ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi", "you", "##s"])
         >>> preprocessor = BertPreprocessor(tokenizer, sequence_length=6)

@@ -32,8 +32,8 @@ and punctuation change anything, and `FastWordpieceTokenizer` in its
 end-to-end mode does that split itself, exactly like the original, with its
 byte limit equal to the character limit, and every byte stays in place for the
 offsets. So plain texts take `tf.strings.lower` and one tensorflow-text op
-(token ids: about 2.4 times less work than the rules one by one); a mask sends
-every other text through the rules, in the same graph.
+instead of the rules one by one (`python -m benchmarks.tokenizer` measures
+both); a mask sends every other text through the rules, in the same graph.
 
 Offsets are UTF-8 byte offsets into the original string by default (pass
 `unit="character"` for code-point offsets).
@@ -54,12 +54,13 @@ Lower-casing is ICU's for the process's default locale; under a Turkish or
 Lithuanian locale "I" and some accented letters lower-case differently.
 """
 
-import json
 import os
 
 import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
+
+from bert_keras.checkpoints.reading import read_tokenizer_settings
 
 # The methods have no Python control flow on tensors, so AutoGraph would only
 # add seconds to every trace (tf.function, tf.data).
@@ -279,9 +280,11 @@ class BertTokenizer(keras.layers.Layer):
     def from_preset(cls, directory, **kwargs):
         """Builds the tokenizer of a checkpoint directory.
 
-        Reads `vocab.txt`, and `tokenizer_config.json` when present (its
-        `do_lower_case`, `strip_accents` and `tokenize_chinese_chars`);
-        without it the tokenizer is uncased. `kwargs` override both.
+        Reads `vocab.txt`, and the settings the directory's tokenizer files
+        give (see `bert_keras.checkpoints.read_tokenizer_settings`: casing,
+        accent stripping, Chinese characters, and the word-length limit of
+        the checkpoint's format); without any the tokenizer is uncased with
+        the original's limit. `kwargs` override them.
 
         Args:
             directory: a directory holding `vocab.txt`.
@@ -304,18 +307,7 @@ class BertTokenizer(keras.layers.Layer):
                 f"Checkpoint directory {directory!r} has no vocab.txt "
                 f"(looked for {vocabulary_path!r})."
             )
-        config = {}
-        config_path = os.path.join(directory, "tokenizer_config.json")
-        if tf.io.gfile.exists(config_path):
-            with tf.io.gfile.GFile(config_path, "r") as config_file:
-                config = json.load(config_file)
-        arguments = {
-            "lowercase": config.get("do_lower_case", True),
-            "strip_accents": config.get("strip_accents", None),
-            "tokenize_chinese_chars": config.get("tokenize_chinese_chars", True),
-        }
-        arguments.update(kwargs)
-        return cls(vocabulary_path, **arguments)
+        return cls(vocabulary_path, **{**read_tokenizer_settings(directory), **kwargs})
 
     def get_config(self):
         config = super().get_config()

@@ -8,7 +8,7 @@ Each checkpoint is two files in one directory:
   batches consumed, the architecture, the settings that fix the data order).
 
 The weights go to a temporary name and are renamed into place, then the
-metadata is written the same way; a checkpoint exists once its .json does, so
+metadata is written the same way (`bert_keras.atomic_files`); a checkpoint exists once its .json does, so
 a run killed at any moment leaves either a whole checkpoint or none.
 `keras.callbacks.BackupAndRestore` was the first choice, but in Keras 3.15 it
 restores only the epoch (not the position inside one), overwrites a single
@@ -24,8 +24,11 @@ import tempfile
 
 from absl import logging
 
+from bert_keras.atomic_files import PARTIAL_MARKER
+from bert_keras.atomic_files import atomic_file
+from bert_keras.atomic_files import write_text
+
 _NAME = re.compile(r"^ckpt-(\d{8})\.json$")
-_PARTIAL = ".partial"
 
 
 @dataclasses.dataclass
@@ -105,19 +108,12 @@ class CheckpointManager:
             with tempfile.TemporaryDirectory() as scratch:
                 model.save_weights(os.path.join(scratch, "scratch.weights.h5"))
             return None
-        os.makedirs(self.directory, exist_ok=True)
         stem = os.path.join(self.directory, f"ckpt-{step:08d}")
         weights_path = stem + ".weights.h5"
-        # Keras insists on the .weights.h5 ending, so the marker goes before it.
-        partial_weights = stem + _PARTIAL + ".weights.h5"
-        model.save_weights(partial_weights)
-        os.replace(partial_weights, weights_path)
+        with atomic_file(weights_path) as partial_weights:
+            model.save_weights(partial_weights)
         metadata = {**metadata, "step": step}
-        partial_metadata = stem + _PARTIAL + ".json"
-        with open(partial_metadata, "w", encoding="utf-8") as file:
-            json.dump(metadata, file, indent=2, sort_keys=True)
-            file.write("\n")
-        os.replace(partial_metadata, stem + ".json")
+        write_text(stem + ".json", json.dumps(metadata, indent=2, sort_keys=True) + "\n")
         self._prune()
         return SavedCheckpoint(step, weights_path, metadata)
 
@@ -129,7 +125,9 @@ class CheckpointManager:
 
     def remove_partial_files(self):
         """Deletes what a killed save left behind."""
-        for path in glob.glob(os.path.join(glob.escape(self.directory), f"ckpt-*{_PARTIAL}*")):
+        for path in glob.glob(
+            os.path.join(glob.escape(self.directory), f"ckpt-*{PARTIAL_MARKER}*")
+        ):
             logging.info("Removing %s, left by an interrupted save.", path)
             os.remove(path)
 

@@ -1,13 +1,13 @@
 """Start training programs with glibc's malloc on transparent huge pages.
 
 XLA (jax, TensorFlow) and TensorFlow's own executor allocate a training
-step's temporaries as large blocks, up to GBs, that glibc's malloc maps
-afresh on every step; the kernel then faults them in one 4 KiB page at a
-time. For a bert_small pretraining step on jax that is 315,000 page faults
-and 0.7 s of system time out of 3.1 s. glibc's tunable
-`glibc.malloc.hugetlb=1` (glibc >= 2.35) makes malloc ask for transparent
-huge pages for those blocks, 512 times fewer faults: the step takes 13% less
-time on jax and 11% less on TensorFlow on a 2-core CPU machine.
+step's temporaries as large blocks that glibc's malloc maps afresh on every
+step; the kernel then faults them in one 4 KiB page at a time, and on a CPU
+those faults take a visible share of the step in system time. glibc's
+tunable `glibc.malloc.hugetlb=1` (glibc >= 2.35) makes malloc ask for
+transparent huge pages for those blocks, so each fault maps 2 MiB instead of
+4 KiB and the step gets faster (the README's Pretraining section has the
+measurement).
 
 glibc reads its tunables once, when the process starts, so a program that
 wants them restarts itself with them (`restart_with_huge_page_malloc`),

@@ -111,3 +111,12 @@ def tiny_inputs():
         "segment_ids": np.array([[0, 0, 0, 0, 1, 1, 0, 0], [0, 0, 0, 1, 1, 1, 1, 1]], "int32"),
         "padding_mask": np.array([[1, 1, 1, 1, 1, 1, 0, 0], [1] * 8], "int32"),
     }
+
+
+def assert_same_weights(first, second):
+    """Fails unless two models have the same weight paths and values, in order."""
+    assert [w.path for w in first.weights] == [w.path for w in second.weights]
+    for a, b in zip(first.weights, second.weights):
+        np.testing.assert_array_equal(
+            ops.convert_to_numpy(a), ops.convert_to_numpy(b), err_msg=a.path
+        )

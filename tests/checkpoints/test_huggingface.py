@@ -9,7 +9,7 @@ from safetensors.numpy import load_file
 from safetensors.numpy import save_file
 
 from bert_keras.checkpoints import huggingface
-from bert_keras.checkpoints import load_checkpoint
+from bert_keras.checkpoints import read_checkpoint
 from bert_keras.models.bert_backbone import BertBackbone
 from tests.checkpoints import MINILM_DIRECTORY
 from tests.checkpoints import TOLERANCE
@@ -82,7 +82,7 @@ def _state(model):
 def test_pretraining_heads_and_backbone(tmp_path):
     model = save_tiny("BertForPreTraining", tmp_path)
     state = _state(model)
-    checkpoint = load_checkpoint(tmp_path)
+    checkpoint = read_checkpoint(tmp_path)
     assert sorted(checkpoint.head_weights) == ["masked_lm", "next_sentence"]
     masked_lm, next_sentence = (
         checkpoint.head_weights["masked_lm"],
@@ -115,7 +115,7 @@ def test_headed_variants(tmp_path, model_class, head, has_pooler):
     num_labels = 2 if head == "question_answering" else 3
     model = save_tiny(model_class, tmp_path, num_labels=num_labels)
     state = _state(model)
-    checkpoint = load_checkpoint(tmp_path)
+    checkpoint = read_checkpoint(tmp_path)
     assert list(checkpoint.head_weights) == [head]
     weights = checkpoint.head_weights[head]
     if head != "masked_lm":
@@ -131,10 +131,10 @@ def test_headed_variants(tmp_path, model_class, head, has_pooler):
 
 
 def test_headed_checkpoint_round_trips_through_our_format(tmp_path):
-    from bert_keras.checkpoints import save_checkpoint
+    from bert_keras.checkpoints import write_checkpoint
 
     save_tiny("BertForPreTraining", tmp_path / "source")
-    save_checkpoint(load_checkpoint(tmp_path / "source"), tmp_path / "saved")
+    write_checkpoint(read_checkpoint(tmp_path / "source"), tmp_path / "saved")
     assert json.loads((tmp_path / "saved" / "config.json").read_text())["architectures"] == [
         "BertForPreTraining"
     ]
@@ -156,7 +156,7 @@ def test_sharded_checkpoint(tmp_path):
 def test_bfloat16_weights_load_as_float32(tmp_path):
     model = save_tiny("BertModel", tmp_path / "float32")
     model.to(torch.bfloat16).save_pretrained(tmp_path / "bfloat16")
-    checkpoint = load_checkpoint(tmp_path / "bfloat16")
+    checkpoint = read_checkpoint(tmp_path / "bfloat16")
     expected = model.embeddings.word_embeddings.weight.float().detach().numpy()
     np.testing.assert_array_equal(
         checkpoint.backbone_weights["embeddings/token_embedding/embeddings"], expected
@@ -192,7 +192,7 @@ def test_unexpected_tensor_is_named_with_its_shape(tmp_path):
         ValueError,
         match=r"1 unexpected tensors: \['encoder.layer.2.output.dense.weight \[8, 16\]'\]",
     ):
-        load_checkpoint(tmp_path)
+        read_checkpoint(tmp_path)
 
 
 def test_wrong_shape_is_named_with_both_shapes(tmp_path):
@@ -214,7 +214,7 @@ def test_wrong_head_shape_is_named(tmp_path):
         ValueError,
         match=r"masked_lm/output_bias \(from \['cls.predictions.bias'\]\): expected \[40\]",
     ):
-        load_checkpoint(tmp_path)
+        read_checkpoint(tmp_path)
 
 
 def test_untied_decoder_is_refused(tmp_path):
@@ -227,7 +227,7 @@ def test_untied_decoder_is_refused(tmp_path):
         ValueError,
         match="cls.predictions.decoder.weight differs from bert.embeddings.word_embeddings.weight",
     ):
-        load_checkpoint(tmp_path)
+        read_checkpoint(tmp_path)
 
 
 def test_pickled_weights_are_refused_with_the_conversion(tmp_path):
@@ -267,7 +267,7 @@ def test_unsupported_settings_are_refused(tmp_path, setting, message):
 )
 def test_activation_names(tmp_path, hidden_act, expected):
     save_tiny("BertModel", tmp_path, hidden_act=hidden_act)
-    assert load_checkpoint(tmp_path).backbone_config["activation"] == expected
+    assert read_checkpoint(tmp_path).backbone_config["activation"] == expected
 
 
 def test_saved_vocabulary_loads_in_transformers_tokenizer(tmp_path):
@@ -305,7 +305,7 @@ def test_legacy_layer_norm_names(tmp_path):
 
     _edit_tensors(tmp_path, rename)
     assert "bert.embeddings.LayerNorm.gamma" in load_file(tmp_path / "model.safetensors")
-    checkpoint = load_checkpoint(tmp_path)
+    checkpoint = read_checkpoint(tmp_path)
     np.testing.assert_array_equal(
         checkpoint.head_weights["masked_lm"]["transform_layer_norm/beta"],
         _state(model)["cls.predictions.transform.LayerNorm.bias"],

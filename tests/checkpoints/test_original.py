@@ -13,7 +13,7 @@ import torch
 import transformers
 from safetensors.numpy import load_file
 
-from bert_keras.checkpoints import load_checkpoint
+from bert_keras.checkpoints import read_checkpoint
 from bert_keras.models.bert_backbone import BertBackbone
 from tests.checkpoints import MINILM_DIRECTORY
 from tests.checkpoints import assert_close
@@ -130,7 +130,7 @@ def test_loads_and_matches_transformers(original_directory, tanh_reference):
 
 
 def test_heads_vocabulary_and_casing(original_directory):
-    checkpoint = load_checkpoint(original_directory)
+    checkpoint = read_checkpoint(original_directory)
     assert checkpoint.format == "original"
     expected = heads()
     masked_lm, next_sentence = (
@@ -151,7 +151,8 @@ def test_heads_vocabulary_and_casing(original_directory):
         next_sentence["bias"], expected["cls/seq_relationship/output_bias"]
     )
     assert checkpoint.vocabulary_file == os.path.join(original_directory, "vocab.txt")
-    assert checkpoint.tokenizer_config == {"do_lower_case": True}
+    assert checkpoint.tokenizer_settings["lowercase"] is True
+    assert checkpoint.tokenizer_settings["max_input_chars_per_word"] == 200
 
 
 def _tiny_variables():
@@ -221,7 +222,7 @@ def test_missing_and_unexpected_variables_are_named(tmp_path):
     variables["bert/encoder/layer_0/output/dense/extra"] = np.zeros(3, "float32")
     _write_tiny(str(tmp_path), variables)
     with pytest.raises(ValueError) as error:
-        load_checkpoint(tmp_path)
+        read_checkpoint(tmp_path)
     assert "missing 1 tensors: ['bert/encoder/layer_0/output/dense/bias']" in str(error.value)
     assert "1 unexpected tensors: ['bert/encoder/layer_0/output/dense/extra [3]']" in str(
         error.value
@@ -253,13 +254,13 @@ def test_classifier_and_squad_heads(tmp_path):
     variables["cls/squad/output_weights"] = np.ones((2, 4), "float32")
     variables["cls/squad/output_bias"] = np.zeros(2, "float32")
     _write_tiny(str(tmp_path), variables)
-    head_weights = load_checkpoint(tmp_path).head_weights
+    head_weights = read_checkpoint(tmp_path).head_weights
     assert head_weights["classifier"]["kernel"].shape == (4, 3)
     assert head_weights["question_answering"]["kernel"].shape == (4, 2)
 
 
 def test_pretraining_checkpoint_converts_to_transformers(tmp_path):
-    from bert_keras.checkpoints import save_checkpoint
+    from bert_keras.checkpoints import write_checkpoint
 
     variables = _tiny_variables()
     random = np.random.default_rng(2)
@@ -274,7 +275,7 @@ def test_pretraining_checkpoint_converts_to_transformers(tmp_path):
     }
     variables.update({name: value.astype("float32") for name, value in head_variables.items()})
     _write_tiny(str(tmp_path / "original"), variables)
-    save_checkpoint(load_checkpoint(tmp_path / "original"), tmp_path / "converted")
+    write_checkpoint(read_checkpoint(tmp_path / "original"), tmp_path / "converted")
     model, info = transformers.BertForPreTraining.from_pretrained(
         tmp_path / "converted", output_loading_info=True
     )
@@ -301,7 +302,7 @@ def test_pretraining_checkpoint_converts_to_transformers(tmp_path):
 
 
 def test_pretraining_checkpoint_round_trips_through_the_original_format(tmp_path):
-    from bert_keras.checkpoints import save_checkpoint
+    from bert_keras.checkpoints import write_checkpoint
 
     variables = _tiny_variables()
     random = np.random.default_rng(3)
@@ -318,8 +319,8 @@ def test_pretraining_checkpoint_round_trips_through_the_original_format(tmp_path
     )
     _write_tiny(str(tmp_path / "source"), variables)
     (tmp_path / "source" / "vocab.txt").write_text("[PAD]\nhello\n")
-    save_checkpoint(load_checkpoint(tmp_path / "source"), tmp_path / "ours")
-    save_checkpoint(load_checkpoint(tmp_path / "ours"), tmp_path / "back", format="original")
+    write_checkpoint(read_checkpoint(tmp_path / "source"), tmp_path / "ours")
+    write_checkpoint(read_checkpoint(tmp_path / "ours"), tmp_path / "back", format="original")
     written = tf.train.load_checkpoint(str(tmp_path / "back" / "bert_model.ckpt"))
     assert set(written.get_variable_to_shape_map()) == set(variables)
     for name, value in variables.items():
@@ -331,7 +332,7 @@ def test_pretraining_checkpoint_round_trips_through_the_original_format(tmp_path
 
 
 def test_the_original_format_refuses_what_modeling_py_cannot_compute(tmp_path):
-    from bert_keras.checkpoints import save_checkpoint
+    from bert_keras.checkpoints import write_checkpoint
 
     erf = BertBackbone(
         vocabulary_size=20,
@@ -343,7 +344,7 @@ def test_the_original_format_refuses_what_modeling_py_cannot_compute(tmp_path):
     )
     erf.save_to_preset(tmp_path / "erf")
     with pytest.raises(ValueError, match="cannot compute activation 'gelu'"):
-        save_checkpoint(load_checkpoint(tmp_path / "erf"), tmp_path / "out", format="original")
+        write_checkpoint(read_checkpoint(tmp_path / "erf"), tmp_path / "out", format="original")
     assert not os.path.exists(tmp_path / "out")
     epsilon = BertBackbone(
         vocabulary_size=20,
@@ -355,5 +356,5 @@ def test_the_original_format_refuses_what_modeling_py_cannot_compute(tmp_path):
     )
     epsilon.save_to_preset(tmp_path / "epsilon")
     with pytest.raises(ValueError, match="hard-codes layer_norm_epsilon 1e-12"):
-        save_checkpoint(load_checkpoint(tmp_path / "epsilon"), tmp_path / "out", format="original")
+        write_checkpoint(read_checkpoint(tmp_path / "epsilon"), tmp_path / "out", format="original")
     assert not os.path.exists(tmp_path / "out")

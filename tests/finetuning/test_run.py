@@ -5,8 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from bert_keras.checkpoints.preset import load_checkpoint
-from bert_keras.checkpoints.preset import save_checkpoint
+from bert_keras.checkpoints import read_checkpoint
+from bert_keras.checkpoints import write_checkpoint
 from bert_keras.finetuning.classification import ClassificationRun
 from bert_keras.finetuning.tagging import TaggingRun
 from bert_keras.models.bert_backbone import BertBackbone
@@ -37,7 +37,7 @@ def test_classification_export_loads_with_its_label_names(checkpoint, tmp_path):
     run.train(batch_size=2, learning_rate=1e-3, num_epochs=1, verbose=0)
 
     export = str(tmp_path / "out" / "export")
-    assert load_checkpoint(export).label_names == list(run.label_names)
+    assert read_checkpoint(export).label_names == list(run.label_names)
     config = json.loads((tmp_path / "out" / "export" / "config.json").read_text())
     assert config["architectures"] == ["BertForSequenceClassification"]
     assert config["id2label"] == {str(i): name for i, name in enumerate(run.label_names)}
@@ -56,7 +56,7 @@ def test_tagging_export_names_its_tags_and_a_new_run_reads_them(checkpoint, tmp_
     run = TaggingRun(str(data), checkpoint, str(tmp_path / "out"), max_seq_length=8)
     run.train(batch_size=2, learning_rate=1e-3, num_epochs=1, verbose=0)
     export = str(tmp_path / "out" / "export")
-    assert load_checkpoint(export).label_names == run.label_names == ["O", "B-LOC"]
+    assert read_checkpoint(export).label_names == run.label_names == ["O", "B-LOC"]
     tagger = BertTokenClassifier.from_preset(export, num_classes=2)
     np.testing.assert_array_equal(
         np.asarray(tagger.get_layer("logits").kernel),
@@ -71,11 +71,11 @@ def test_tagging_export_names_its_tags_and_a_new_run_reads_them(checkpoint, tmp_
 
 
 def test_label_names_must_match_the_head(checkpoint, tmp_path):
-    loaded = load_checkpoint(checkpoint)
+    loaded = read_checkpoint(checkpoint)
     loaded.head_weights["classifier"] = {
         "kernel": np.zeros((8, 2), "float32"),
         "bias": np.zeros(2, "float32"),
     }
     loaded.label_names = ["a", "b", "c"]
     with pytest.raises(ValueError, match=r"names 3 labels .* has 2 outputs"):
-        save_checkpoint(loaded, str(tmp_path / "bad"))
+        write_checkpoint(loaded, str(tmp_path / "bad"))

@@ -43,6 +43,7 @@ def tiny_checkpoint(tmp_path_factory):
     return str(directory / "tiny")
 
 
+@pytest.mark.large
 def test_program_learns_tags_and_writes_a_tag_for_every_word(tiny_checkpoint, tmp_path):
     data, output = tmp_path / "data", tmp_path / "output"
     data.mkdir()
@@ -140,6 +141,7 @@ def test_hugging_face_token_classification_head_predicts_as_transformers(tmp_pat
     assert [list(s.tags) for s in predicted] == expected
 
 
+@pytest.mark.large
 @pytest.mark.skipif(not (CONLL / "valid.txt").exists(), reason=f"CoNLL-2003 dev is not at {CONLL}")
 @pytest.mark.skipif(
     keras.backend.backend() != "torch",

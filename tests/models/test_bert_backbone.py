@@ -5,16 +5,10 @@ from keras import ops
 
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.presets import BACKBONE_PRESETS
+from tests.test_case import TINY_BACKBONE
 from tests.test_case import TestCase
+from tests.test_case import tiny_backbone
 
-TINY = {
-    "vocabulary_size": 50,
-    "num_layers": 2,
-    "num_heads": 2,
-    "hidden_dim": 8,
-    "intermediate_dim": 16,
-    "max_sequence_length": 12,
-}
 INPUTS = {
     "token_ids": np.array([[1, 5, 7, 2, 9, 2, 0, 0], [1, 9, 2, 3, 4, 5, 6, 2]], "int32"),
     "segment_ids": np.array([[0, 0, 0, 0, 1, 1, 0, 0], [0, 0, 0, 1, 1, 1, 1, 1]], "int32"),
@@ -30,7 +24,7 @@ class TestBertBackbone(TestCase):
     def test_shared_checks(self):
         self.run_model_test(
             BertBackbone,
-            TINY,
+            TINY_BACKBONE,
             INPUTS,
             expected_output_shapes={"sequence_output": (2, 8, 8), "pooled_output": (2, 8)},
         )
@@ -63,8 +57,8 @@ class TestBertBackbone(TestCase):
         assert backbone.dtype_policy.name == "mixed_bfloat16"
 
     def test_matches_keras_hub_with_the_same_weights(self):
-        ours = BertBackbone(**TINY, activation="gelu_approximate")
-        theirs = keras_hub.models.BertBackbone(**TINY)
+        ours = tiny_backbone(activation="gelu_approximate")
+        theirs = keras_hub.models.BertBackbone(**TINY_BACKBONE)
         _copy_weights_to_keras_hub(ours, theirs)
         expected = _numpy(theirs(INPUTS))
         actual = _numpy(ours(INPUTS))
@@ -72,13 +66,13 @@ class TestBertBackbone(TestCase):
             np.testing.assert_allclose(actual[name], expected[name], atol=1e-5)
 
     def test_any_sequence_length_up_to_the_maximum(self):
-        backbone = BertBackbone(**TINY)
-        for length in (1, 5, 12):
+        backbone = tiny_backbone()
+        for length in (1, 5, 16):
             inputs = {name: value[:, :1].repeat(length, 1) for name, value in INPUTS.items()}
             assert backbone(inputs)["sequence_output"].shape == (2, length, 8)
 
     def test_padding_does_not_change_real_positions(self):
-        backbone = BertBackbone(**TINY)
+        backbone = tiny_backbone()
         short = {name: value[:1, :6] for name, value in INPUTS.items()}
         padded = {name: value[:1] for name, value in INPUTS.items()}
         padded["token_ids"] = padded["token_ids"].copy()
@@ -92,21 +86,21 @@ class TestBertBackbone(TestCase):
         )
 
     def test_dropout_is_off_at_inference_and_on_in_training(self):
-        backbone = BertBackbone(**TINY, dropout=0.3)
+        backbone = tiny_backbone(dropout=0.3)
         first, second = _numpy(backbone(INPUTS)), _numpy(backbone(INPUTS))
         np.testing.assert_array_equal(first["sequence_output"], second["sequence_output"])
         training = _numpy(backbone(INPUTS, training=True))
         assert not np.allclose(training["sequence_output"], first["sequence_output"])
 
     def test_too_long_input_names_both_lengths(self):
-        backbone = BertBackbone(**TINY)
-        long_inputs = {name: np.zeros((1, 13), "int32") for name in INPUTS}
-        with pytest.raises(ValueError, match="max_sequence_length is 12 but token_ids has 13"):
+        backbone = tiny_backbone()
+        long_inputs = {name: np.zeros((1, 17), "int32") for name in INPUTS}
+        with pytest.raises(ValueError, match="max_sequence_length is 16 but token_ids has 17"):
             backbone(long_inputs)
 
     @pytest.mark.parametrize("keys", [["token_ids", "segment_ids"], [*INPUTS, "labels"]])
     def test_missing_or_extra_keys_list_the_expected_ones(self, keys):
-        backbone = BertBackbone(**TINY)
+        backbone = tiny_backbone()
         inputs = {key: INPUTS["token_ids"] for key in keys}
         with pytest.raises(ValueError, match="token_ids', 'segment_ids', 'padding_mask'"):
             backbone(inputs)
@@ -115,11 +109,11 @@ class TestBertBackbone(TestCase):
         with pytest.raises(
             ValueError, match=r"hidden_dim \(8\) must be divisible by num_heads \(3\)"
         ):
-            BertBackbone(**{**TINY, "num_heads": 3})
+            tiny_backbone(num_heads=3)
 
     def test_unknown_activation(self):
         with pytest.raises(ValueError, match="Unknown activation 'gelu_fast'"):
-            BertBackbone(**TINY, activation="gelu_fast")
+            tiny_backbone(activation="gelu_fast")
 
     def test_unknown_preset_lists_the_known_ones(self):
         with pytest.raises(ValueError, match="Unknown preset 'bert_huge'") as error:

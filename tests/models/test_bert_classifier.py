@@ -3,39 +3,39 @@ import numpy as np
 from keras import ops
 
 from bert_keras.models.bert_classifier import BertClassifier
-from tests.models.task_inputs import INPUTS
-from tests.models.task_inputs import tiny_backbone
+from tests.test_case import TINY_INPUTS
 from tests.test_case import TestCase
+from tests.test_case import tiny_backbone
 
 LABELS = np.array([0, 2, 1, 2], "int32")
 
 
 class TestBertClassifier(TestCase):
     def test_shared_checks(self):
-        self.run_task_test(
-            lambda dtype: BertClassifier(tiny_backbone(dtype), num_classes=3), INPUTS, LABELS
-        )
+        self.run_task_test(BertClassifier, {"num_classes": 3}, TINY_INPUTS, LABELS)
 
     def test_logits_are_a_dense_layer_on_the_pooled_output(self):
         backbone = tiny_backbone()
         classifier = BertClassifier(backbone, num_classes=3)
-        pooled = ops.convert_to_numpy(backbone(INPUTS)["pooled_output"])
+        pooled = ops.convert_to_numpy(backbone(TINY_INPUTS)["pooled_output"])
         dense = classifier.get_layer("logits")
         expected = pooled @ ops.convert_to_numpy(dense.kernel) + ops.convert_to_numpy(dense.bias)
-        np.testing.assert_allclose(ops.convert_to_numpy(classifier(INPUTS)), expected, atol=1e-5)
+        np.testing.assert_allclose(
+            ops.convert_to_numpy(classifier(TINY_INPUTS)), expected, atol=1e-5
+        )
 
     def test_learns_a_separable_task(self):
         backbone = tiny_backbone(dropout=0.0, hidden_dim=32, intermediate_dim=64)
         classifier = BertClassifier(backbone, num_classes=3, dropout=0.0)
         classifier.compile(learning_rate=1e-2)
-        history = classifier.fit(INPUTS, LABELS, epochs=30, verbose=0).history
+        history = classifier.fit(TINY_INPUTS, LABELS, epochs=30, verbose=0).history
         assert history["accuracy"][-1] == 1.0
 
     def test_regression_defaults_to_mean_squared_error(self):
         regressor = BertClassifier(tiny_backbone(), num_classes=1)
         regressor.compile()
         assert isinstance(regressor.loss, keras.losses.MeanSquaredError)
-        assert tuple(regressor(INPUTS).shape) == (4, 1)
+        assert tuple(regressor(TINY_INPUTS).shape) == (4, 1)
 
     def test_compile_defaults_follow_the_paper(self):
         classifier = BertClassifier(tiny_backbone(), num_classes=2)

@@ -2,12 +2,12 @@ import numpy as np
 from keras import ops
 
 from bert_keras.models.bert_multiple_choice import BertMultipleChoice
-from tests.models.task_inputs import INPUTS
-from tests.models.task_inputs import tiny_backbone
+from tests.test_case import TINY_INPUTS
 from tests.test_case import TestCase
+from tests.test_case import tiny_backbone
 
 # Two examples with four choices each: [2, 4, seq].
-CHOICES = {name: value[None].repeat(2, 0) for name, value in INPUTS.items()}
+CHOICES = {name: value[None].repeat(2, 0) for name, value in TINY_INPUTS.items()}
 CHOICES["token_ids"] = CHOICES["token_ids"].copy()
 CHOICES["token_ids"][1] = CHOICES["token_ids"][1, ::-1]
 LABELS = np.array([2, 0], "int32")
@@ -16,7 +16,8 @@ LABELS = np.array([2, 0], "int32")
 class TestBertMultipleChoice(TestCase):
     def test_shared_checks(self):
         self.run_task_test(
-            lambda dtype: BertMultipleChoice(tiny_backbone(dtype), num_choices=4),
+            BertMultipleChoice,
+            {"num_choices": 4},
             CHOICES,
             LABELS,
             # Softmax across choices is shift-invariant: the bias gets no gradient.

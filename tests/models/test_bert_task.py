@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_keras.checkpoints.preset import load_checkpoint
-from bert_keras.checkpoints.preset import save_checkpoint
+from bert_keras.checkpoints import read_checkpoint
+from bert_keras.checkpoints import write_checkpoint
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_classifier import BertClassifier
 from bert_keras.models.bert_multiple_choice import BertMultipleChoice
@@ -14,6 +14,7 @@ from bert_keras.models.bert_question_answerer import BertQuestionAnswerer
 from bert_keras.text.preprocessor import BertPreprocessor
 from bert_keras.text.tokenizer import SPECIAL_TOKENS
 from bert_keras.text.tokenizer import BertTokenizer
+from tests.test_case import TRAINING_BACKBONE
 
 POSITIVE = ["good", "great", "fine", "nice", "happy", "glad", "best", "superb"]
 NEGATIVE = ["bad", "awful", "poor", "sad", "worst", "ugly", "grim", "dull"]
@@ -42,14 +43,7 @@ def _preprocessor(vocabulary_file, sequence_length=SEQUENCE_LENGTH):
 
 
 def _backbone(**overrides):
-    config = {
-        "vocabulary_size": len(VOCABULARY),
-        "num_layers": 2,
-        "num_heads": 2,
-        "hidden_dim": 16,
-        "intermediate_dim": 32,
-        "max_sequence_length": 32,
-    }
+    config = {**TRAINING_BACKBONE, "vocabulary_size": len(VOCABULARY)}
     return BertBackbone(**{**config, **overrides})
 
 
@@ -207,11 +201,11 @@ def test_from_preset_loads_backbone_head_and_preprocessor(vocabulary_file, tmp_p
     )
 
     # A checkpoint with a two-label classifier head (BertForSequenceClassification).
-    checkpoint = load_checkpoint(directory)
+    checkpoint = read_checkpoint(directory)
     head = {"kernel": np.full((16, 2), 0.5, "float32"), "bias": np.array([1.0, -1.0], "float32")}
     checkpoint.head_weights["classifier"] = head
     headed = str(tmp_path / "headed")
-    save_checkpoint(checkpoint, headed)
+    write_checkpoint(checkpoint, headed)
     logits = BertClassifier.from_preset(headed, num_classes=2).get_layer("logits")
     np.testing.assert_array_equal(np.asarray(logits.kernel), head["kernel"])
     np.testing.assert_array_equal(np.asarray(logits.bias), head["bias"])

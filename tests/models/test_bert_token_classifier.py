@@ -10,9 +10,10 @@ from bert_keras.text.preprocessor import BertPreprocessor
 from bert_keras.text.preprocessor import on_first_pieces
 from bert_keras.text.tokenizer import SPECIAL_TOKENS
 from bert_keras.text.tokenizer import BertTokenizer
-from tests.models.task_inputs import INPUTS
-from tests.models.task_inputs import tiny_backbone
+from tests.test_case import TINY_INPUTS
+from tests.test_case import TRAINING_BACKBONE
 from tests.test_case import TestCase
+from tests.test_case import tiny_backbone
 
 # First word pieces carry a tag; [CLS], continuation pieces and padding are ignored.
 LABELS = np.full((4, 7), IGNORED_LABEL, "int32")
@@ -22,8 +23,9 @@ LABELS[:, 1:5] = [[1, 0, 2, 0], [3, 3, 0, 1], [0, 4, 0, IGNORED_LABEL], [2, 0, 0
 class TestBertTokenClassifier(TestCase):
     def test_shared_checks(self):
         self.run_task_test(
-            lambda dtype: BertTokenClassifier(tiny_backbone(dtype), num_classes=5),
-            INPUTS,
+            BertTokenClassifier,
+            {"num_classes": 5},
+            TINY_INPUTS,
             LABELS,
             unused_weights=("pooler_dense",),
         )
@@ -31,7 +33,7 @@ class TestBertTokenClassifier(TestCase):
     def test_ignored_positions_do_not_change_the_loss(self):
         tagger = BertTokenClassifier(tiny_backbone(), num_classes=5)
         tagger.compile()
-        logits = tagger(INPUTS)
+        logits = tagger(TINY_INPUTS)
         loss = tagger.loss
         relabelled = np.where(LABELS == IGNORED_LABEL, IGNORED_LABEL, LABELS)
         np.testing.assert_allclose(
@@ -61,14 +63,7 @@ def tokenizer():
 
 
 def _tagger(tokenizer, sequence_length=SEQUENCE_LENGTH, dropout=0.1):
-    backbone = BertBackbone(
-        vocabulary_size=len(VOCABULARY),
-        num_layers=2,
-        num_heads=2,
-        hidden_dim=16,
-        intermediate_dim=32,
-        max_sequence_length=16,
-    )
+    backbone = BertBackbone(**{**TRAINING_BACKBONE, "vocabulary_size": len(VOCABULARY)})
     return BertTokenClassifier(
         backbone,
         num_classes=2,

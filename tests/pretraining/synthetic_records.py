@@ -8,15 +8,7 @@ import tensorflow as tf
 
 from bert_keras.checkpoints import original
 from bert_keras.data.pretraining_records import original_feature_spec
-
-TINY_BACKBONE = {
-    "vocabulary_size": 40,
-    "num_layers": 1,
-    "num_heads": 2,
-    "hidden_dim": 16,
-    "intermediate_dim": 32,
-    "max_sequence_length": 32,
-}
+from tests.test_case import TRAINING_BACKBONE
 
 
 def write_records(
@@ -25,7 +17,7 @@ def write_records(
     max_seq_length=16,
     max_predictions_per_seq=3,
     seed=0,
-    vocabulary_size=TINY_BACKBONE["vocabulary_size"],
+    vocabulary_size=TRAINING_BACKBONE["vocabulary_size"],
 ):
     """Writes `num_examples` records of the original layout; returns `path`."""
     rng = np.random.default_rng(seed)
@@ -60,7 +52,7 @@ def write_records(
     return os.fspath(path)
 
 
-def write_bert_config(path, backbone=TINY_BACKBONE):
+def write_bert_config(path, backbone=TRAINING_BACKBONE):
     """Writes `backbone`, modeling.BertConfig's defaults for the rest, as bert_config.json; returns `path`."""
     defaults = {ours: default for _, ours, default in original.CONFIG_TABLE}
     config = original.config_json(

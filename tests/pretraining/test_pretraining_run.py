@@ -8,14 +8,14 @@ import keras
 import numpy as np
 import pytest
 
-from bert_keras.checkpoints.preset import load_checkpoint
+from bert_keras.checkpoints import read_checkpoint
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.pretraining.pretraining_run import PretrainingConfig
 from bert_keras.pretraining.pretraining_run import PretrainingRun
 from bert_keras.pretraining.pretraining_run import fit_plan
 from bert_keras.pretraining.pretraining_run import resolve_backbone_config
-from tests.pretraining.synthetic_records import TINY_BACKBONE
 from tests.pretraining.synthetic_records import write_records
+from tests.test_case import TRAINING_BACKBONE
 
 ON_TORCH = keras.backend.backend() == "torch"
 
@@ -32,7 +32,7 @@ def tiny_config(records, output_dir, **overrides):
     settings = dict(
         input_file=records,
         output_dir=str(output_dir),
-        backbone_config=TINY_BACKBONE,
+        backbone_config=TRAINING_BACKBONE,
         max_seq_length=16,
         max_predictions_per_seq=3,
         train_batch_size=4,
@@ -89,7 +89,7 @@ def test_a_run_writes_history_checkpoints_and_an_export(finished_run):
         "ckpt-00000005.json",
         "ckpt-00000005.weights.h5",
     ]
-    exported = load_checkpoint(os.path.join(output_dir, "export"))
+    exported = read_checkpoint(os.path.join(output_dir, "export"))
     assert sorted(exported.head_weights) == ["masked_lm", "next_sentence"]
     backbone = BertBackbone.from_preset(os.path.join(output_dir, "export"))
     for ours, theirs in zip(numpy_weights(backbone), numpy_weights(finished_run.model.backbone)):
@@ -203,7 +203,7 @@ def test_phase_two_starts_from_phase_one_export_with_longer_sequences(finished_r
             else "save_checkpoints_steps x gradient_accumulation_steps is 2 batches",
         ),
         (
-            {"backbone_config": {**TINY_BACKBONE, "max_sequence_length": 8}},
+            {"backbone_config": {**TRAINING_BACKBONE, "max_sequence_length": 8}},
             "max_seq_length is 16 but the backbone has only 8 position embeddings",
         ),
         (
@@ -221,7 +221,7 @@ def test_bad_settings_fail_before_training(overrides, message, records, tmp_path
 
 
 def test_an_init_checkpoint_of_another_architecture_is_refused(records, tmp_path):
-    BertBackbone(**{**TINY_BACKBONE, "num_layers": 2}).save_to_preset(str(tmp_path / "other"))
+    BertBackbone(**{**TRAINING_BACKBONE, "num_layers": 2}).save_to_preset(str(tmp_path / "other"))
     with pytest.raises(
         ValueError, match="written with another architecture: num_layers is 2 there but 1 here"
     ):
@@ -236,7 +236,7 @@ def test_resuming_with_another_architecture_or_batching_is_refused(finished_run)
         ValueError, match="another architecture: hidden_dim is 16 there but 32 here"
     ):
         PretrainingRun(
-            dataclasses.replace(config, backbone_config={**TINY_BACKBONE, "hidden_dim": 32})
+            dataclasses.replace(config, backbone_config={**TRAINING_BACKBONE, "hidden_dim": 32})
         )
     with pytest.raises(ValueError, match="train_batch_size is 4 there but 8 here"):
         PretrainingRun(dataclasses.replace(config, train_batch_size=8))

@@ -12,13 +12,15 @@ import keras
 import numpy as np
 import pytest
 
-from benchmarks.create_pretraining_data import docstring_corpus
-from benchmarks.create_pretraining_data import vocab_file
+from bert_keras.data.offline_text import docstring_corpus
+from bert_keras.data.offline_text import vocab_file
 from bert_keras.data.pretraining_corpus import create_pretraining_data
 from bert_keras.data.pretraining_instances import InstanceOptions
 from bert_keras.data.pretraining_records import pretraining_dataset
 from bert_keras.pretraining.pretraining_run import PretrainingConfig
 from bert_keras.pretraining.pretraining_run import PretrainingRun
+
+pytestmark = pytest.mark.large
 
 SEQ_LENGTH, PREDICTIONS, BATCH_SIZE, STEPS = 64, 10, 16, 300
 SMALL_BACKBONE = {

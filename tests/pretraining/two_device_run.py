@@ -29,12 +29,15 @@ def train(distribution, work_dir):
 
     from bert_keras.pretraining.pretraining_run import PretrainingConfig
     from bert_keras.pretraining.pretraining_run import PretrainingRun
-    from tests.pretraining.synthetic_records import TINY_BACKBONE
+    from tests.test_case import TRAINING_BACKBONE
 
     config = PretrainingConfig(
         input_file=os.path.join(work_dir, "*.tfrecord"),
         output_dir=os.path.join(work_dir, distribution),
-        backbone_config={**TINY_BACKBONE, "dropout": 0.0},  # the replicas would draw other masks
+        backbone_config={
+            **TRAINING_BACKBONE,
+            "dropout": 0.0,
+        },  # the replicas would draw other masks
         max_seq_length=16,
         max_predictions_per_seq=3,
         train_batch_size=8,

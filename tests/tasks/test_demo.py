@@ -32,6 +32,7 @@ def test_toy_labels_name_the_majority_word_group():
     assert abs(share_a[labels == 1].mean() - demo.MAJORITY_SHARE) < 0.03
 
 
+@pytest.mark.large
 @pytest.mark.skipif(
     keras.backend.backend() != "torch",
     reason="the whole demo (about 70 s) runs once, in a subprocess on the tensorflow backend that "

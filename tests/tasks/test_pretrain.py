@@ -71,6 +71,7 @@ def checkpoint_steps(output_dir):
     )
 
 
+@pytest.mark.large
 def test_a_killed_run_continues_from_its_last_checkpoint(records, bert_config_file, tmp_path):
     output_dir = str(tmp_path / "run")
     command = [

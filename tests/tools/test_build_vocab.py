@@ -1,3 +1,4 @@
+import os
 import subprocess
 import sys
 
@@ -14,10 +15,10 @@ CORPUS = [
 ] * 20
 
 
-def _run_tool(tmp_path, *flags):
+def _run_tool(tmp_path, *flags, output_name="vocab.txt"):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(CORPUS) + "\n", encoding="utf-8")
-    output = tmp_path / "vocab.txt"
+    output = tmp_path / output_name
     completed = subprocess.run(
         [
             sys.executable,
@@ -33,6 +34,7 @@ def _run_tool(tmp_path, *flags):
     return completed, output
 
 
+@pytest.mark.large
 def test_cased_vocabulary_tokenizes_its_corpus_without_unknowns(tmp_path):
     completed, output = _run_tool(tmp_path, "--vocab_size=200", "--nodo_lower_case")
     assert completed.returncode == 0, completed.stderr[-2000:]
@@ -45,12 +47,21 @@ def test_cased_vocabulary_tokenizes_its_corpus_without_unknowns(tmp_path):
     assert tokenizer.unk_token_id not in ids
 
 
+@pytest.mark.large
 def test_uncased_vocabulary_is_lower_case_without_accents(tmp_path):
     completed, output = _run_tool(tmp_path, "--vocab_size=200")
     assert completed.returncode == 0, completed.stderr[-2000:]
     learned = output.read_text(encoding="utf-8").splitlines()[5:]
     assert not any(character.isupper() for token in learned for character in token)
     assert "u" in learned and "Ü" not in learned and "ü" not in learned
+
+
+@pytest.mark.large
+def test_missing_output_directories_are_created(tmp_path):
+    completed, output = _run_tool(tmp_path, "--vocab_size=200", output_name="new/deeper/vocab.txt")
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert os.listdir(output.parent) == ["vocab.txt"]
+    assert output.read_text(encoding="utf-8").splitlines()[:2] == ["[PAD]", "[UNK]"]
 
 
 def test_standard_size_uses_the_released_layout():

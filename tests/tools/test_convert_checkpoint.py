@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 from absl import flags
 from keras import ops
 from safetensors.numpy import load_file
@@ -30,6 +31,7 @@ def run_in_process(*arguments):
     return None
 
 
+@pytest.mark.large
 def test_original_to_ours_from_the_command_line(tmp_path):
     _write_tiny(str(tmp_path / "uncased_tiny"), _tiny_variables())
     (tmp_path / "uncased_tiny" / "vocab.txt").write_text("[PAD]\nhello\n")

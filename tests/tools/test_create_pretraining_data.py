@@ -12,11 +12,14 @@ import pytest
 import tensorflow as tf
 from absl import flags
 
-from benchmarks.create_pretraining_data import docstring_corpus
-from benchmarks.create_pretraining_data import vocab_file
+from bert_keras.data import pretraining_corpus
+from bert_keras.data.offline_text import docstring_corpus
+from bert_keras.data.offline_text import vocab_file
+from bert_keras.data.pretraining_corpus import progress_path
 from bert_keras.data.pretraining_instances import InstanceOptions
 from bert_keras.data.pretraining_instances import num_predictions
 from bert_keras.data.pretraining_records import original_feature_spec
+from bert_keras.data.pretraining_records import pretraining_dataset
 from tools import create_pretraining_data
 
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -123,7 +126,7 @@ def test_gzip_output_reads_back(corpus, tmp_path):
 
 
 def recorded_shards(progress):
-    """Shard indexes a .progress log records (its last line may be cut by a kill)."""
+    """Shard indexes a progress log records (its last line may be cut by a kill)."""
     indexes = []
     for line in open(progress).read().splitlines()[1:]:
         try:
@@ -133,6 +136,7 @@ def recorded_shards(progress):
     return indexes
 
 
+@pytest.mark.large
 def test_a_killed_run_resumes_where_it_stopped(corpus, one_worker_output, tmp_path):
     output = str(tmp_path / "examples.tfrecord")
     command = [
@@ -149,7 +153,7 @@ def test_a_killed_run_resumes_where_it_stopped(corpus, one_worker_output, tmp_pa
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    progress = output + ".progress"
+    progress = progress_path(output)
     while process.poll() is None:
         if os.path.exists(progress) and len(open(progress).read().splitlines()) >= 3:
             process.send_signal(signal.SIGKILL)
@@ -177,8 +181,60 @@ def test_a_killed_run_resumes_where_it_stopped(corpus, one_worker_output, tmp_pa
         with open(path, "rb") as file, open(reference_path, "rb") as reference_file:
             assert file.read() == reference_file.read(), path
     assert not [name for name in os.listdir(tmp_path) if name.endswith(".incomplete")]
+    assert sorted(tf.io.gfile.glob(output + "*")) == ours
 
 
+class _Interrupted(Exception):
+    pass
+
+
+def run_interrupted(monkeypatch, *arguments, finished_shards=2):
+    """Runs the tool in this process and stops it once `finished_shards` are logged."""
+    add = pretraining_corpus.ProgressLog.add
+
+    def add_then_interrupt(log, index, statistics):
+        add(log, index, statistics)
+        if len(log.finished) == finished_shards:
+            raise _Interrupted
+
+    with monkeypatch.context() as patch:
+        patch.setattr(pretraining_corpus.ProgressLog, "add", add_then_interrupt)
+        with pytest.raises(_Interrupted):
+            run_tool(*arguments)
+
+
+def test_the_output_glob_reads_only_shards_after_an_interrupted_run_resumes(
+    corpus, tmp_path, monkeypatch
+):
+    # Readers take the output as OUTPUT_FILE* (the original's README, Model
+    # Garden's readers): whatever else matches that glob breaks them.
+    output = str(tmp_path / "examples.tfrecord")
+    arguments = tool_flags(corpus, output, "--num_workers=1", "--dupe_factor=1")
+    run_interrupted(monkeypatch, *arguments)
+    assert len(recorded_shards(progress_path(output))) == 2
+    assert sorted(tf.io.gfile.glob(output + "*")) == shard_files(output)
+
+    assert run_tool(*arguments) is None
+    shards = shard_files(output)
+    assert len(shards) >= 4
+    assert sorted(tf.io.gfile.glob(output + "*")) == shards
+    assert sorted(os.listdir(tmp_path)) == [os.path.basename(path) for path in shards]
+    batches = pretraining_dataset(
+        output + "*", SEQ_LENGTH, PREDICTIONS, batch_size=256, drop_remainder=False
+    )
+    examples = sum(int(labels["next_sentence_labels"].shape[0]) for _, labels in batches)
+    assert examples == len(parsed_records(output)["input_ids"])
+
+
+def test_missing_output_directories_are_created(tmp_path):
+    corpus = write(tmp_path / "corpus.txt", b"One sentence.\nTwo sentences.\n\nThree.\nFour.\n")
+    output = tmp_path / "new" / "deeper" / "examples.tfrecord"
+    arguments = tool_flags(corpus, output, "--num_workers=1", "--max_seq_length=16")
+    assert run_tool(*arguments, "--max_predictions_per_seq=2") is None
+    assert os.listdir(output.parent) == ["examples.tfrecord-00000"]
+
+
+@pytest.mark.large
 def test_the_program_imports_neither_jax_nor_torch(corpus, tmp_path):
     # Its main process runs TensorFlow ops only: JAX (imported by TensorFlow
     # Lite where installed) would add 110 MB, a Keras backend's torch more.
@@ -206,11 +262,22 @@ def test_the_program_imports_neither_jax_nor_torch(corpus, tmp_path):
     assert shard_files(output)
 
 
-def test_other_flags_do_not_mix_with_finished_shards(corpus, tmp_path):
+def test_other_flags_do_not_mix_with_finished_shards(corpus, tmp_path, monkeypatch):
     output = str(tmp_path / "examples.tfrecord")
-    assert run_tool(*tool_flags(corpus, output, "--dupe_factor=1", "--num_workers=1")) is None
+    # An unfinished run: a finished one leaves no progress log to resume.
+    run_interrupted(monkeypatch, *tool_flags(corpus, output, "--dupe_factor=1", "--num_workers=1"))
     message = run_tool(*tool_flags(corpus, output, "--dupe_factor=1", "--masked_lm_prob=0.2"))
     assert "other settings (masked_lm_prob: 0.15 then, 0.2 now)" in message
+
+
+def test_a_finished_output_is_replaced_whole_by_the_next_run(corpus, tmp_path):
+    output = str(tmp_path / "examples.tfrecord")
+    arguments = tool_flags(corpus, output, "--dupe_factor=1", "--num_workers=1")
+    assert run_tool(*arguments) is None
+    assert len(shard_files(output)) >= 4
+    # Fewer, larger shards: the earlier run's other shards must not stay beside them.
+    assert run_tool(*arguments, "--input_mb_per_shard=1") is None
+    assert os.listdir(tmp_path) == ["examples.tfrecord-00000"]
 
 
 def write(path, data):

@@ -10,7 +10,7 @@ import keras
 import numpy as np
 import pytest
 
-from bert_keras.checkpoints.preset import load_checkpoint
+from bert_keras.checkpoints import read_checkpoint
 from bert_keras.training.callbacks import read_history
 from bert_keras.training.data_parallel import DataParallel
 from tests.pretraining.synthetic_records import write_bert_config
@@ -28,6 +28,7 @@ COMPARED = (
 )
 
 
+@pytest.mark.large
 @pytest.mark.skipif(BACKEND == "torch", reason="Keras' torch backend has no distribution API")
 def test_two_replicas_train_as_one_device_does(tmp_path):
     completed = subprocess.run(
@@ -51,6 +52,7 @@ def test_two_replicas_train_as_one_device_does(tmp_path):
     assert result["max_weight_difference"] < 1e-4
 
 
+@pytest.mark.large
 @pytest.mark.skipif(BACKEND != "jax", reason="data_parallel spans processes on jax only")
 def test_two_processes_of_the_program_train_as_one_does(tmp_path):
     write_records(tmp_path / "records.tfrecord", 48)
@@ -103,7 +105,7 @@ def test_two_processes_of_the_program_train_as_one_does(tmp_path):
     for single, parallel in zip(one, two):
         for name in COMPARED:
             np.testing.assert_allclose(parallel[name], single[name], rtol=1e-4, err_msg=name)
-    one, two = (load_checkpoint(str(tmp_path / name / "export")) for name in ("one", "two"))
+    one, two = (read_checkpoint(str(tmp_path / name / "export")) for name in ("one", "two"))
     for path, weights in one.backbone_weights.items():
         np.testing.assert_allclose(two.backbone_weights[path], weights, atol=1e-5, err_msg=path)
 

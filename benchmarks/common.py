@@ -1,0 +1,77 @@
+"""What several benchmarks share: their common flags, timing and inputs.
+
+Importing this module defines the flags below, so every benchmark that times
+models takes them under the same names with the same defaults.
+
+    from benchmarks import common
+
+    seconds = common.interleaved_median_seconds(steps, common.REPEATS.value)
+"""
+
+import os
+import statistics
+import time
+
+from absl import flags
+
+# The repository's root, for benchmarks that start its programs.
+REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+BATCH_SIZE = flags.DEFINE_integer("batch_size", 32, "Sequences per batch.")
+SEQUENCE_LENGTH = flags.DEFINE_integer("sequence_length", 128, "Tokens per sequence.")
+REPEATS = flags.DEFINE_integer("repeats", 5, "Timed rounds per measurement; the median is kept.")
+
+
+def random_backbone_inputs(batch_size, sequence_length, vocabulary_size):
+    """A batch of backbone inputs: random ids, rows padded to random lengths.
+
+    Each row holds between half and all of `sequence_length` tokens, the
+    second half of them in segment B. Seeded: the same batch every call.
+
+    Example:
+    >>> inputs = random_backbone_inputs(batch_size=2, sequence_length=8, vocabulary_size=2000)
+    >>> sorted(inputs), inputs["token_ids"].shape
+    (['padding_mask', 'segment_ids', 'token_ids'], (2, 8))
+    """
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(sequence_length // 2, sequence_length + 1, size=batch_size)
+    positions = np.arange(sequence_length)[None, :]
+    padding_mask = (positions < lengths[:, None]).astype("int32")
+    return {
+        "token_ids": rng.integers(1000, vocabulary_size, (batch_size, sequence_length)).astype(
+            "int32"
+        )
+        * padding_mask,
+        "segment_ids": (positions >= lengths[:, None] // 2).astype("int32") * padding_mask,
+        "padding_mask": padding_mask,
+    }
+
+
+def interleaved_median_seconds(calls, repeats):
+    """Median seconds per call of each of `calls` ({name: function}), interleaved in rounds.
+
+    Two untimed calls each first compile and warm up. In every round each
+    function runs twice in a row and the second call is timed: on a CPU a step
+    right after another model's step can run much slower (its memory had been
+    handed to the other model), which training, one step after another, never
+    sees. Odd rounds run in reverse order (AABBCC CCBBAA ...), so no function
+    always follows the same other one.
+
+    Example:
+    >>> sorted(interleaved_median_seconds({"a": lambda: None, "b": lambda: None}, repeats=3))
+    ['a', 'b']
+    """
+    for function in calls.values():
+        function()  # compile / warm up
+        function()
+    timings = {name: [] for name in calls}
+    names = list(calls)
+    for round_index in range(repeats):
+        for name in names[::-1] if round_index % 2 else names:
+            calls[name]()
+            start = time.perf_counter()
+            calls[name]()
+            timings[name].append(time.perf_counter() - start)
+    return {name: statistics.median(seconds) for name, seconds in timings.items()}

@@ -1,0 +1,149 @@
+"""Files and directories written whole or not at all.
+
+Every writer of the project's outputs (checkpoint directories, training
+checkpoints, results, vocabularies, exports) writes under a temporary name
+beside the destination and renames it into place once it is complete, so an
+interrupted run leaves either the old output or the new one, never half of
+one. Temporary names carry `PARTIAL_MARKER`, so a later run can find and
+remove what a killed one left behind. Missing parent directories are created.
+
+Example:
+>>> import os, tempfile
+>>> directory = os.path.join(tempfile.mkdtemp(), "new", "model")
+>>> with atomic_directory(directory) as staging:
+...     write_text(os.path.join(staging, "config.json"), "{}\\n")
+>>> os.listdir(directory)
+['config.json']
+"""
+
+import contextlib
+import os
+import shutil
+import tempfile
+
+PARTIAL_MARKER = ".partial"
+
+
+def partial_path(path):
+    """The temporary name of `path` while it is being written.
+
+    The marker goes before the first dot of the file name, so endings that
+    readers insist on (Keras' `.weights.h5`) are kept.
+
+    Example:
+    >>> partial_path("/runs/ckpt-00000100.weights.h5")
+    '/runs/ckpt-00000100.partial.weights.h5'
+    >>> partial_path("/data/vocab")
+    '/data/vocab.partial'
+    """
+    directory, name = os.path.split(os.fspath(path))
+    stem, dot, ending = name.partition(".")
+    return os.path.join(directory, stem + PARTIAL_MARKER + dot + ending)
+
+
+@contextlib.contextmanager
+def atomic_file(path):
+    """Yields a temporary path to write; it replaces `path` only when the block succeeds.
+
+    Example:
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "out", "results.json")
+    >>> with atomic_file(path) as temporary:
+    ...     _ = open(temporary, "w").write("{}")
+    >>> open(path).read()
+    '{}'
+    """
+    path = os.fspath(path)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    temporary = partial_path(path)
+    try:
+        yield temporary
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+        raise
+
+
+def write_text(path, text):
+    """Writes `text` (UTF-8) to `path` through `atomic_file`.
+
+    Example:
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "results.json")
+    >>> write_text(path, "{}\\n")
+    >>> open(path).read(), os.listdir(os.path.dirname(path))
+    ('{}\\n', ['results.json'])
+    """
+    with atomic_file(path) as temporary:
+        with open(temporary, "w", encoding="utf-8") as file:
+            file.write(text)
+
+
+def check_output_directory(directory, overwrite=False):
+    """Refuses an output path that is a file, or a non-empty directory unless `overwrite`.
+
+    Raises:
+        FileExistsError: naming `directory`.
+
+    Example:
+    >>> import tempfile
+    >>> check_output_directory(tempfile.mkdtemp())  # empty: fine
+    """
+    if os.path.isfile(directory):
+        raise FileExistsError(f"Output path {directory} is a file; expected a directory.")
+    if os.path.isdir(directory) and os.listdir(directory) and not overwrite:
+        raise FileExistsError(
+            f"Output directory {directory} exists and is not empty; choose another or overwrite it."
+        )
+
+
+@contextlib.contextmanager
+def atomic_directory(directory, overwrite=False):
+    """Yields an empty staging directory that replaces `directory` when the block succeeds.
+
+    The staging directory is a hidden sibling of `directory`; on failure it is
+    removed and `directory` is left as it was.
+
+    Args:
+        directory: the destination.
+        overwrite: replace a non-empty `directory` (otherwise refused before
+            anything is written).
+
+    Raises:
+        FileExistsError: see `check_output_directory`.
+
+    Example:
+    >>> import os, tempfile
+    >>> directory = os.path.join(tempfile.mkdtemp(), "export")
+    >>> with atomic_directory(directory) as staging:
+    ...     os.path.basename(staging).startswith(".export.partial-")
+    True
+    >>> os.path.isdir(directory)
+    True
+    """
+    directory = os.path.abspath(os.fspath(directory))
+    check_output_directory(directory, overwrite)
+    parent = os.path.dirname(directory)
+    os.makedirs(parent, exist_ok=True)
+    prefix = f".{os.path.basename(directory)}{PARTIAL_MARKER}-"
+    staging = tempfile.mkdtemp(prefix=prefix, dir=parent)
+    try:
+        yield staging
+        os.chmod(staging, 0o755)
+        _replace_directory(staging, directory)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def _replace_directory(staging, directory):
+    if os.path.isdir(directory) and not os.listdir(directory):
+        os.rmdir(directory)
+    if not os.path.exists(directory):
+        os.rename(staging, directory)
+        return
+    old = staging + "-old"
+    os.rename(directory, old)
+    os.rename(staging, directory)
+    shutil.rmtree(old)

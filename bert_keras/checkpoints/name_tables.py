@@ -1,0 +1,217 @@
+"""The engine behind the per-format name tables, in both directions.
+
+Each format module (`huggingface`, `original`) has a `BACKBONE_TABLE` and
+`HEAD_TABLES` of rows `(our weight path, layout, checkpoint tensor names)`,
+with "{i}" standing for an encoder block's index. Reading matches every
+tensor of a checkpoint to a row, strictly: a missing, unexpected or
+misshapen tensor is an error that names every one. Writing runs the same
+rows backwards, so loading and saving share one mapping.
+"""
+
+import re
+
+import numpy as np
+
+from bert_keras.checkpoints.checkpoint import POOLER_PATHS
+from bert_keras.checkpoints.checkpoint import Checkpoint
+
+LAYOUTS = {
+    # name: (checkpoint tensors -> our array, (our array, count) -> checkpoint tensors)
+    "same": (lambda parts: parts[0], lambda array, count: [array]),
+    "transposed": (lambda parts: parts[0].T, lambda array, count: [array.T]),
+    "concatenated": (
+        lambda parts: np.concatenate(parts, axis=-1),
+        lambda array, count: np.split(array, count, axis=-1),
+    ),
+    "transposed_concatenated": (
+        lambda parts: np.concatenate([part.T for part in parts], axis=-1),
+        lambda array, count: [part.T for part in np.split(array, count, axis=-1)],
+    ),
+}
+
+
+def expand_table(table, num_layers):
+    """Writes out a format's table for `num_layers` encoder blocks.
+
+    Rows with "{i}" appear once per block; the others once.
+
+    Example:
+    >>> from bert_keras.checkpoints import huggingface
+    >>> rows = expand_table(huggingface.BACKBONE_TABLE, num_layers=2)
+    >>> len(rows), rows[-3][0]
+    (31, 'transformer_layer_1/output_layer_norm/beta')
+    """
+    rows = []
+    for path, layout, names in table:
+        for index in range(num_layers) if "{i}" in path else [None]:
+            rows.append((path.format(i=index), layout, tuple(n.format(i=index) for n in names)))
+    return rows
+
+
+def read_tables(
+    tensor_file,
+    names,
+    config,
+    backbone_table,
+    head_tables,
+    ignored=(),
+    tied=None,
+    pooler_optional=False,
+):
+    """Reads every tensor of `tensor_file` through the tables into a `Checkpoint`.
+
+    Args:
+        tensor_file: the format's reader (`shapes`, `read(name)`, `directory`).
+        names: dict table name -> the tensor's name in the file.
+        config: the `BertBackbone` config read from the directory.
+        backbone_table: the format's `BACKBONE_TABLE`.
+        head_tables: the format's `HEAD_TABLES` that may occur.
+        ignored: patterns (matched whole) of tensors that carry no weights.
+        tied: dict tensor -> the tensor it must equal (tied decoders).
+        pooler_optional: the checkpoint's class may lack the pooler.
+
+    Raises:
+        ValueError: naming every missing or unexpected tensor, untied tied
+            tensors, and head tensors of the wrong shape.
+    """
+    tied = tied or {}
+    backbone_rows = expand_table(backbone_table, config["num_layers"])
+    if pooler_optional and not any(
+        name in names for name in _row_names(backbone_rows, POOLER_PATHS)
+    ):
+        backbone_rows = [row for row in backbone_rows if row[0] not in POOLER_PATHS]
+    head_rows = {
+        head: rows
+        for head, rows in head_tables.items()
+        if any(name in names for _, _, row_names in rows for name in row_names)
+    }
+    _check_names(tensor_file, names, backbone_rows, head_rows, ignored, tied)
+    _check_tied(tensor_file, names, tied)
+    checkpoint = Checkpoint(backbone_config=config, backbone_weights={})
+    checkpoint.backbone_weights = _convert_rows(
+        tensor_file, names, backbone_rows, checkpoint.sources, source_prefix=""
+    )
+    for head, rows in head_rows.items():
+        checkpoint.head_weights[head] = _convert_rows(
+            tensor_file, names, rows, checkpoint.sources, source_prefix=head + "/"
+        )
+    _check_head_shapes(checkpoint)
+    return checkpoint
+
+
+def checkpoint_tensors(checkpoint, tables, headed_prefix):
+    """A `Checkpoint`'s arrays under a format's tensor names, by the tables that read them.
+
+    Args:
+        checkpoint: the `Checkpoint`.
+        tables: the format's module (its `BACKBONE_TABLE`, `HEAD_TABLES`).
+        headed_prefix: put before backbone names when the checkpoint has
+            heads (transformers' "bert.").
+
+    Example:
+    >>> from bert_keras.checkpoints import huggingface
+    >>> from bert_keras.models.bert_backbone import BertBackbone
+    >>> from bert_keras.models.checkpoint_weights import model_checkpoint
+    >>> checkpoint = model_checkpoint(BertBackbone(9, 1, 2, 8, 16))
+    >>> tensors = checkpoint_tensors(checkpoint, huggingface, "bert.")
+    >>> len(tensors), tensors["encoder.layer.0.attention.self.query.weight"].shape
+    (23, (8, 8))
+    """
+    prefix = headed_prefix if checkpoint.head_weights else ""
+    rows = expand_table(tables.BACKBONE_TABLE, checkpoint.backbone_config["num_layers"])
+    # Only the pooler may be absent (classes built without one).
+    rows = [
+        row for row in rows if row[0] in checkpoint.backbone_weights or row[0] not in POOLER_PATHS
+    ]
+    tensors = _to_checkpoint_names(rows, checkpoint.backbone_weights, prefix)
+    for head, weights in checkpoint.head_weights.items():
+        tensors.update(_to_checkpoint_names(tables.HEAD_TABLES[head], weights, ""))
+    return tensors
+
+
+def _row_names(rows, paths):
+    return [name for path, _, row_names in rows if path in paths for name in row_names]
+
+
+def _check_names(tensor_file, names, backbone_rows, head_rows, ignored, tied):
+    rows = backbone_rows + [row for head in head_rows.values() for row in head]
+    expected = {name for _, _, row_names in rows for name in row_names}
+    missing = sorted(expected - set(names))
+    unexpected = sorted(
+        name
+        for name in set(names) - expected
+        if name not in tied and not any(re.fullmatch(pattern, name) for pattern in ignored)
+    )
+    problems = []
+    if missing:
+        problems.append(f"missing {len(missing)} tensors: {missing}")
+    if unexpected:
+        shapes = [f"{names[name]} {list(tensor_file.shapes[names[name]])}" for name in unexpected]
+        problems.append(f"{len(unexpected)} unexpected tensors: {shapes}")
+    if problems:
+        raise ValueError(
+            f"Checkpoint {tensor_file.directory} does not fit its config: "
+            + "; ".join(problems)
+            + "."
+        )
+
+
+def _check_tied(tensor_file, names, tied):
+    for name, tied_to in tied.items():
+        if name in names and tied_to in names:
+            if not np.array_equal(tensor_file.read(names[name]), tensor_file.read(names[tied_to])):
+                raise ValueError(
+                    f"Checkpoint {tensor_file.directory}: {names[name]} differs from "
+                    f"{names[tied_to]}; only tied masked-LM decoders are supported."
+                )
+
+
+def _convert_rows(tensor_file, names, rows, sources, source_prefix):
+    weights = {}
+    for path, layout, row_names in rows:
+        parts = [tensor_file.read(names[name]) for name in row_names]
+        if len({part.shape for part in parts}) > 1:
+            raise ValueError(
+                f"Checkpoint {tensor_file.directory}: {list(row_names)} should have one "
+                f"shape, found {[list(part.shape) for part in parts]}."
+            )
+        weights[path] = LAYOUTS[layout][0](parts)
+        sources[source_prefix + path] = tuple(names[name] for name in row_names)
+    return weights
+
+
+def _check_head_shapes(checkpoint):
+    hidden_dim = checkpoint.backbone_config["hidden_dim"]
+    problems = []
+    for head, weights in checkpoint.head_weights.items():
+        expected_shapes = _head_shapes(head, weights, hidden_dim, checkpoint.backbone_config)
+        for path, expected in expected_shapes.items():
+            if tuple(weights[path].shape) != expected:
+                source = checkpoint.sources[f"{head}/{path}"]
+                problems.append(
+                    f"{head}/{path} (from {list(source)}): expected {list(expected)}, "
+                    f"found {list(weights[path].shape)}"
+                )
+    if problems:
+        raise ValueError("Head tensors with the wrong shape: " + "; ".join(problems) + ".")
+
+
+def _head_shapes(head, weights, hidden_dim, config):
+    if head == "masked_lm":
+        return {
+            "transform_dense/kernel": (hidden_dim, hidden_dim),
+            "transform_dense/bias": (hidden_dim,),
+            "transform_layer_norm/gamma": (hidden_dim,),
+            "transform_layer_norm/beta": (hidden_dim,),
+            "output_bias": (config["vocabulary_size"],),
+        }
+    outputs = 2 if head == "next_sentence" else weights["bias"].shape[-1]
+    return {"kernel": (hidden_dim, outputs), "bias": (outputs,)}
+
+
+def _to_checkpoint_names(rows, weights, prefix):
+    tensors = {}
+    for path, layout, names in rows:
+        parts = LAYOUTS[layout][1](np.asarray(weights[path]), len(names))
+        tensors.update({prefix + name: part for name, part in zip(names, parts)})
+    return tensors

@@ -1,0 +1,265 @@
+"""Recognises a checkpoint directory's format and reads it into a `Checkpoint`.
+
+Formats, recognised by what a directory holds:
+
+- "bert_keras" (the project's own): a Hugging Face directory plus
+  `bert_keras.json` with the exact `BertBackbone` config and tokenizer
+  settings, so what config.json cannot express (dtype policy, name, the
+  word-length limit of an original vocabulary) survives. Preferred when
+  present.
+- "huggingface": config.json + model.safetensors (or a sharded index).
+- "original": the google-research release, bert_config.json + a TF checkpoint.
+- "keras": a `.keras` file of a `BertBackbone`, loaded with `safe_mode=True`.
+
+Reading is strict: a missing, unexpected or wrongly shaped tensor is an error
+that names every one. The only tensors skipped are training state (Adam
+slots, global_step), transformers' `position_ids` buffer and its tied
+decoder. Head tensors go to `Checkpoint.head_weights`.
+"""
+
+import glob
+import json
+import os
+
+import keras
+
+from bert_keras.checkpoints import huggingface
+from bert_keras.checkpoints import original
+from bert_keras.checkpoints.checkpoint import HUGGING_FACE_MAX_CHARS_PER_WORD
+from bert_keras.checkpoints.checkpoint import ORIGINAL_MAX_CHARS_PER_WORD
+from bert_keras.checkpoints.checkpoint import OWN_CONFIG_FILE
+from bert_keras.checkpoints.checkpoint import Checkpoint
+from bert_keras.checkpoints.checkpoint import tokenizer_settings
+from bert_keras.checkpoints.name_tables import read_tables
+
+FORMATS = ("bert_keras", "huggingface", "original", "keras")
+# keras.saving's registered name of the one class a "keras" checkpoint holds.
+_BACKBONE_CLASS = "bert_keras>BertBackbone"
+
+
+def detect_format(path):
+    """Names the checkpoint format at `path` (a directory or a .keras file).
+
+    Raises:
+        FileNotFoundError: `path` does not exist.
+        ValueError: nothing recognised (the message lists what was looked
+            for and what is there), or only pickled PyTorch weights.
+
+    Example:
+    >>> import os, tempfile
+    >>> directory = tempfile.mkdtemp()
+    >>> _ = open(os.path.join(directory, "bert_config.json"), "w").write("{}")
+    >>> _ = open(os.path.join(directory, "bert_model.ckpt.index"), "w").write("")
+    >>> detect_format(directory)
+    'original'
+    """
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"Checkpoint path {path} does not exist.")
+    if os.path.isfile(path):
+        if path.endswith(".keras"):
+            return "keras"
+        raise ValueError(f"{path} is a file; expected a checkpoint directory or a .keras file.")
+    if huggingface.is_checkpoint(path):
+        own = os.path.isfile(os.path.join(path, OWN_CONFIG_FILE))
+        return "bert_keras" if own else "huggingface"
+    if original.is_checkpoint(path):
+        return "original"
+    if _keras_files(path):
+        return "keras"
+    if huggingface.has_pickled_weights(path):
+        raise ValueError(huggingface.pickled_weights_message(path))
+    raise ValueError(
+        f"No checkpoint recognised in {path}. Looked for: {OWN_CONFIG_FILE} with "
+        f"{huggingface.CONFIG_FILE} and {huggingface.WEIGHTS_FILE} (bert_keras); "
+        f"{huggingface.CONFIG_FILE} with {huggingface.WEIGHTS_FILE} or "
+        f"{huggingface.WEIGHTS_INDEX_FILE} (Hugging Face); {original.CONFIG_FILE} "
+        "with a *.ckpt.index (original BERT); a *.keras file. "
+        f"Found: {sorted(os.listdir(path))[:20]}."
+    )
+
+
+def read_checkpoint(path, format="auto"):
+    """Reads a checkpoint directory (or .keras file) into a `Checkpoint`.
+
+    Args:
+        path: the directory (or .keras file).
+        format: "auto" (by the directory's contents) or one of `FORMATS`.
+
+    Raises:
+        ValueError: unsupported config, or missing, unexpected or wrongly
+            shaped tensors (backbone shapes are checked against a model by
+            `bert_keras.models.checkpoint_weights.apply_checkpoint`).
+
+    Example:
+    >>> import tempfile
+    >>> from bert_keras.models.bert_backbone import BertBackbone
+    >>> directory = tempfile.mkdtemp() + "/tiny"
+    >>> BertBackbone.from_preset("bert_tiny").save_to_preset(directory)
+    >>> checkpoint = read_checkpoint(directory)
+    >>> checkpoint.format, checkpoint.backbone_config["hidden_dim"], checkpoint.head_weights
+    ('bert_keras', 128, {})
+    >>> checkpoint.backbone_weights["pooler_dense/kernel"].shape
+    (128, 128)
+    """
+    path = os.fspath(path)
+    detected = detect_format(path)
+    if format == "auto":
+        format = detected
+    elif format not in FORMATS:
+        raise ValueError(
+            f"Unknown checkpoint format {format!r}; expected 'auto' or one of {FORMATS}."
+        )
+    elif format != detected and (format, detected) != ("huggingface", "bert_keras"):
+        # A bert_keras directory is also a Hugging Face one, not the reverse.
+        raise ValueError(f"{path} holds a {detected!r} checkpoint, not {format!r}.")
+    readers = {
+        "bert_keras": _read_own,
+        "huggingface": _read_huggingface,
+        "original": _read_original,
+        "keras": _read_keras,
+    }
+    return readers[format](path)
+
+
+def read_tokenizer_settings(directory):
+    """The `BertTokenizer` arguments a checkpoint directory's tokenizer files set.
+
+    bert_keras.json's when it has them; for an original release, the casing
+    its name implies and the original's 200-character word limit; otherwise
+    Hugging Face's tokenizer_config.json and tokenizer.json (casing, accents,
+    Chinese characters, the WordPiece word limit: 100 unless tokenizer.json
+    says otherwise). A directory with only a vocab.txt gets the original's
+    defaults.
+
+    Example:
+    >>> import os, tempfile
+    >>> directory = tempfile.mkdtemp()
+    >>> _ = open(os.path.join(directory, "tokenizer_config.json"), "w").write(
+    ...     '{"do_lower_case": false}')
+    >>> settings = read_tokenizer_settings(directory)
+    >>> settings["lowercase"], settings["max_input_chars_per_word"]
+    (False, 100)
+    """
+    own = _read_json(_existing(directory, OWN_CONFIG_FILE)) or {}
+    if "tokenizer" in own:
+        return tokenizer_settings(**own["tokenizer"])
+    if original.is_checkpoint(directory):
+        return tokenizer_settings(
+            **original.tokenizer_casing(directory),
+            max_input_chars_per_word=ORIGINAL_MAX_CHARS_PER_WORD,
+        )
+    config = _read_json(_existing(directory, "tokenizer_config.json"))
+    fast = _read_json(_existing(directory, "tokenizer.json"))
+    if config is None and fast is None:
+        return tokenizer_settings()
+    config, fast = config or {}, fast or {}
+    normalizer = fast.get("normalizer") or {}
+    return tokenizer_settings(
+        lowercase=config.get("do_lower_case", normalizer.get("lowercase", True)),
+        strip_accents=config.get("strip_accents", normalizer.get("strip_accents")),
+        tokenize_chinese_chars=config.get(
+            "tokenize_chinese_chars", normalizer.get("handle_chinese_chars", True)
+        ),
+        max_input_chars_per_word=(fast.get("model") or {}).get(
+            "max_input_chars_per_word", HUGGING_FACE_MAX_CHARS_PER_WORD
+        ),
+    )
+
+
+def _read_huggingface(directory):
+    config, architecture, raw = huggingface.read_config(directory)
+    tensor_file = huggingface.TensorFile(directory)
+    names = {huggingface.table_name(name): name for name in tensor_file.shapes}
+    heads = dict(huggingface.HEAD_TABLES)
+    # Both classifications name their head `classifier.*`; the class says which it is.
+    del heads["classifier" if architecture == "BertForTokenClassification" else "token_classifier"]
+    checkpoint = read_tables(
+        tensor_file,
+        names,
+        config,
+        huggingface.BACKBONE_TABLE,
+        heads,
+        ignored=huggingface.IGNORED_TENSORS,
+        tied=huggingface.TIED_TENSORS,
+        pooler_optional=architecture in huggingface.ARCHITECTURES_WITHOUT_POOLER,
+    )
+    checkpoint.format, checkpoint.directory, checkpoint.extra_config = "huggingface", directory, raw
+    checkpoint.label_names = _label_names(raw.get("id2label"), checkpoint.num_named_labels())
+    checkpoint.vocabulary_file = _existing(directory, "vocab.txt")
+    checkpoint.tokenizer_settings = read_tokenizer_settings(directory)
+    return checkpoint
+
+
+def _label_names(id2label, num_labels):
+    """id2label's names in id order when it names exactly the head's `num_labels` outputs."""
+    if not id2label or num_labels is None or len(id2label) != num_labels:
+        return None
+    try:
+        return [id2label[str(index)] for index in range(num_labels)]
+    except KeyError:
+        return None
+
+
+def _read_own(directory):
+    checkpoint = _read_huggingface(directory)
+    checkpoint.backbone_config = _read_json(os.path.join(directory, OWN_CONFIG_FILE))["config"]
+    checkpoint.format = "bert_keras"
+    return checkpoint
+
+
+def _read_original(directory):
+    config = original.read_config(directory)
+    tensor_file = original.TensorFile(directory)
+    checkpoint = read_tables(
+        tensor_file,
+        {name: name for name in tensor_file.shapes},
+        config,
+        original.BACKBONE_TABLE,
+        original.HEAD_TABLES,
+        ignored=original.IGNORED_PATTERNS,
+    )
+    checkpoint.format, checkpoint.directory = "original", directory
+    checkpoint.vocabulary_file = _existing(directory, original.VOCABULARY_FILE)
+    checkpoint.tokenizer_settings = read_tokenizer_settings(directory)
+    return checkpoint
+
+
+def _read_keras(path):
+    if os.path.isdir(path):
+        files = _keras_files(path)
+        if len(files) != 1:
+            raise ValueError(f"{path} holds {len(files)} .keras files; expected one: {files}.")
+        path = files[0]
+    # The classes are registered with Keras by whoever imported them (the
+    # models that call this); none is imported here.
+    model = keras.saving.load_model(path, safe_mode=True)
+    if keras.saving.get_registered_name(type(model)) != _BACKBONE_CLASS:
+        raise ValueError(f"{path} holds a {type(model).__name__}; expected a BertBackbone.")
+    weights = {variable.path: keras.ops.convert_to_numpy(variable) for variable in model.weights}
+    directory = os.path.dirname(path)
+    vocabulary_file = _existing(directory, "vocab.txt")
+    return Checkpoint(
+        backbone_config=model.get_config(),
+        backbone_weights=weights,
+        format="keras",
+        directory=directory,
+        vocabulary_file=vocabulary_file,
+        tokenizer_settings=read_tokenizer_settings(directory),
+    )
+
+
+def _keras_files(directory):
+    return sorted(glob.glob(os.path.join(glob.escape(directory), "*.keras")))
+
+
+def _existing(directory, name):
+    path = os.path.join(directory, name)
+    return path if os.path.isfile(path) else None
+
+
+def _read_json(path):
+    if path is None:
+        return None
+    with open(path, encoding="utf-8") as file:
+        return json.load(file)

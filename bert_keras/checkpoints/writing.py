@@ -1,0 +1,159 @@
+"""Writes a `Checkpoint` in the project's format or in the original release's.
+
+Both go through `bert_keras.atomic_files.atomic_directory`: an interrupted
+write leaves no partial directory.
+"""
+
+import json
+import os
+import shutil
+
+from bert_keras.atomic_files import atomic_directory
+from bert_keras.checkpoints import huggingface
+from bert_keras.checkpoints import original
+from bert_keras.checkpoints.checkpoint import HEAD_NAMES
+from bert_keras.checkpoints.checkpoint import OWN_CONFIG_FILE
+from bert_keras.checkpoints.name_tables import checkpoint_tensors
+
+OUTPUT_FORMATS = ("bert_keras", "original")
+
+
+def write_checkpoint(checkpoint, directory, overwrite=False, format="bert_keras"):
+    """Writes a `Checkpoint` in the project's format, or in the original's.
+
+    "bert_keras" writes config.json (the transformers class that holds
+    exactly the checkpoint's heads, and id2label for named labels),
+    model.safetensors, bert_keras.json (the exact backbone config and the
+    tokenizer settings), and the tokenizer files: vocab.txt and the source's
+    tokenizer.json, tokenizer_config.json and special_tokens_map.json when
+    present, else a tokenizer_config.json from the tokenizer settings.
+    "original" writes the google-research release's bert_config.json,
+    bert_model.ckpt.* (variables named as modeling.py's scopes) and vocab.txt.
+
+    Args:
+        checkpoint: a `Checkpoint`, e.g. from `read_checkpoint`.
+        directory: the output directory; must not exist or be empty unless
+            `overwrite`.
+        overwrite: replace an existing non-empty `directory`.
+        format: "bert_keras" or "original".
+
+    Raises:
+        FileExistsError: `directory` is not empty and not `overwrite`.
+        ValueError: a set of heads no transformers class holds, label names
+            that do not fit the head, or (original) a head, activation or
+            epsilon the original format lacks.
+
+    Example:
+    >>> import tempfile
+    >>> from bert_keras.checkpoints.reading import detect_format, read_checkpoint
+    >>> from bert_keras.models.bert_backbone import BertBackbone
+    >>> directory = tempfile.mkdtemp() + "/tiny"
+    >>> BertBackbone.from_preset("bert_tiny").save_to_preset(directory)
+    >>> write_checkpoint(read_checkpoint(directory), directory + "_tf1", format="original")
+    >>> detect_format(directory + "_tf1")
+    'original'
+    """
+    if format == "original":
+        _write_original(checkpoint, directory, overwrite)
+    elif format == "bert_keras":
+        _write_own(checkpoint, directory, overwrite)
+    else:
+        raise ValueError(
+            f"Unknown output format {format!r}; expected one of {list(OUTPUT_FORMATS)}."
+        )
+
+
+def _write_own(checkpoint, directory, overwrite):
+    architecture = _architecture(checkpoint.head_weights)
+    tensors = checkpoint_tensors(checkpoint, huggingface, huggingface.ENCODER_PREFIX)
+    config = huggingface.config_json(
+        checkpoint.backbone_config, architecture, checkpoint.num_labels()
+    )
+    config.update(_label_config(checkpoint.label_names, checkpoint.num_named_labels()))
+    own_config = {
+        "class_name": "BertBackbone",
+        "config": checkpoint.backbone_config,
+        "tokenizer": checkpoint.tokenizer_settings,
+    }
+    with atomic_directory(directory, overwrite) as staging:
+        huggingface.write_tensors(staging, tensors)
+        _write_json(os.path.join(staging, huggingface.CONFIG_FILE), config)
+        _write_json(os.path.join(staging, OWN_CONFIG_FILE), own_config)
+        _write_tokenizer_files(checkpoint, staging)
+
+
+def _write_original(checkpoint, directory, overwrite):
+    unsupported = sorted(set(checkpoint.head_weights) - set(original.HEAD_TABLES))
+    if unsupported:
+        raise ValueError(
+            f"The original format has no variables for the heads {unsupported} "
+            f"(it has {sorted(original.HEAD_TABLES)}); keep this model in the bert_keras format."
+        )
+    config = original.config_json(checkpoint.backbone_config)
+    tensors = checkpoint_tensors(checkpoint, original, "")
+    with atomic_directory(directory, overwrite) as staging:
+        original.write_tensors(staging, tensors)
+        _write_json(os.path.join(staging, original.CONFIG_FILE), config)
+        if checkpoint.vocabulary_file is not None:
+            shutil.copyfile(
+                checkpoint.vocabulary_file, os.path.join(staging, original.VOCABULARY_FILE)
+            )
+
+
+def _architecture(head_weights):
+    heads = tuple(sorted(head_weights, key=HEAD_NAMES.index))
+    by_heads = {
+        tuple(sorted(key, key=HEAD_NAMES.index)): name
+        for key, name in huggingface.ARCHITECTURES.items()
+    }
+    if heads not in by_heads:
+        raise ValueError(
+            f"No transformers class holds exactly the heads {list(heads)}; "
+            f"supported: {[list(key) for key in by_heads]}."
+        )
+    return by_heads[heads]
+
+
+def _label_config(label_names, num_labels):
+    """config.json's id2label and label2id for `label_names` (none without them)."""
+    if label_names is None:
+        return {}
+    if len(label_names) != num_labels:
+        raise ValueError(
+            f"The checkpoint names {len(label_names)} labels ({list(label_names)}) but its "
+            f"classifier or token_classifier head has {num_labels or 'no'} outputs."
+        )
+    return {
+        "id2label": {str(index): name for index, name in enumerate(label_names)},
+        "label2id": {name: index for index, name in enumerate(label_names)},
+    }
+
+
+def _write_tokenizer_files(checkpoint, staging):
+    if checkpoint.vocabulary_file is not None:
+        shutil.copyfile(checkpoint.vocabulary_file, os.path.join(staging, "vocab.txt"))
+    if checkpoint.directory is not None and checkpoint.format in ("huggingface", "bert_keras"):
+        for name in huggingface.TOKENIZER_FILES[1:]:
+            if os.path.isfile(os.path.join(checkpoint.directory, name)):
+                shutil.copyfile(
+                    os.path.join(checkpoint.directory, name), os.path.join(staging, name)
+                )
+    config_path = os.path.join(staging, "tokenizer_config.json")
+    if checkpoint.vocabulary_file is not None and not os.path.exists(config_path):
+        settings = checkpoint.tokenizer_settings
+        _write_json(
+            config_path,
+            {
+                "tokenizer_class": "BertTokenizer",
+                "do_lower_case": settings["lowercase"],
+                "strip_accents": settings["strip_accents"],
+                "tokenize_chinese_chars": settings["tokenize_chinese_chars"],
+                "model_max_length": checkpoint.backbone_config["max_sequence_length"],
+            },
+        )
+
+
+def _write_json(path, value):
+    with open(path, "w", encoding="utf-8") as file:
+        json.dump(value, file, indent=2, sort_keys=True)
+        file.write("\n")

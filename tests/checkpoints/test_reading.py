@@ -1,0 +1,77 @@
+"""Format detection, the readers, .keras files in safe mode, and the errors that name the problem."""
+
+import keras
+import pytest
+
+from bert_keras.checkpoints import detect_format
+from bert_keras.checkpoints import read_checkpoint
+from bert_keras.models.bert_backbone import BertBackbone
+from tests.checkpoints import assert_same_weights
+from tests.checkpoints import save_tiny
+from tests.test_case import TINY_BACKBONE
+
+
+def test_bert_keras_json_is_preferred_and_huggingface_reads_the_rest(tmp_path):
+    BertBackbone(**TINY_BACKBONE, dtype="mixed_float16").save_to_preset(tmp_path / "saved")
+    assert detect_format(tmp_path / "saved") == "bert_keras"
+    as_huggingface = read_checkpoint(tmp_path / "saved", format="huggingface")
+    assert "dtype" not in as_huggingface.backbone_config
+    assert (
+        read_checkpoint(tmp_path / "saved").backbone_config["dtype"]["config"]["name"]
+        == "mixed_float16"
+    )
+
+
+def test_overrides_apply_to_checkpoints(tmp_path):
+    save_tiny("BertModel", tmp_path)
+    backbone = BertBackbone.from_preset(str(tmp_path), dropout=0.0, dtype="mixed_bfloat16")
+    assert backbone.dropout == 0.0 and backbone.dtype_policy.name == "mixed_bfloat16"
+
+
+def test_keras_file_loads_in_safe_mode(tmp_path):
+    backbone = BertBackbone(**TINY_BACKBONE, activation="gelu")
+    backbone.save(tmp_path / "backbone.keras")
+    for path in (tmp_path / "backbone.keras", tmp_path):
+        restored = BertBackbone.from_preset(path)
+        assert restored.get_config() == backbone.get_config()
+        assert_same_weights(backbone, restored)
+
+
+def test_keras_file_of_another_model_is_refused(tmp_path):
+    inputs = keras.Input((4,))
+    keras.Model(inputs, keras.layers.Dense(2)(inputs)).save(tmp_path / "other.keras")
+    with pytest.raises(ValueError, match="holds a Functional; expected a BertBackbone"):
+        BertBackbone.from_preset(tmp_path / "other.keras")
+
+
+def test_missing_path_is_named(tmp_path):
+    with pytest.raises(
+        FileNotFoundError, match=f"Checkpoint path {tmp_path / 'absent'} does not exist"
+    ):
+        BertBackbone.from_preset(tmp_path / "absent")
+
+
+def test_unrecognised_directory_lists_what_was_looked_for(tmp_path):
+    (tmp_path / "notes.txt").write_text("")
+    with pytest.raises(ValueError, match=f"No checkpoint recognised in {tmp_path}") as error:
+        BertBackbone.from_preset(tmp_path)
+    for expected in ("config.json", "model.safetensors", "bert_config.json", ".keras", "notes.txt"):
+        assert expected in str(error.value)
+
+
+def test_format_must_fit_the_directory(tmp_path):
+    save_tiny("BertModel", tmp_path)
+    with pytest.raises(ValueError, match="holds a 'huggingface' checkpoint, not 'original'"):
+        read_checkpoint(tmp_path, format="original")
+
+
+def test_preset_names_still_build_random_backbones():
+    assert BertBackbone.from_preset("bert_tiny").num_layers == 2
+    with pytest.raises(ValueError, match="Unknown preset 'bert_huge'"):
+        BertBackbone.from_preset("bert_huge")
+
+
+def test_huggingface_directory_is_not_our_format(tmp_path):
+    save_tiny("BertModel", tmp_path)
+    with pytest.raises(ValueError, match="holds a 'huggingface' checkpoint, not 'bert_keras'"):
+        read_checkpoint(tmp_path, format="bert_keras")

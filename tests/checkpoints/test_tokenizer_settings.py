@@ -1,0 +1,71 @@
+"""A checkpoint's tokenizer follows its format: casing, and the word-length limit (100 or 200)."""
+
+import json
+
+import pytest
+import tokenizers
+
+from bert_keras.checkpoints import read_checkpoint
+from bert_keras.checkpoints import write_checkpoint
+from bert_keras.models.bert_classifier import BertClassifier
+from bert_keras.models.checkpoint_conversion import convert_checkpoint
+from bert_keras.text.tokenizer import BertTokenizer
+from tests.checkpoints import save_tiny
+
+SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+VOCABULARY = SPECIAL_TOKENS + ["a", "##a"] + [f"t{index}" for index in range(33)]
+WORD = "a" * 150  # over Hugging Face's 100 characters, under the original's 200
+UNK = VOCABULARY.index("[UNK]")
+PIECES = [VOCABULARY.index("a")] + [VOCABULARY.index("##a")] * (len(WORD) - 1)
+
+
+@pytest.fixture(scope="module")
+def directories(tmp_path_factory):
+    """A Hugging Face directory and the original release written from it."""
+    root = tmp_path_factory.mktemp("formats")
+    huggingface = root / "huggingface"
+    save_tiny("BertModel", huggingface, hidden_act="gelu_new")  # the original computes tanh GELU
+    (huggingface / "vocab.txt").write_text("\n".join(VOCABULARY) + "\n")
+    (huggingface / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": True}))
+    original = root / "uncased_L-2_H-8_A-2"
+    write_checkpoint(read_checkpoint(huggingface), original, format="original")
+    return {"huggingface": huggingface, "original": original}
+
+
+def _reference_ids(vocabulary_file, word):
+    """What transformers' tokenizer (the Rust WordPiece, limit 100) makes of `word`."""
+    reference = tokenizers.BertWordPieceTokenizer(str(vocabulary_file), lowercase=True)
+    return reference.encode(word, add_special_tokens=False).ids
+
+
+@pytest.mark.parametrize(
+    "format, limit, expected", [("huggingface", 100, [UNK]), ("original", 200, PIECES)]
+)
+def test_every_tokenizer_from_a_directory_has_its_formats_word_limit(
+    directories, format, limit, expected
+):
+    directory = directories[format]
+    checkpoint = read_checkpoint(directory)
+    assert checkpoint.tokenizer_settings["max_input_chars_per_word"] == limit
+    assert BertTokenizer.from_preset(str(directory))(WORD).numpy().tolist() == expected
+    classifier = BertClassifier.from_preset(directory, num_classes=2, sequence_length=200)
+    token_ids = classifier.preprocessor(WORD)["token_ids"].numpy().tolist()
+    assert token_ids[1 : 1 + len(expected)] == expected
+    # The project's own format keeps the limit of the directory it was converted from.
+    convert_checkpoint(directory, directory.parent / f"{format}_converted")
+    converted = read_checkpoint(directory.parent / f"{format}_converted")
+    assert converted.tokenizer_settings == checkpoint.tokenizer_settings
+
+
+def test_hugging_face_limit_matches_transformers(directories):
+    vocabulary_file = directories["huggingface"] / "vocab.txt"
+    tokenizer = BertTokenizer.from_preset(str(directories["huggingface"]))
+    for word in ("a" * 100, "a" * 101, WORD):
+        assert tokenizer(word).numpy().tolist() == _reference_ids(vocabulary_file, word), word
+
+
+def test_original_casing_comes_from_the_directory_name(directories, tmp_path):
+    cased = tmp_path / "cased_L-2_H-8_A-2"
+    write_checkpoint(read_checkpoint(directories["huggingface"]), cased, format="original")
+    assert read_checkpoint(cased).tokenizer_settings["lowercase"] is False
+    assert read_checkpoint(directories["original"]).tokenizer_settings["lowercase"] is True

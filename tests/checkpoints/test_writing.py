@@ -1,0 +1,76 @@
+"""The project's own format written whole: settings config.json cannot hold, tokenizer files, safe saving."""
+
+import json
+import os
+
+import pytest
+
+from bert_keras.checkpoints import huggingface
+from bert_keras.checkpoints import read_checkpoint
+from bert_keras.models.bert_backbone import BertBackbone
+from tests.checkpoints import assert_same_weights
+from tests.test_case import TINY_BACKBONE
+
+
+def test_own_format_keeps_settings_config_json_cannot_hold(tmp_path):
+    backbone = BertBackbone(
+        **TINY_BACKBONE,
+        activation="relu",
+        dropout=0.2,
+        attention_dropout=0.05,
+        layer_norm_epsilon=1e-6,
+        dtype="mixed_bfloat16",
+        name="my_bert",
+    )
+    backbone.save_to_preset(tmp_path / "saved")
+    restored = BertBackbone.from_preset(tmp_path / "saved")
+    assert restored.get_config() == backbone.get_config()
+    assert_same_weights(backbone, restored)
+    config = json.loads((tmp_path / "saved" / "config.json").read_text())
+    assert config["hidden_act"] == "relu" and config["attention_probs_dropout_prob"] == 0.05
+    assert config["layer_norm_eps"] == 1e-6 and config["architectures"] == ["BertModel"]
+
+
+def test_vocabulary_and_tokenizer_config(tmp_path):
+    vocabulary = tmp_path / "vocab.txt"
+    vocabulary.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nhello\n")
+    BertBackbone(**TINY_BACKBONE).save_to_preset(
+        tmp_path / "saved", vocabulary_file=vocabulary, lowercase=False
+    )
+    assert (tmp_path / "saved" / "vocab.txt").read_text() == vocabulary.read_text()
+    tokenizer_config = json.loads((tmp_path / "saved" / "tokenizer_config.json").read_text())
+    assert tokenizer_config["do_lower_case"] is False and tokenizer_config["model_max_length"] == 16
+    checkpoint = read_checkpoint(tmp_path / "saved")
+    assert checkpoint.vocabulary_file == str(tmp_path / "saved" / "vocab.txt")
+
+
+def test_existing_directory_is_refused_unless_overwrite(tmp_path):
+    first, second = BertBackbone(**TINY_BACKBONE), BertBackbone(**TINY_BACKBONE)
+    first.save_to_preset(tmp_path / "saved")
+    with pytest.raises(
+        FileExistsError, match=f"Output directory {tmp_path / 'saved'} exists and is not empty"
+    ):
+        second.save_to_preset(tmp_path / "saved")
+    second.save_to_preset(tmp_path / "saved", overwrite=True)
+    assert_same_weights(second, BertBackbone.from_preset(tmp_path / "saved"))
+    assert sorted(os.listdir(tmp_path)) == ["saved"]
+
+
+def test_interrupted_save_leaves_nothing(tmp_path, monkeypatch):
+    def fail(directory, tensors):
+        open(os.path.join(directory, "model.safetensors"), "w").write("half")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(huggingface, "write_tensors", fail)
+    with pytest.raises(KeyboardInterrupt):
+        BertBackbone(**TINY_BACKBONE).save_to_preset(tmp_path / "saved")
+    assert os.listdir(tmp_path) == []
+
+
+def test_interrupted_overwrite_keeps_the_old_directory(tmp_path, monkeypatch):
+    backbone = BertBackbone(**TINY_BACKBONE)
+    backbone.save_to_preset(tmp_path / "saved")
+    monkeypatch.setattr(huggingface, "write_tensors", lambda *args: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        BertBackbone(**TINY_BACKBONE).save_to_preset(tmp_path / "saved", overwrite=True)
+    assert_same_weights(backbone, BertBackbone.from_preset(tmp_path / "saved"))

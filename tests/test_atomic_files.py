@@ -1,0 +1,50 @@
+"""Outputs are written whole or not at all, and their parent directories are created."""
+
+import os
+
+import pytest
+
+from bert_keras.atomic_files import atomic_directory
+from bert_keras.atomic_files import atomic_file
+from bert_keras.atomic_files import write_text
+
+
+class Interrupted(Exception):
+    pass
+
+
+def test_a_failed_directory_write_leaves_the_old_directory_and_no_staging(tmp_path):
+    target = tmp_path / "export"
+    with atomic_directory(target) as staging:
+        write_text(os.path.join(staging, "old.txt"), "old")
+    with pytest.raises(Interrupted):
+        with atomic_directory(target, overwrite=True) as staging:
+            write_text(os.path.join(staging, "new.txt"), "new")
+            raise Interrupted
+    assert sorted(os.listdir(tmp_path)) == ["export"]
+    assert os.listdir(target) == ["old.txt"]
+
+
+def test_overwrite_replaces_and_refuses_without_it(tmp_path):
+    target = tmp_path / "export"
+    with atomic_directory(target) as staging:
+        write_text(os.path.join(staging, "old.txt"), "old")
+    with pytest.raises(FileExistsError, match="export exists and is not empty"):
+        with atomic_directory(target):
+            pass
+    with atomic_directory(target, overwrite=True) as staging:
+        write_text(os.path.join(staging, "new.txt"), "new")
+    assert os.listdir(target) == ["new.txt"]
+    assert sorted(os.listdir(tmp_path)) == ["export"]
+
+
+def test_a_failed_file_write_keeps_the_old_file_and_removes_the_partial(tmp_path):
+    path = tmp_path / "missing" / "parents" / "results.json"
+    write_text(path, "old")
+    with pytest.raises(Interrupted):
+        with atomic_file(path) as temporary:
+            with open(temporary, "w") as file:
+                file.write("half")
+            raise Interrupted
+    assert path.read_text() == "old"
+    assert os.listdir(path.parent) == ["results.json"]
