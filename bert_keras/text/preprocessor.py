@@ -14,6 +14,7 @@ import tensorflow as tf
 _without_autograph = tf.autograph.experimental.do_not_convert
 
 TRUNCATION_STRATEGIES = ("longest_first", "round_robin")
+PADDING_STRATEGIES = ("max_length", "longest")
 
 
 def truncated_pair_lengths(length_a, length_b, budget):
@@ -66,6 +67,9 @@ class BertPreprocessor(keras.layers.Layer):
         truncate: "longest_first" (the original's) or "round_robin" (one
             token to each segment in turn); for a pair of segments they keep
             the same tokens.
+        padding: "max_length" pads every batch to `sequence_length`;
+            "longest" pads each batch only to its longest sequence (still
+            truncated at `sequence_length`), so short texts cost little.
         **kwargs: arguments of `keras.layers.Layer`.
 
     Call arguments:
@@ -86,7 +90,14 @@ class BertPreprocessor(keras.layers.Layer):
     [1, 1, 1, 0, 0, 0]
     """
 
-    def __init__(self, tokenizer, sequence_length=512, truncate="longest_first", **kwargs):
+    def __init__(
+        self,
+        tokenizer,
+        sequence_length=512,
+        truncate="longest_first",
+        padding="max_length",
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         # Inputs are strings: keep them as TensorFlow tensors.
         self._convert_input_args = False
@@ -94,6 +105,8 @@ class BertPreprocessor(keras.layers.Layer):
         self.built = True
         if truncate not in TRUNCATION_STRATEGIES:
             raise ValueError(f"truncate must be one of {TRUNCATION_STRATEGIES}, got {truncate!r}.")
+        if padding not in PADDING_STRATEGIES:
+            raise ValueError(f"padding must be one of {PADDING_STRATEGIES}, got {padding!r}.")
         if sequence_length is not None and sequence_length < 3:
             raise ValueError(
                 f"sequence_length must leave room for [CLS] and two [SEP], got {sequence_length}."
@@ -101,6 +114,7 @@ class BertPreprocessor(keras.layers.Layer):
         self.tokenizer = tokenizer
         self.sequence_length = sequence_length
         self.truncate = truncate
+        self.padding = padding
 
     def get_config(self):
         config = super().get_config()
@@ -109,6 +123,7 @@ class BertPreprocessor(keras.layers.Layer):
                 "tokenizer": keras.layers.serialize(self.tokenizer),
                 "sequence_length": self.sequence_length,
                 "truncate": self.truncate,
+                "padding": self.padding,
             }
         )
         return config
@@ -251,7 +266,7 @@ class BertPreprocessor(keras.layers.Layer):
             0,
             list(segment_count),
         )
-        shape = [None, self.sequence_length]
+        shape = [None, self.sequence_length if self.padding == "max_length" else None]
         features = {
             "token_ids": token_ids.to_tensor(self.tokenizer.pad_token_id, shape=shape),
             "segment_ids": segment_ids.to_tensor(0, shape=shape),

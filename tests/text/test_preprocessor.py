@@ -112,6 +112,18 @@ def test_pad_to_longest_without_sequence_length(tokenizer):
     assert features["padding_mask"].numpy().tolist() == [[1, 1, 1, 1], [1, 1, 1, 0]]
 
 
+def test_padding_to_the_longest_keeps_the_truncation(lines, tokenizer):
+    texts = (lines[:20], lines[20:40])
+    fixed = BertPreprocessor(tokenizer, sequence_length=24)(texts)
+    longest = BertPreprocessor(tokenizer, sequence_length=24, padding="longest")(texts)
+    length = int(tf.reduce_max(tf.reduce_sum(fixed["padding_mask"], axis=1)))
+    short = BertPreprocessor(tokenizer, sequence_length=24, padding="longest")(["a b", "a"])
+    assert short["token_ids"].shape == (2, 4)
+    for name in FEATURES:
+        assert longest[name].shape == (20, length)
+        assert longest[name].numpy().tolist() == fixed[name][:, :length].numpy().tolist()
+
+
 def test_features_are_what_the_backbone_takes(tokenizer):
     features = BertPreprocessor(tokenizer, sequence_length=8)(["a b"])
     assert sorted(features) == sorted(FEATURES)
@@ -171,9 +183,12 @@ def test_graph_uses_only_core_and_tf_text_2_12_ops(tokenizer):
 
 
 def test_config_round_trip(tokenizer):
-    preprocessor = BertPreprocessor(tokenizer, sequence_length=12, truncate="round_robin")
+    preprocessor = BertPreprocessor(
+        tokenizer, sequence_length=12, truncate="round_robin", padding="longest"
+    )
     restored = BertPreprocessor.from_config(preprocessor.get_config())
     assert restored.sequence_length == 12 and restored.truncate == "round_robin"
+    assert restored.padding == "longest"
     texts = (["Hello world, how are you?"], ["[MASK] is fine"])
     assert (
         restored(texts)["token_ids"].numpy().tolist()
@@ -185,6 +200,8 @@ def test_errors():
     tokenizer = BertTokenizer(list(SPECIAL_TOKENS))
     with pytest.raises(ValueError, match="waterfall"):
         BertPreprocessor(tokenizer, truncate="waterfall")
+    with pytest.raises(ValueError, match="padding must be one of .* got 'shortest'"):
+        BertPreprocessor(tokenizer, padding="shortest")
     with pytest.raises(ValueError, match="got 2"):
         BertPreprocessor(tokenizer, sequence_length=2)
     with pytest.raises(ValueError, match="sequence of 3"):

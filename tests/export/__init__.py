@@ -1,0 +1,1 @@
+"""Tests of bert_keras.export."""

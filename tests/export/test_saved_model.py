@@ -1,0 +1,196 @@
+"""Exports answer as the Keras model does, in a process that has only TensorFlow, as a server would."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorflow.core.protobuf import saved_model_pb2
+
+from bert_keras.checkpoints import tokenizer_settings
+from bert_keras.checkpoints import write_checkpoint
+from bert_keras.export.saved_model import export_saved_model
+from bert_keras.export.saved_model import next_version
+from bert_keras.models.bert_backbone import BertBackbone
+from bert_keras.models.bert_classifier import BertClassifier
+from bert_keras.models.checkpoint_weights import model_checkpoint
+from bert_keras.text.preprocessor import BertPreprocessor
+from bert_keras.text.tokenizer import BertTokenizer
+from tests.text import TF_TEXT_2_12_OPS
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + (
+    "the a film plot is was good bad dull great ##s ##ly , . !".split()
+)
+LABELS = ["negative", "neutral", "positive"]
+SEQUENCE_LENGTH = 12
+TEXTS = [
+    "the film was good",
+    "",
+    "a dull , dull plot . " * 6,  # longer than SEQUENCE_LENGTH: truncated
+    "great films !",
+]
+CONFIG = dict(
+    vocabulary_size=len(VOCABULARY),
+    num_layers=1,
+    num_heads=2,
+    hidden_dim=8,
+    intermediate_dim=16,
+    max_sequence_length=32,
+)
+
+
+@pytest.fixture(scope="module")
+def vocabulary_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("vocabulary") / "vocab.txt"
+    path.write_text("\n".join(VOCABULARY) + "\n")
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def classifier(tmp_path_factory, vocabulary_file):
+    """A classifier trained one step on this backend, and its checkpoint directory."""
+    model = BertClassifier(BertBackbone(**CONFIG), num_classes=len(LABELS))
+    model.compile(learning_rate=1e-2, num_train_steps=1)
+    features = _packed(vocabulary_file, TEXTS)
+    model.fit(features, np.array([2, 1, 0, 2]), batch_size=4, epochs=1, verbose=0)
+    directory = tmp_path_factory.mktemp("classifier") / "export"
+    checkpoint = model_checkpoint(
+        model,
+        heads={"classifier": "logits"},
+        vocabulary_file=vocabulary_file,
+        tokenizer_settings=tokenizer_settings(),
+        label_names=LABELS,
+    )
+    write_checkpoint(checkpoint, directory)
+    return model, str(directory)
+
+
+def _packed(vocabulary_file, texts, padding="max_length"):
+    tokenizer = BertTokenizer(vocabulary_file)
+    preprocessor = BertPreprocessor(tokenizer, SEQUENCE_LENGTH, padding=padding)
+    return {name: value.numpy() for name, value in preprocessor(texts).items()}
+
+
+def _serve(directory, requests):
+    """What `tests.export.serve_export` answers: {"eager": ..., "session": ..., "methods": ...}."""
+    completed = subprocess.run(
+        [sys.executable, "-m", "tests.export.serve_export", directory],
+        input=json.dumps(requests),
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def _examples(texts):
+    return [
+        tf.train.Example(
+            features=tf.train.Features(
+                feature={
+                    "text": tf.train.Feature(bytes_list=tf.train.BytesList(value=[text.encode()]))
+                }
+            )
+        )
+        .SerializeToString()
+        .decode("latin-1")
+        for text in texts
+    ]
+
+
+def _saved_model(directory):
+    saved_model = saved_model_pb2.SavedModel()
+    with open(os.path.join(directory, "saved_model.pb"), "rb") as file:
+        saved_model.ParseFromString(file.read())
+    return saved_model
+
+
+def test_a_classifier_export_answers_as_the_keras_model_does(classifier, vocabulary_file, tmp_path):
+    model, checkpoint = classifier
+    exported = export_saved_model(checkpoint, tmp_path / "base", sequence_length=SEQUENCE_LENGTH)
+    assert exported == str(tmp_path / "base" / "1")
+    # The directory is relocatable, and names no path of the machine that wrote it.
+    moved = shutil.move(str(tmp_path / "base"), str(tmp_path / "elsewhere"))
+    served_directory = os.path.join(moved, "1")
+    graph_bytes = open(os.path.join(served_directory, "saved_model.pb"), "rb").read()
+    assert str(tmp_path).encode() not in graph_bytes and checkpoint.encode() not in graph_bytes
+    assert os.listdir(os.path.join(served_directory, "assets")) == ["vocab.txt"]
+
+    features = _packed(vocabulary_file, TEXTS)
+    logits = model.predict(features, verbose=0)
+    probabilities = tf.nn.softmax(logits).numpy()
+    requests = {
+        "serving_default": {"text": TEXTS},
+        "serve_ids": {name: value.tolist() for name, value in features.items()},
+        "classify": {"inputs": _examples(TEXTS)},
+    }
+    answers = _serve(served_directory, requests)
+    assert answers["methods"]["classify"] == "tensorflow/serving/classify"
+    for path in ("eager", "session"):
+        served = answers[path]
+        text = served["serving_default"]
+        np.testing.assert_allclose(text["logits"], logits, atol=1e-5, err_msg=path)
+        np.testing.assert_allclose(text["probabilities"], probabilities, atol=1e-5, err_msg=path)
+        assert text["label_id"] == np.argmax(logits, axis=-1).tolist()
+        assert text["label"] == [LABELS[index] for index in np.argmax(logits, axis=-1)]
+        np.testing.assert_allclose(served["serve_ids"]["logits"], logits, atol=1e-5, err_msg=path)
+        assert served["classify"]["classes"] == [LABELS] * len(TEXTS)
+        np.testing.assert_allclose(served["classify"]["scores"], probabilities, atol=1e-5)
+
+
+def test_raw_text_is_padded_to_the_longest_text_of_the_batch(vocabulary_file, tmp_path):
+    directory = tmp_path / "backbone"
+    backbone = BertBackbone(**CONFIG)
+    backbone.save_to_preset(directory, vocabulary_file=vocabulary_file)
+    exported = export_saved_model(directory, tmp_path / "base", sequence_length=SEQUENCE_LENGTH)
+    texts = ["the film", "a good plot"]
+    served = _serve(exported, {"serving_default": {"text": texts}})["eager"]["serving_default"]
+    features = _packed(vocabulary_file, texts, padding="longest")
+    assert served["padding_mask"] == features["padding_mask"].tolist()
+    assert np.shape(served["sequence_output"]) == (2, 5, CONFIG["hidden_dim"])
+    expected = backbone.predict(features, verbose=0)
+    for name in ("pooled_output", "sequence_output"):
+        np.testing.assert_allclose(served[name], expected[name], atol=1e-5, err_msg=name)
+
+
+def test_every_op_is_core_tensorflow_or_tensorflow_text_2_12(classifier, tmp_path):
+    exported = export_saved_model(classifier[1], tmp_path / "base", sequence_length=SEQUENCE_LENGTH)
+    meta_graph = _saved_model(exported).meta_graphs[0]
+    ops = {node.op for node in meta_graph.graph_def.node}
+    for function in meta_graph.graph_def.library.function:
+        ops |= {node.op for node in function.node_def}
+    assert not ops & {"XlaCallModule", "PyFunc", "EagerPyFunc", "PyFuncStateless"}
+    outside = {op for op in ops if not hasattr(tf.raw_ops, op)} - TF_TEXT_2_12_OPS
+    assert not outside, outside
+
+
+def test_versions_and_bad_models_are_refused_with_nothing_written(classifier, tmp_path):
+    base = tmp_path / "base"
+    export_saved_model(classifier[1], base, sequence_length=SEQUENCE_LENGTH)
+    assert next_version(base) == 2
+    with pytest.raises(FileExistsError, match="1 exists and is not empty"):
+        export_saved_model(classifier[1], base, version=1)
+    export_saved_model(classifier[1], base, version=1, overwrite=True)
+    tagger = tmp_path / "tagger"
+    model = BertBackbone(**CONFIG)
+    checkpoint = model_checkpoint(model, vocabulary_file=classifier[1] + "/vocab.txt")
+    checkpoint.head_weights["token_classifier"] = {
+        "kernel": np.zeros((CONFIG["hidden_dim"], 3)),
+        "bias": np.zeros(3),
+    }
+    write_checkpoint(checkpoint, tagger)
+    with pytest.raises(ValueError, match=r"heads \['token_classifier'\]; the exporter serves"):
+        export_saved_model(tagger, base)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="No checkpoint recognised"):
+        export_saved_model(tmp_path / "empty", base)
+    with pytest.raises(ValueError, match="sequence_length is 64 but must be between 3 and"):
+        export_saved_model(classifier[1], base, sequence_length=64)
+    assert sorted(os.listdir(base)) == ["1"]

@@ -1,0 +1,45 @@
+"""tools.export_saved_model from the command line: versions, and clear errors."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from bert_keras.models.bert_backbone import BertBackbone
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _run(*flags):
+    return subprocess.run(
+        [sys.executable, "-m", "tools.export_saved_model", *flags],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
+
+
+@pytest.mark.large
+def test_the_tool_writes_numbered_versions_and_refuses_an_existing_one(tmp_path):
+    vocabulary = tmp_path / "vocab.txt"
+    vocabulary.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi"]))
+    BertBackbone(6, 1, 2, 8, 16).save_to_preset(tmp_path / "model", vocabulary_file=vocabulary)
+    base = tmp_path / "served" / "tiny"
+    for expected in ("1", "2"):
+        completed = _run(f"--model={tmp_path / 'model'}", f"--export_base={base}")
+        assert completed.returncode == 0, completed.stderr[-2000:]
+        assert f"Wrote {base / expected}" in completed.stdout
+    completed = _run(f"--model={tmp_path / 'model'}", f"--export_base={base}", "--version=2")
+    assert completed.returncode != 0
+    assert "export_saved_model: Output directory" in completed.stderr
+    assert "2 exists and is not empty" in completed.stderr
+    assert sorted(os.listdir(base)) == ["1", "2"]
+
+
+def test_a_bad_version_is_refused_before_any_work(tmp_path):
+    completed = _run(f"--model={tmp_path}", f"--export_base={tmp_path / 'out'}", "--version=0")
+    assert completed.returncode != 0
+    assert "--version is 0 but must be at least 1" in completed.stderr
+    assert not (tmp_path / "out").exists()

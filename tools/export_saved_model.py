@@ -1,0 +1,59 @@
+"""Exports a fine-tuned or pretrained BERT as a SavedModel that stock TF Serving loads.
+
+Raw text in, answers out: the tokenizer runs in the graph. Writes
+EXPORT_BASE/<version>/ (the next free version unless --version), atomically;
+point TF Serving's --model_base_path at EXPORT_BASE. The model is traced on
+Keras' TensorFlow backend whatever backend trained it.
+
+Example:
+    python -m tools.export_saved_model --model=/runs/sst2/export \
+        --export_base=/models/sst2 --sequence_length=128
+"""
+
+import os
+import sys
+
+from absl import app
+from absl import flags
+
+_MODEL = flags.DEFINE_string(
+    "model", None, "Checkpoint directory (e.g. OUTPUT_DIR/export of tasks.classify) or .keras file."
+)
+_EXPORT_BASE = flags.DEFINE_string(
+    "export_base", None, "The model's directory; versions are written below it."
+)
+_VERSION = flags.DEFINE_integer("version", None, "Version number; the next free one if unset.")
+_SEQUENCE_LENGTH = flags.DEFINE_integer(
+    "sequence_length", None, "Longest packed text (longer ones are truncated)."
+)
+_TEXT_PAIR = flags.DEFINE_bool(
+    "text_pair", False, "The classifier takes sentence pairs: signatures get text_pair."
+)
+_OVERWRITE = flags.DEFINE_bool("overwrite", False, "Replace an existing version directory.")
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    if _VERSION.value is not None and _VERSION.value < 1:
+        sys.exit(f"export_saved_model: --version is {_VERSION.value} but must be at least 1.")
+    os.environ["KERAS_BACKEND"] = "tensorflow"
+    from bert_keras.export.saved_model import export_saved_model
+
+    try:
+        directory = export_saved_model(
+            _MODEL.value,
+            _EXPORT_BASE.value,
+            version=_VERSION.value,
+            sequence_length=_SEQUENCE_LENGTH.value,
+            text_pair=_TEXT_PAIR.value,
+            overwrite=_OVERWRITE.value,
+        )
+    except (FileNotFoundError, FileExistsError, ValueError) as error:
+        sys.exit(f"export_saved_model: {error}")
+    print(f"Wrote {directory}")
+
+
+if __name__ == "__main__":
+    flags.mark_flags_as_required(["model", "export_base"])
+    app.run(main)
