@@ -27,7 +27,10 @@ _SEQUENCE_LENGTH = flags.DEFINE_integer(
     "sequence_length", None, "Longest packed text (longer ones are truncated)."
 )
 _TEXT_PAIR = flags.DEFINE_bool(
-    "text_pair", False, "The classifier takes sentence pairs: signatures get text_pair."
+    "text_pair",
+    None,
+    "The classifier takes sentence pairs (signatures get text_pair); by default what the "
+    "checkpoint recorded (tasks.classify records it).",
 )
 _OVERWRITE = flags.DEFINE_bool("overwrite", False, "Replace an existing version directory.")
 

@@ -71,6 +71,9 @@ class Checkpoint:
             id2label), untouched.
         label_names: the names of the classifier or token-classifier head's
             outputs, in order (config.json's id2label), or None.
+        task_config: what a fine-tuning run recorded about its inputs, e.g.
+            `{"text_pair": True}` for a classifier of sentence pairs
+            (bert_keras.json's "task"); empty otherwise.
 
     Example:
     >>> import numpy as np
@@ -92,6 +95,7 @@ class Checkpoint:
     sources: dict = dataclasses.field(default_factory=dict)
     extra_config: dict = dataclasses.field(default_factory=dict)
     label_names: list = None
+    task_config: dict = dataclasses.field(default_factory=dict)
 
     def num_labels(self, heads=("classifier", "token_classifier", "question_answering")):
         """Outputs of the first of `heads` the checkpoint holds, or None.

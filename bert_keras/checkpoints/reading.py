@@ -203,7 +203,9 @@ def _label_names(id2label, num_labels):
 
 def _read_own(directory):
     checkpoint = _read_huggingface(directory)
-    checkpoint.backbone_config = _read_json(os.path.join(directory, OWN_CONFIG_FILE))["config"]
+    own_config = _read_json(os.path.join(directory, OWN_CONFIG_FILE))
+    checkpoint.backbone_config = own_config["config"]
+    checkpoint.task_config = own_config.get("task", {})
     checkpoint.format = "bert_keras"
     return checkpoint
 

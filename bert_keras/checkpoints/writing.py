@@ -75,6 +75,8 @@ def _write_own(checkpoint, directory, overwrite):
         "config": checkpoint.backbone_config,
         "tokenizer": checkpoint.tokenizer_settings,
     }
+    if checkpoint.task_config:
+        own_config["task"] = checkpoint.task_config
     with atomic_directory(directory, overwrite) as staging:
         huggingface.write_tensors(staging, tensors)
         _write_json(os.path.join(staging, huggingface.CONFIG_FILE), config)

@@ -13,8 +13,8 @@ atomically.
 Signatures, by what the checkpoint holds:
 
 - a classifier (a "classifier" head, or a `BertClassifier` .keras file):
-  `serving_default` takes `text` (and `text_pair` when exported with
-  `text_pair=True`), strings `[batch]`, and gives `logits` and
+  `serving_default` takes `text` (and `text_pair` for a classifier of
+  sentence pairs), strings `[batch]`, and gives `logits` and
   `probabilities` float32 `[batch, num_classes]`, `label_id` int64
   `[batch]` and `label` string `[batch]` (the checkpoint's label names, or
   the ids as text); `classify` (method `tensorflow/serving/classify`) takes
@@ -37,6 +37,11 @@ import sys
 import keras
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
+from tensorflow_serving.apis import classification_pb2
+from tensorflow_serving.apis import input_pb2
+from tensorflow_serving.apis import model_pb2
+from tensorflow_serving.apis import predict_pb2
+from tensorflow_serving.apis import prediction_log_pb2
 
 from bert_keras.atomic_files import atomic_directory
 from bert_keras.checkpoints import Checkpoint
@@ -49,6 +54,9 @@ from bert_keras.models.checkpoint_weights import apply_checkpoint
 from bert_keras.text.preprocessor import BertPreprocessor
 
 CLASSIFY_METHOD = "tensorflow/serving/classify"
+# TF Serving replays these requests when it loads a version, before the first real one.
+WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
+WARMUP_TEXT = "A warmup request, answered before the first one."
 VOCABULARY_ASSET = "vocab.txt"
 _SERVED_HEADS = ("classifier",)
 _BACKBONE_HEADS = {"masked_lm", "next_sentence"}
@@ -62,15 +70,17 @@ class ServedModel:
         model: a `BertBackbone` or `BertClassifier`, on the TensorFlow backend.
         preprocessor: the `BertPreprocessor` of its raw-text signatures.
         label_names: the classifier's output names, in order, or None.
+        text_pair: the classifier was fine-tuned on sentence pairs.
     """
 
     model: keras.Model
     preprocessor: BertPreprocessor
     label_names: list = None
+    text_pair: bool = False
 
 
 def export_saved_model(
-    model, export_base, version=None, sequence_length=None, text_pair=False, overwrite=False
+    model, export_base, version=None, sequence_length=None, text_pair=None, overwrite=False
 ):
     """Writes the SavedModel of a checkpoint directory or .keras file to `export_base/<version>`.
 
@@ -84,7 +94,9 @@ def export_saved_model(
         sequence_length: the longest packed text; longer texts are
             truncated. The preprocessor's (.keras) or the backbone's
             `max_sequence_length` when None.
-        text_pair: a classifier's raw-text signatures take `text_pair` too.
+        text_pair: a classifier's raw-text signatures take `text_pair` too;
+            None follows the checkpoint (`Checkpoint.task_config`, which
+            `tasks.classify` writes).
         overwrite: replace an existing version directory.
 
     Returns:
@@ -123,6 +135,7 @@ def export_saved_model(
     if keras.backend.backend() != "tensorflow":
         return _export_in_tensorflow_process(arguments)
     served = load_served_model(model, sequence_length)
+    text_pair = served.text_pair if text_pair is None else text_pair
     if text_pair and served.label_names is None:
         raise ValueError("text_pair applies to classifiers only.")
     version = next_version(export_base) if version is None else _checked_version(version)
@@ -133,6 +146,12 @@ def export_saved_model(
         if "classify" in signatures:
             _set_method_name(staging, "classify", CLASSIFY_METHOD)
         _write_vocabulary(served.preprocessor.tokenizer, os.path.join(staging, "assets"))
+        _write_warmup_requests(
+            os.path.join(staging, WARMUP_FILE),
+            os.path.basename(os.path.normpath(os.fspath(export_base))),
+            served.preprocessor,
+            signatures,
+        )
     return directory
 
 
@@ -188,11 +207,14 @@ def load_served_model(path, sequence_length=None):
     ('BertBackbone', 32, None)
     """
     path = os.fspath(path)
+    task_config = {}
     if path.endswith(".keras"):
         model, tokenizer, default_length = _load_keras_file(path)
         label_names = None
     else:
-        model, tokenizer, label_names = _load_checkpoint(path)
+        checkpoint = read_checkpoint(path)
+        model, tokenizer = _checkpoint_model(checkpoint), checkpoint_tokenizer(checkpoint)
+        label_names, task_config = checkpoint.label_names, checkpoint.task_config
         default_length = None
     if isinstance(model, BertClassifier) and label_names is None:
         label_names = [str(index) for index in range(model.num_classes)]
@@ -204,7 +226,7 @@ def load_served_model(path, sequence_length=None):
             f"max_sequence_length, {backbone.max_sequence_length}."
         )
     preprocessor = BertPreprocessor(tokenizer, sequence_length=sequence_length, padding="longest")
-    return ServedModel(model, preprocessor, label_names)
+    return ServedModel(model, preprocessor, label_names, bool(task_config.get("text_pair")))
 
 
 def next_version(export_base):
@@ -230,8 +252,7 @@ def _checked_version(version):
     return version
 
 
-def _load_checkpoint(directory):
-    checkpoint = read_checkpoint(directory)
+def _checkpoint_model(checkpoint):
     heads = set(checkpoint.head_weights)
     backbone = BertBackbone.from_config({**checkpoint.backbone_config, "dtype": "float32"})
     if heads <= _BACKBONE_HEADS:
@@ -242,10 +263,10 @@ def _load_checkpoint(directory):
         apply_checkpoint(model, checkpoint, heads={"classifier": "logits"})
     else:
         raise ValueError(
-            f"{directory} holds a model with the heads {sorted(heads)}; the exporter serves "
+            f"{checkpoint.directory} holds a model with the heads {sorted(heads)}; the exporter serves "
             "classifiers (a classifier head) and backbones (no head, or the pretraining heads)."
         )
-    return model, checkpoint_tokenizer(checkpoint), checkpoint.label_names
+    return model
 
 
 def _load_keras_file(path):
@@ -302,6 +323,54 @@ def _write_vocabulary(tokenizer, assets):
     os.makedirs(assets, exist_ok=True)
     with open(os.path.join(assets, VOCABULARY_ASSET), "w", encoding="utf-8") as file:
         file.write("\n".join(tokenizer.get_vocabulary()) + "\n")
+
+
+def _write_warmup_requests(path, model_name, preprocessor, signatures):
+    """One real request per signature, as the `PredictionLog` records TF Serving replays."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with tf.io.TFRecordWriter(path) as writer:
+        for name, function in signatures.items():
+            inputs = _warmup_inputs(preprocessor, function)
+            writer.write(_prediction_log(model_name, name, inputs).SerializeToString())
+
+
+def _warmup_inputs(preprocessor, function):
+    """A one-example batch for each input of a signature function."""
+    texts = [tf.constant([WARMUP_TEXT])] * 2
+    features = preprocessor((texts[0], texts[1]))
+    values = {
+        "text": texts[0],
+        "text_pair": texts[1],
+        "inputs": tf.constant([_warmup_example().SerializeToString()]),
+        **features,
+    }
+    return {spec.name: values[spec.name] for spec in function.input_signature}
+
+
+def _warmup_example():
+    """A tf.Example with the text features every classify signature reads."""
+    text = tf.train.Feature(bytes_list=tf.train.BytesList(value=[WARMUP_TEXT.encode()]))
+    return tf.train.Example(features=tf.train.Features(feature={"text": text, "text_pair": text}))
+
+
+def _prediction_log(model_name, signature, inputs):
+    """A `PredictionLog` holding a PredictRequest, or a ClassificationRequest for classify."""
+    model_spec = model_pb2.ModelSpec(name=model_name, signature_name=signature)
+    if signature == "classify":
+        examples = [tf.train.Example.FromString(value) for value in inputs["inputs"].numpy()]
+        request = classification_pb2.ClassificationRequest(
+            model_spec=model_spec,
+            input=input_pb2.Input(example_list=input_pb2.ExampleList(examples=examples)),
+        )
+        return prediction_log_pb2.PredictionLog(
+            classify_log=prediction_log_pb2.ClassifyLog(request=request)
+        )
+    request = predict_pb2.PredictRequest(model_spec=model_spec)
+    for name, value in inputs.items():
+        request.inputs[name].CopyFrom(tf.make_tensor_proto(value.numpy()))
+    return prediction_log_pb2.PredictionLog(
+        predict_log=prediction_log_pb2.PredictLog(request=request)
+    )
 
 
 def _text_specs(text_pair):

@@ -99,7 +99,12 @@ class ClassificationRun(FineTuningRun):
             warmup_proportion,
             verbose,
         )
-        self.export(self.model, "classifier", label_names=self.label_names or None)
+        self.export(
+            self.model,
+            "classifier",
+            label_names=self.label_names or None,
+            task_config={"text_pair": examples.texts_b is not None},
+        )
         return history
 
     def evaluate(self, split, batch_size):

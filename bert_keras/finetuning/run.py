@@ -129,7 +129,7 @@ class FineTuningRun:
         )
         return history.history
 
-    def export(self, model, head_name, output_layer="logits", label_names=None):
+    def export(self, model, head_name, output_layer="logits", label_names=None, task_config=None):
         """Writes the fine-tuned model to OUTPUT_DIR/export, a checkpoint directory.
 
         It holds the backbone, the output layer as the checkpoint head
@@ -143,6 +143,8 @@ class FineTuningRun:
             head_name: "classifier" or "token_classifier".
             output_layer: name of the model's output `Dense` layer.
             label_names: names of the outputs, in order, or None.
+            task_config: what the export needs to know of the inputs, e.g.
+                `{"text_pair": True}` (`Checkpoint.task_config`).
 
         Returns:
             The export directory.
@@ -155,6 +157,7 @@ class FineTuningRun:
             format=self.checkpoint.format,
             directory=self.checkpoint.directory,
             label_names=None if label_names is None else list(label_names),
+            task_config=task_config or {},
         )
         directory = os.path.join(self.output_dir, EXPORT_DIR)
         write_checkpoint(checkpoint, directory, overwrite=True)

@@ -6,6 +6,8 @@ Like the tokenizer, the packing is in-graph TensorFlow built from core ops only
 backend and inside a SavedModel.
 """
 
+import functools
+
 import keras
 import tensorflow as tf
 
@@ -266,22 +268,33 @@ class BertPreprocessor(keras.layers.Layer):
             0,
             list(segment_count),
         )
-        shape = [None, self.sequence_length if self.padding == "max_length" else None]
+        # An empty batch still gets the width of [CLS] and the [SEP]s, which
+        # every packed text has and the backbone reads ([CLS] for pooling).
+        dense = functools.partial(
+            _dense,
+            sequence_length=self.sequence_length,
+            padding=self.padding,
+            min_length=len(segments) + 1,
+        )
         features = {
-            "token_ids": token_ids.to_tensor(self.tokenizer.pad_token_id, shape=shape),
-            "segment_ids": segment_ids.to_tensor(0, shape=shape),
-            "padding_mask": tf.ones_like(token_ids).to_tensor(0, shape=shape),
+            "token_ids": dense(token_ids, self.tokenizer.pad_token_id),
+            "segment_ids": dense(segment_ids, 0),
+            "padding_mask": dense(tf.ones_like(token_ids), 0),
         }
         if not with_offsets:
             return features, None, None
         # [CLS] and [SEP] span no text.
         starts = pack([s for _, s, _ in segments], 0, [0 for _ in segment_count])
         ends = pack([e for _, _, e in segments], 0, [0 for _ in segment_count])
-        return (
-            features,
-            starts.to_tensor(0, shape=shape),
-            ends.to_tensor(0, shape=shape),
-        )
+        return features, dense(starts, 0), dense(ends, 0)
+
+
+def _dense(ragged, fill, sequence_length, padding, min_length):
+    """`[batch, (length)]` -> `[batch, sequence_length]`, or to the longest row ("longest")."""
+    if padding == "max_length":
+        return ragged.to_tensor(fill, shape=[None, sequence_length])
+    width = tf.maximum(tf.cast(ragged.bounding_shape(1), tf.int32), min_length)
+    return ragged.to_tensor(fill, shape=tf.stack([ragged.nrows(out_type=tf.int32), width]))
 
 
 def _segment_texts(inputs):

@@ -1,7 +1,9 @@
 """Answers requests from an export as TF Serving would: no Keras, no bert_keras, no Python ops.
 
 Run as `python -m tests.export.serve_export EXPORT_DIR < requests.json`: the
-requests are `{signature: {input: nested list}}`; prints
+requests are `{signature: {input: nested list}}`, strings as the
+"surrogateescape" decoding of their bytes (so any bytes travel: invalid
+UTF-8, serialized protos); prints
 `{signature: {"eager": outputs, "session": outputs}}` as JSON, from the
 TF2 loader and from the v1 session API (`session.run` on the signature's
 tensor names, how the server runs it). Keras, bert_keras, JAX and torch
@@ -36,8 +38,15 @@ def _as_json(value):
     return array.tolist()
 
 
+def _bytes(value):
+    """Request strings back to the bytes they stand for (see the module docstring)."""
+    if isinstance(value, list):
+        return [_bytes(item) for item in value]
+    return value.encode("utf-8", "surrogateescape") if isinstance(value, str) else value
+
+
 def _tensor(value, spec):
-    return tf.constant(value, dtype=spec.dtype)
+    return tf.constant(_bytes(value), dtype=spec.dtype)
 
 
 def _eager(directory, requests):
@@ -59,7 +68,8 @@ def _session(directory, requests):
             signature = meta_graph.signature_def[name]
             feeds = {
                 signature.inputs[key].name: np.asarray(
-                    value, dtype=tf.dtypes.as_dtype(signature.inputs[key].dtype).as_numpy_dtype
+                    _bytes(value),
+                    dtype=tf.dtypes.as_dtype(signature.inputs[key].dtype).as_numpy_dtype,
                 )
                 for key, value in inputs.items()
             }
@@ -72,10 +82,6 @@ def _session(directory, requests):
 def main(directory):
     _load_tensorflow_text_ops()
     requests = json.load(sys.stdin)
-    for name, inputs in requests.items():
-        if "inputs" in inputs and name == "classify":
-            # Serialized tf.Example protos travel as base64-free latin-1 text in JSON.
-            inputs["inputs"] = [item.encode("latin-1") for item in inputs["inputs"]]
     eager, session = _eager(directory, requests), _session(directory, requests)
     method_names = _method_names(directory)
     print(json.dumps({"eager": eager, "session": session, "methods": method_names}))

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
+from tensorflow_serving.apis import prediction_log_pb2
 
 from bert_keras.checkpoints import tokenizer_settings
 from bert_keras.checkpoints import write_checkpoint
@@ -29,10 +30,11 @@ VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + (
 LABELS = ["negative", "neutral", "positive"]
 SEQUENCE_LENGTH = 12
 TEXTS = [
-    "the film was good",
-    "",
-    "a dull , dull plot . " * 6,  # longer than SEQUENCE_LENGTH: truncated
-    "great films !",
+    b"the film was good",
+    b"",
+    b"a dull , dull plot . " * 6,  # longer than SEQUENCE_LENGTH: truncated
+    b"great films \xff\xfe!",  # invalid UTF-8
+    b"caf\xc3",  # cut inside a character
 ]
 CONFIG = dict(
     vocabulary_size=len(VOCABULARY),
@@ -57,7 +59,7 @@ def classifier(tmp_path_factory, vocabulary_file):
     model = BertClassifier(BertBackbone(**CONFIG), num_classes=len(LABELS))
     model.compile(learning_rate=1e-2, num_train_steps=1)
     features = _packed(vocabulary_file, TEXTS)
-    model.fit(features, np.array([2, 1, 0, 2]), batch_size=4, epochs=1, verbose=0)
+    model.fit(features, np.array([2, 1, 0, 2, 1]), batch_size=5, epochs=1, verbose=0)
     directory = tmp_path_factory.mktemp("classifier") / "export"
     checkpoint = model_checkpoint(
         model,
@@ -76,6 +78,11 @@ def _packed(vocabulary_file, texts, padding="max_length"):
     return {name: value.numpy() for name, value in preprocessor(texts).items()}
 
 
+def _transported(texts):
+    """Bytes as `tests.export.serve_export` takes them in JSON."""
+    return [text.decode("utf-8", "surrogateescape") for text in texts]
+
+
 def _serve(directory, requests):
     """What `tests.export.serve_export` answers: {"eager": ..., "session": ..., "methods": ...}."""
     completed = subprocess.run(
@@ -91,18 +98,15 @@ def _serve(directory, requests):
 
 
 def _examples(texts):
-    return [
+    """Serialized tf.Examples with the bytes feature "text", as `_transported` strings."""
+    return _transported(
         tf.train.Example(
             features=tf.train.Features(
-                feature={
-                    "text": tf.train.Feature(bytes_list=tf.train.BytesList(value=[text.encode()]))
-                }
+                feature={"text": tf.train.Feature(bytes_list=tf.train.BytesList(value=[text]))}
             )
-        )
-        .SerializeToString()
-        .decode("latin-1")
+        ).SerializeToString()
         for text in texts
-    ]
+    )
 
 
 def _saved_model(directory):
@@ -127,7 +131,7 @@ def test_a_classifier_export_answers_as_the_keras_model_does(classifier, vocabul
     logits = model.predict(features, verbose=0)
     probabilities = tf.nn.softmax(logits).numpy()
     requests = {
-        "serving_default": {"text": TEXTS},
+        "serving_default": {"text": _transported(TEXTS)},
         "serve_ids": {name: value.tolist() for name, value in features.items()},
         "classify": {"inputs": _examples(TEXTS)},
     }
@@ -143,6 +147,10 @@ def test_a_classifier_export_answers_as_the_keras_model_does(classifier, vocabul
         np.testing.assert_allclose(served["serve_ids"]["logits"], logits, atol=1e-5, err_msg=path)
         assert served["classify"]["classes"] == [LABELS] * len(TEXTS)
         np.testing.assert_allclose(served["classify"]["scores"], probabilities, atol=1e-5)
+    empty = _serve(served_directory, {"serving_default": {"text": []}})
+    for path in ("eager", "session"):  # an empty batch gets empty answers (JSON drops shapes)
+        assert empty[path]["serving_default"]["probabilities"] == []
+        assert empty[path]["serving_default"]["label"] == []
 
 
 def test_raw_text_is_padded_to_the_longest_text_of_the_batch(vocabulary_file, tmp_path):
@@ -158,6 +166,62 @@ def test_raw_text_is_padded_to_the_longest_text_of_the_batch(vocabulary_file, tm
     expected = backbone.predict(features, verbose=0)
     for name in ("pooled_output", "sequence_output"):
         np.testing.assert_allclose(served[name], expected[name], atol=1e-5, err_msg=name)
+
+
+def test_a_classifier_of_pairs_takes_text_pair_as_its_checkpoint_records(
+    classifier, vocabulary_file, tmp_path
+):
+    model, _ = classifier
+    checkpoint = model_checkpoint(
+        model,
+        heads={"classifier": "logits"},
+        vocabulary_file=vocabulary_file,
+        label_names=LABELS,
+        task_config={"text_pair": True},
+    )
+    write_checkpoint(checkpoint, tmp_path / "pairs")
+    exported = export_saved_model(tmp_path / "pairs", tmp_path / "base", sequence_length=12)
+    firsts, seconds = TEXTS[:3], TEXTS[2:]
+    tokenizer = BertTokenizer(vocabulary_file)
+    features = BertPreprocessor(tokenizer, SEQUENCE_LENGTH)((firsts, seconds))
+    logits = model.predict({name: value.numpy() for name, value in features.items()}, verbose=0)
+    request = {"text": _transported(firsts), "text_pair": _transported(seconds)}
+    answers = _serve(exported, {"serving_default": request})
+    for path in ("eager", "session"):
+        np.testing.assert_allclose(answers[path]["serving_default"]["logits"], logits, atol=1e-5)
+
+
+def _replayed_request(log):
+    """The `serve_export` request of a warmup `PredictionLog`."""
+    if log.HasField("classify_log"):
+        request = log.classify_log.request
+        examples = [example.SerializeToString() for example in request.input.example_list.examples]
+        return request.model_spec.signature_name, {"inputs": _transported(examples)}
+    request = log.predict_log.request
+    inputs = {}
+    for name, proto in request.inputs.items():
+        value = tf.make_ndarray(proto)
+        inputs[name] = _transported(value.tolist()) if value.dtype == object else value.tolist()
+    return request.model_spec.signature_name, inputs
+
+
+def test_warmup_records_are_one_real_request_per_signature(classifier, tmp_path):
+    exported = export_saved_model(classifier[1], tmp_path / "sst2", sequence_length=SEQUENCE_LENGTH)
+    path = os.path.join(exported, "assets.extra", "tf_serving_warmup_requests")
+    logs = [
+        prediction_log_pb2.PredictionLog.FromString(record.numpy())
+        for record in tf.data.TFRecordDataset(path)
+    ]
+    requests = dict(_replayed_request(log) for log in logs)
+    assert len(logs) == len(requests) == 3
+    signatures = _saved_model(exported).meta_graphs[0].signature_def
+    assert sorted(requests) == sorted(set(signatures) - {"__saved_model_init_op"})
+    assert {log.WhichOneof("log_type") for log in logs} == {"predict_log", "classify_log"}
+    answers = _serve(exported, requests)  # replayed through both loaders
+    for path_name in ("eager", "session"):
+        assert len(answers[path_name]["serving_default"]["label"]) == 1
+        assert np.shape(answers[path_name]["serve_ids"]["logits"]) == (1, len(LABELS))
+        assert np.shape(answers[path_name]["classify"]["scores"]) == (1, len(LABELS))
 
 
 def test_every_op_is_core_tensorflow_or_tensorflow_text_2_12(classifier, tmp_path):

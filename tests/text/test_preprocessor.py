@@ -119,6 +119,11 @@ def test_padding_to_the_longest_keeps_the_truncation(lines, tokenizer):
     length = int(tf.reduce_max(tf.reduce_sum(fixed["padding_mask"], axis=1)))
     short = BertPreprocessor(tokenizer, sequence_length=24, padding="longest")(["a b", "a"])
     assert short["token_ids"].shape == (2, 4)
+    # An empty batch keeps the width of [CLS] and [SEP], which the backbone reads.
+    empty = BertPreprocessor(tokenizer, sequence_length=24, padding="longest")(
+        tf.constant([], tf.string)
+    )
+    assert empty["token_ids"].shape == (0, 2)
     for name in FEATURES:
         assert longest[name].shape == (20, length)
         assert longest[name].numpy().tolist() == fixed[name][:, :length].numpy().tolist()
