@@ -151,7 +151,7 @@ emit(
     "py_library",
     "tests",
     [rel(p) for p in helpers],
-    consumer_deps(helpers),
+    [d for d in consumer_deps(helpers) if d != ":tests"],
     extra=[("testonly", "True")],
 )
 for p in tests:
