@@ -10,21 +10,24 @@ clients that tokenise themselves, so the directory is relocatable. It is
 written as `EXPORT_BASE/<version>/`, the numbered layout TF Serving watches,
 atomically.
 
-Signatures, by what the checkpoint holds:
+Signatures, by the task the checkpoint holds (see `bert_keras.export.signatures`
+and `bert_keras.export.question_answering` for names, dtypes and shapes):
 
-- a classifier (a "classifier" head, or a `BertClassifier` .keras file):
-  `serving_default` takes `text` (and `text_pair` for a classifier of
-  sentence pairs), strings `[batch]`, and gives `logits` and
-  `probabilities` float32 `[batch, num_classes]`, `label_id` int64
-  `[batch]` and `label` string `[batch]` (the checkpoint's label names, or
-  the ids as text); `classify` (method `tensorflow/serving/classify`) takes
-  serialized `tf.Example`s with a bytes feature "text" (and "text_pair") and
-  gives `classes` string and `scores` float32 `[batch, num_classes]`;
-- a backbone or pretrainer: `serving_default` takes `text` and gives
-  `pooled_output` float32 `[batch, hidden]`, `sequence_output` float32
-  `[batch, length, hidden]` and `padding_mask` int32 `[batch, length]`;
-- every model: `serve_ids` takes `token_ids`, `segment_ids` and
-  `padding_mask` int32 `[batch, length]` and gives the model's raw outputs.
+- a classifier (a "classifier" head): `serving_default` (`text`, and
+  `text_pair` for sentence pairs -> `label`, `label_id`, `probabilities`,
+  `logits`) and `classify` (method `tensorflow/serving/classify`,
+  serialized `tf.Example`s in);
+- a tagger ("token_classifier" head): `serving_default` (`text` -> per word
+  `words`, `tags`, byte `start`/`end`, `mask`);
+- a question answerer ("question_answering" head): `serving_default`
+  (`question`, `context` -> `answer`, `score`, byte `start`/`end`);
+- a multiple-choice model (a one-output "classifier" head whose task says
+  "multiple_choice"): `serving_default` (`context`, `choices` ->
+  `choice`, `probabilities`, `logits`);
+- a backbone or pretrainer: `serving_default` (`text` -> `pooled_output`,
+  `sequence_output`, `padding_mask`);
+- every model: `serve_ids` (`token_ids`, `segment_ids`, `padding_mask` ->
+  the model's raw outputs).
 """
 
 import dataclasses
@@ -47,19 +50,22 @@ from bert_keras.atomic_files import atomic_directory
 from bert_keras.checkpoints import Checkpoint
 from bert_keras.checkpoints import read_checkpoint
 from bert_keras.checkpoints import read_tokenizer_settings
+from bert_keras.export import signatures as signatures_lib
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_classifier import BertClassifier
+from bert_keras.models.bert_multiple_choice import BertMultipleChoice
+from bert_keras.models.bert_question_answerer import BertQuestionAnswerer
 from bert_keras.models.bert_task import checkpoint_tokenizer
+from bert_keras.models.bert_token_classifier import BertTokenClassifier
 from bert_keras.models.checkpoint_weights import apply_checkpoint
 from bert_keras.text.preprocessor import BertPreprocessor
 
-CLASSIFY_METHOD = "tensorflow/serving/classify"
 # TF Serving replays these requests when it loads a version, before the first real one.
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 WARMUP_TEXT = "A warmup request, answered before the first one."
 VOCABULARY_ASSET = "vocab.txt"
-_SERVED_HEADS = ("classifier",)
 _BACKBONE_HEADS = {"masked_lm", "next_sentence"}
+TASKS = ("classifier", "multiple_choice", "tagger", "question_answering", "backbone")
 
 
 @dataclasses.dataclass
@@ -67,16 +73,19 @@ class ServedModel:
     """A Keras model and what its signatures need around it.
 
     Attributes:
-        model: a `BertBackbone` or `BertClassifier`, on the TensorFlow backend.
+        model: the task model or `BertBackbone`, on the TensorFlow backend.
         preprocessor: the `BertPreprocessor` of its raw-text signatures.
-        label_names: the classifier's output names, in order, or None.
-        text_pair: the classifier was fine-tuned on sentence pairs.
+        task: one of `TASKS`.
+        label_names: the output names of a classifier or tagger, in order.
+        task_config: the checkpoint's `task_config` (what the fine-tuning
+            program recorded of its inputs: "text_pair", "doc_stride", ...).
     """
 
     model: keras.Model
     preprocessor: BertPreprocessor
+    task: str
     label_names: list = None
-    text_pair: bool = False
+    task_config: dict = dataclasses.field(default_factory=dict)
 
 
 def export_saved_model(
@@ -135,16 +144,17 @@ def export_saved_model(
     if keras.backend.backend() != "tensorflow":
         return _export_in_tensorflow_process(arguments)
     served = load_served_model(model, sequence_length)
-    text_pair = served.text_pair if text_pair is None else text_pair
-    if text_pair and served.label_names is None:
-        raise ValueError("text_pair applies to classifiers only.")
+    if text_pair and served.task != "classifier":
+        raise ValueError(f"text_pair applies to classifiers only, not to a {served.task}.")
+    if text_pair is not None and served.task == "classifier":
+        served.task_config["text_pair"] = text_pair
     version = next_version(export_base) if version is None else _checked_version(version)
     directory = os.path.join(os.fspath(export_base), str(version))
     with atomic_directory(directory, overwrite) as staging:
-        archive, signatures = _export_archive(served, text_pair)
+        archive, signatures = _export_archive(served)
         archive.write_out(staging, verbose=False)
         if "classify" in signatures:
-            _set_method_name(staging, "classify", CLASSIFY_METHOD)
+            _set_method_name(staging, "classify", signatures_lib.CLASSIFY_METHOD)
         _write_vocabulary(served.preprocessor.tokenizer, os.path.join(staging, "assets"))
         _write_warmup_requests(
             os.path.join(staging, WARMUP_FILE),
@@ -207,16 +217,16 @@ def load_served_model(path, sequence_length=None):
     ('BertBackbone', 32, None)
     """
     path = os.fspath(path)
-    task_config = {}
     if path.endswith(".keras"):
         model, tokenizer, default_length = _load_keras_file(path)
-        label_names = None
+        label_names, task_config = None, {}
     else:
         checkpoint = read_checkpoint(path)
         model, tokenizer = _checkpoint_model(checkpoint), checkpoint_tokenizer(checkpoint)
         label_names, task_config = checkpoint.label_names, checkpoint.task_config
-        default_length = None
-    if isinstance(model, BertClassifier) and label_names is None:
+        default_length = task_config.get("max_seq_length")
+    task = _task_of(model)
+    if task in ("classifier", "tagger") and label_names is None:
         label_names = [str(index) for index in range(model.num_classes)]
     backbone = getattr(model, "backbone", model)
     sequence_length = sequence_length or default_length or backbone.max_sequence_length
@@ -226,7 +236,7 @@ def load_served_model(path, sequence_length=None):
             f"max_sequence_length, {backbone.max_sequence_length}."
         )
     preprocessor = BertPreprocessor(tokenizer, sequence_length=sequence_length, padding="longest")
-    return ServedModel(model, preprocessor, label_names, bool(task_config.get("text_pair")))
+    return ServedModel(model, preprocessor, task, label_names, dict(task_config))
 
 
 def next_version(export_base):
@@ -253,36 +263,69 @@ def _checked_version(version):
 
 
 def _checkpoint_model(checkpoint):
+    """The model of a checkpoint's heads (and, for multiple choice, its task_config)."""
     heads = set(checkpoint.head_weights)
     backbone = BertBackbone.from_config({**checkpoint.backbone_config, "dtype": "float32"})
     if heads <= _BACKBONE_HEADS:
-        model = backbone
-        apply_checkpoint(model, checkpoint)
-    elif heads == {"classifier"}:
+        apply_checkpoint(backbone, checkpoint)
+        return backbone
+    if len(heads) != 1:
+        raise ValueError(_unservable(checkpoint.directory, f"the heads {sorted(heads)}"))
+    (head,) = heads
+    task_config = checkpoint.task_config
+    if head == "classifier" and task_config.get("task") == "multiple_choice":
+        model = BertMultipleChoice(backbone, num_choices=task_config["num_choices"])
+    elif head == "classifier":
         model = BertClassifier(backbone, num_classes=checkpoint.num_labels())
-        apply_checkpoint(model, checkpoint, heads={"classifier": "logits"})
+    elif head == "token_classifier":
+        model = BertTokenClassifier(backbone, num_classes=checkpoint.num_labels())
+    elif head == "question_answering":
+        model = BertQuestionAnswerer(backbone)
     else:
-        raise ValueError(
-            f"{checkpoint.directory} holds a model with the heads {sorted(heads)}; the exporter serves "
-            "classifiers (a classifier head) and backbones (no head, or the pretraining heads)."
-        )
+        raise ValueError(_unservable(checkpoint.directory, f"the head {head!r}"))
+    apply_checkpoint(model, checkpoint, heads={head: model.output_layer_name})
     return model
 
 
-def _load_keras_file(path):
-    model = keras.saving.load_model(path, safe_mode=True)
-    if isinstance(model, BertClassifier) and model.preprocessor is not None:
-        preprocessor = model.preprocessor
-        return model, preprocessor.tokenizer, preprocessor.sequence_length
-    if isinstance(model, BertBackbone):
-        directory = os.path.dirname(path)
-        return model, checkpoint_tokenizer(_tokenizer_files(directory)), None
-    raise ValueError(
-        f"{path} holds a {type(model).__name__}"
-        + (" without a preprocessor" if isinstance(model, BertClassifier) else "")
-        + "; the exporter serves a BertClassifier with its preprocessor, or a BertBackbone "
-        "beside a vocab.txt."
+def _unservable(where, what):
+    return (
+        f"{where} holds a model with {what}; the exporter serves one of the heads "
+        "classifier, token_classifier or question_answering, or a backbone (no head, or the "
+        "pretraining heads)."
     )
+
+
+def _task_of(model):
+    for task, model_class in (
+        ("multiple_choice", BertMultipleChoice),
+        ("classifier", BertClassifier),
+        ("tagger", BertTokenClassifier),
+        ("question_answering", BertQuestionAnswerer),
+        ("backbone", BertBackbone),
+    ):
+        if isinstance(model, model_class):
+            return task
+    raise ValueError(f"The exporter cannot serve a {type(model).__name__}.")
+
+
+def _load_keras_file(path):
+    """The model of a .keras file, its tokenizer and its preprocessor's sequence length.
+
+    The tokenizer is the model's preprocessor's, or else that of the
+    vocab.txt (and tokenizer files) beside the file.
+    """
+    model = keras.saving.load_model(path, safe_mode=True)
+    _task_of(model)
+    preprocessor = getattr(model, "preprocessor", None)
+    if preprocessor is not None:
+        return model, preprocessor.tokenizer, preprocessor.sequence_length
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isfile(os.path.join(directory, VOCABULARY_ASSET)):
+        raise ValueError(
+            f"{path} holds a {type(model).__name__} without a preprocessor, and no "
+            f"{VOCABULARY_ASSET} is beside it: the exporter needs the model's tokenizer."
+        )
+    return model, checkpoint_tokenizer(_tokenizer_files(directory)), None
 
 
 def _tokenizer_files(directory):
@@ -297,7 +340,7 @@ def _tokenizer_files(directory):
     )
 
 
-def _export_archive(served, text_pair):
+def _export_archive(served):
     """A `keras.export.ExportArchive` of the model, its vocabulary and its signatures.
 
     The archive tracks the variables the signatures read (a plain
@@ -306,13 +349,32 @@ def _export_archive(served, text_pair):
     """
     archive = keras.export.ExportArchive()
     archive.track(served.model)
-    if served.label_names is not None:
-        signatures = _classifier_signatures(served, text_pair)
-    else:
-        signatures = _backbone_signatures(served)
+    signatures = _signatures(served)
     for name, function in signatures.items():
         archive.add_endpoint(name, function)
     return archive, signatures
+
+
+def _signatures(served):
+    model, preprocessor, config = served.model, served.preprocessor, served.task_config
+    if served.task == "classifier":
+        return signatures_lib.classifier_signatures(
+            model, preprocessor, served.label_names, bool(config.get("text_pair"))
+        )
+    if served.task == "tagger":
+        return signatures_lib.tagger_signatures(model, preprocessor, served.label_names)
+    if served.task == "multiple_choice":
+        return signatures_lib.multiple_choice_signatures(model, preprocessor)
+    if served.task == "question_answering":
+        from bert_keras.export.question_answering import question_answering_signatures  # TODO
+
+        return question_answering_signatures(
+            model,
+            preprocessor.tokenizer,
+            preprocessor.sequence_length,
+            **{key: config[key] for key in ("doc_stride", "max_query_length") if key in config},
+        )
+    return signatures_lib.backbone_signatures(model, preprocessor)
 
 
 def _write_vocabulary(tokenizer, assets):
@@ -336,15 +398,22 @@ def _write_warmup_requests(path, model_name, preprocessor, signatures):
 
 def _warmup_inputs(preprocessor, function):
     """A one-example batch for each input of a signature function."""
-    texts = [tf.constant([WARMUP_TEXT])] * 2
-    features = preprocessor((texts[0], texts[1]))
+    text = tf.constant([WARMUP_TEXT])
+    features = preprocessor((text, text))
     values = {
-        "text": texts[0],
-        "text_pair": texts[1],
         "inputs": tf.constant([_warmup_example().SerializeToString()]),
         **features,
     }
-    return {spec.name: values[spec.name] for spec in function.input_signature}
+    inputs = {}
+    for spec in function.input_signature:
+        if spec.name in values:
+            value = values[spec.name]
+        else:  # a text input, [batch] or [batch, num_choices]
+            value = tf.fill([1, *spec.shape[1:]], WARMUP_TEXT)
+        if spec.shape.rank == 3:  # ids of multiple choice, [batch, num_choices, length]
+            value = tf.repeat(value[:, tf.newaxis], spec.shape[1], axis=1)
+        inputs[spec.name] = value
+    return inputs
 
 
 def _warmup_example():
@@ -371,84 +440,6 @@ def _prediction_log(model_name, signature, inputs):
     return prediction_log_pb2.PredictionLog(
         predict_log=prediction_log_pb2.PredictLog(request=request)
     )
-
-
-def _text_specs(text_pair):
-    names = ("text", "text_pair") if text_pair else ("text",)
-    return [tf.TensorSpec([None], tf.string, name=name) for name in names]
-
-
-def _id_specs():
-    return [
-        tf.TensorSpec([None, None], tf.int32, name=name)
-        for name in ("token_ids", "segment_ids", "padding_mask")
-    ]
-
-
-def _features(token_ids, segment_ids, padding_mask):
-    return {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
-
-
-def _packed(preprocessor, texts):
-    return preprocessor(texts[0] if len(texts) == 1 else tuple(texts))
-
-
-def _classifier_signatures(served, text_pair):
-    model, preprocessor = served.model, served.preprocessor
-    label_names = tf.constant(served.label_names)
-
-    def logits_of(features):
-        return model(features, training=False)  # [batch, num_classes]
-
-    def answers(logits):
-        label_id = tf.argmax(logits, axis=-1)
-        return {
-            "logits": logits,
-            "probabilities": tf.nn.softmax(logits),
-            "label_id": label_id,
-            "label": tf.gather(label_names, label_id),
-        }
-
-    @tf.function(input_signature=_text_specs(text_pair), autograph=False)
-    def serve_text(*texts):
-        return answers(logits_of(_packed(preprocessor, texts)))
-
-    @tf.function(input_signature=_id_specs(), autograph=False)
-    def serve_ids(token_ids, segment_ids, padding_mask):
-        return {"logits": logits_of(_features(token_ids, segment_ids, padding_mask))}
-
-    feature_names = ("text", "text_pair") if text_pair else ("text",)
-
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="inputs")])
-    def classify(inputs):
-        examples = tf.io.parse_example(
-            inputs, {name: tf.io.FixedLenFeature([], tf.string) for name in feature_names}
-        )
-        texts = [examples[name] for name in feature_names]
-        scores = tf.nn.softmax(logits_of(_packed(preprocessor, texts)))
-        classes = tf.tile(label_names[tf.newaxis], [tf.shape(scores)[0], 1])
-        return {"classes": classes, "scores": scores}
-
-    return {"serving_default": serve_text, "serve_ids": serve_ids, "classify": classify}
-
-
-def _backbone_signatures(served):
-    model, preprocessor = served.model, served.preprocessor
-
-    def outputs_of(features):
-        outputs = model(features, training=False)
-        return {name: outputs[name] for name in ("pooled_output", "sequence_output")}
-
-    @tf.function(input_signature=_text_specs(text_pair=False), autograph=False)
-    def serve_text(text):
-        features = preprocessor(text)
-        return {**outputs_of(features), "padding_mask": features["padding_mask"]}
-
-    @tf.function(input_signature=_id_specs(), autograph=False)
-    def serve_ids(token_ids, segment_ids, padding_mask):
-        return outputs_of(_features(token_ids, segment_ids, padding_mask))
-
-    return {"serving_default": serve_text, "serve_ids": serve_ids}
 
 
 def _set_method_name(directory, signature, method_name):

@@ -72,7 +72,11 @@ class MultipleChoiceRun(FineTuningRun):
     def train(
         self, batch_size, learning_rate, num_epochs, warmup_proportion=0.1, limit=None, verbose=2
     ):
-        """Fine-tunes on train.csv with the paper's AdamW recipe; returns the history."""
+        """Fine-tunes on train.csv with the paper's AdamW recipe; returns the history.
+
+        The model goes to OUTPUT_DIR/export (see `FineTuningRun.export`), its
+        task config naming the task and the number of choices.
+        """
         examples = self._checked(self._read("train", limit=limit), "train")
         features = self._features(examples)
         dataset = (
@@ -80,7 +84,7 @@ class MultipleChoiceRun(FineTuningRun):
             .shuffle(len(examples), seed=self.seed, reshuffle_each_iteration=True)
             .batch(batch_size)
         )
-        return self.fit(
+        history = self.fit(
             self.model,
             dataset,
             len(examples),
@@ -90,6 +94,13 @@ class MultipleChoiceRun(FineTuningRun):
             warmup_proportion,
             verbose,
         )
+        self.export(
+            self.model,
+            "classifier",
+            output_layer="choice_score",
+            task_config={"task": "multiple_choice", "num_choices": self.num_choices},
+        )
+        return history
 
     def evaluate(self, split, batch_size):
         """Accuracy on `split`; writes eval_results.json and the predictions."""

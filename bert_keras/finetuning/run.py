@@ -140,11 +140,12 @@ class FineTuningRun:
 
         Args:
             model: the fine-tuned task model.
-            head_name: "classifier" or "token_classifier".
+            head_name: a checkpoint head name (`checkpoints.HEAD_NAMES`).
             output_layer: name of the model's output `Dense` layer.
             label_names: names of the outputs, in order, or None.
-            task_config: what the export needs to know of the inputs, e.g.
-                `{"text_pair": True}` (`Checkpoint.task_config`).
+            task_config: what a SavedModel export needs to know of the
+                inputs, e.g. `{"text_pair": True}` (`Checkpoint.task_config`);
+                "max_seq_length" is added.
 
         Returns:
             The export directory.
@@ -157,7 +158,7 @@ class FineTuningRun:
             format=self.checkpoint.format,
             directory=self.checkpoint.directory,
             label_names=None if label_names is None else list(label_names),
-            task_config=task_config or {},
+            task_config={"max_seq_length": self.max_seq_length, **(task_config or {})},
         )
         directory = os.path.join(self.output_dir, EXPORT_DIR)
         write_checkpoint(checkpoint, directory, overwrite=True)

@@ -1,11 +1,9 @@
 """Exports answer as the Keras model does, in a process that has only TensorFlow, as a server would."""
 
-import json
 import os
 import shutil
-import subprocess
-import sys
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -21,12 +19,12 @@ from bert_keras.models.bert_classifier import BertClassifier
 from bert_keras.models.checkpoint_weights import model_checkpoint
 from bert_keras.text.preprocessor import BertPreprocessor
 from bert_keras.text.tokenizer import BertTokenizer
+from tests.export import CONFIG
+from tests.export import serve
+from tests.export import transported
+from tests.export import write_vocabulary
 from tests.text import TF_TEXT_2_12_OPS
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + (
-    "the a film plot is was good bad dull great ##s ##ly , . !".split()
-)
 LABELS = ["negative", "neutral", "positive"]
 SEQUENCE_LENGTH = 12
 TEXTS = [
@@ -36,21 +34,11 @@ TEXTS = [
     b"great films \xff\xfe!",  # invalid UTF-8
     b"caf\xc3",  # cut inside a character
 ]
-CONFIG = dict(
-    vocabulary_size=len(VOCABULARY),
-    num_layers=1,
-    num_heads=2,
-    hidden_dim=8,
-    intermediate_dim=16,
-    max_sequence_length=32,
-)
 
 
 @pytest.fixture(scope="module")
 def vocabulary_file(tmp_path_factory):
-    path = tmp_path_factory.mktemp("vocabulary") / "vocab.txt"
-    path.write_text("\n".join(VOCABULARY) + "\n")
-    return str(path)
+    return write_vocabulary(tmp_path_factory.mktemp("vocabulary"))
 
 
 @pytest.fixture(scope="module")
@@ -78,28 +66,9 @@ def _packed(vocabulary_file, texts, padding="max_length"):
     return {name: value.numpy() for name, value in preprocessor(texts).items()}
 
 
-def _transported(texts):
-    """Bytes as `tests.export.serve_export` takes them in JSON."""
-    return [text.decode("utf-8", "surrogateescape") for text in texts]
-
-
-def _serve(directory, requests):
-    """What `tests.export.serve_export` answers: {"eager": ..., "session": ..., "methods": ...}."""
-    completed = subprocess.run(
-        [sys.executable, "-m", "tests.export.serve_export", directory],
-        input=json.dumps(requests),
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
-    )
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    return json.loads(completed.stdout.strip().splitlines()[-1])
-
-
 def _examples(texts):
     """Serialized tf.Examples with the bytes feature "text", as `_transported` strings."""
-    return _transported(
+    return transported(
         tf.train.Example(
             features=tf.train.Features(
                 feature={"text": tf.train.Feature(bytes_list=tf.train.BytesList(value=[text]))}
@@ -131,11 +100,11 @@ def test_a_classifier_export_answers_as_the_keras_model_does(classifier, vocabul
     logits = model.predict(features, verbose=0)
     probabilities = tf.nn.softmax(logits).numpy()
     requests = {
-        "serving_default": {"text": _transported(TEXTS)},
+        "serving_default": {"text": transported(TEXTS)},
         "serve_ids": {name: value.tolist() for name, value in features.items()},
         "classify": {"inputs": _examples(TEXTS)},
     }
-    answers = _serve(served_directory, requests)
+    answers = serve(served_directory, requests)
     assert answers["methods"]["classify"] == "tensorflow/serving/classify"
     for path in ("eager", "session"):
         served = answers[path]
@@ -147,7 +116,7 @@ def test_a_classifier_export_answers_as_the_keras_model_does(classifier, vocabul
         np.testing.assert_allclose(served["serve_ids"]["logits"], logits, atol=1e-5, err_msg=path)
         assert served["classify"]["classes"] == [LABELS] * len(TEXTS)
         np.testing.assert_allclose(served["classify"]["scores"], probabilities, atol=1e-5)
-    empty = _serve(served_directory, {"serving_default": {"text": []}})
+    empty = serve(served_directory, {"serving_default": {"text": []}})
     for path in ("eager", "session"):  # an empty batch gets empty answers (JSON drops shapes)
         assert empty[path]["serving_default"]["probabilities"] == []
         assert empty[path]["serving_default"]["label"] == []
@@ -159,7 +128,7 @@ def test_raw_text_is_padded_to_the_longest_text_of_the_batch(vocabulary_file, tm
     backbone.save_to_preset(directory, vocabulary_file=vocabulary_file)
     exported = export_saved_model(directory, tmp_path / "base", sequence_length=SEQUENCE_LENGTH)
     texts = ["the film", "a good plot"]
-    served = _serve(exported, {"serving_default": {"text": texts}})["eager"]["serving_default"]
+    served = serve(exported, {"serving_default": {"text": texts}})["eager"]["serving_default"]
     features = _packed(vocabulary_file, texts, padding="longest")
     assert served["padding_mask"] == features["padding_mask"].tolist()
     assert np.shape(served["sequence_output"]) == (2, 5, CONFIG["hidden_dim"])
@@ -185,8 +154,8 @@ def test_a_classifier_of_pairs_takes_text_pair_as_its_checkpoint_records(
     tokenizer = BertTokenizer(vocabulary_file)
     features = BertPreprocessor(tokenizer, SEQUENCE_LENGTH)((firsts, seconds))
     logits = model.predict({name: value.numpy() for name, value in features.items()}, verbose=0)
-    request = {"text": _transported(firsts), "text_pair": _transported(seconds)}
-    answers = _serve(exported, {"serving_default": request})
+    request = {"text": transported(firsts), "text_pair": transported(seconds)}
+    answers = serve(exported, {"serving_default": request})
     for path in ("eager", "session"):
         np.testing.assert_allclose(answers[path]["serving_default"]["logits"], logits, atol=1e-5)
 
@@ -196,12 +165,12 @@ def _replayed_request(log):
     if log.HasField("classify_log"):
         request = log.classify_log.request
         examples = [example.SerializeToString() for example in request.input.example_list.examples]
-        return request.model_spec.signature_name, {"inputs": _transported(examples)}
+        return request.model_spec.signature_name, {"inputs": transported(examples)}
     request = log.predict_log.request
     inputs = {}
     for name, proto in request.inputs.items():
         value = tf.make_ndarray(proto)
-        inputs[name] = _transported(value.tolist()) if value.dtype == object else value.tolist()
+        inputs[name] = transported(value.tolist()) if value.dtype == object else value.tolist()
     return request.model_spec.signature_name, inputs
 
 
@@ -217,7 +186,7 @@ def test_warmup_records_are_one_real_request_per_signature(classifier, tmp_path)
     signatures = _saved_model(exported).meta_graphs[0].signature_def
     assert sorted(requests) == sorted(set(signatures) - {"__saved_model_init_op"})
     assert {log.WhichOneof("log_type") for log in logs} == {"predict_log", "classify_log"}
-    answers = _serve(exported, requests)  # replayed through both loaders
+    answers = serve(exported, requests)  # replayed through both loaders
     for path_name in ("eager", "session"):
         assert len(answers[path_name]["serving_default"]["label"]) == 1
         assert np.shape(answers[path_name]["serve_ids"]["logits"]) == (1, len(LABELS))
@@ -242,16 +211,14 @@ def test_versions_and_bad_models_are_refused_with_nothing_written(classifier, tm
     with pytest.raises(FileExistsError, match="1 exists and is not empty"):
         export_saved_model(classifier[1], base, version=1)
     export_saved_model(classifier[1], base, version=1, overwrite=True)
-    tagger = tmp_path / "tagger"
-    model = BertBackbone(**CONFIG)
-    checkpoint = model_checkpoint(model, vocabulary_file=classifier[1] + "/vocab.txt")
-    checkpoint.head_weights["token_classifier"] = {
-        "kernel": np.zeros((CONFIG["hidden_dim"], 3)),
-        "bias": np.zeros(3),
-    }
-    write_checkpoint(checkpoint, tagger)
-    with pytest.raises(ValueError, match=r"heads \['token_classifier'\]; the exporter serves"):
-        export_saved_model(tagger, base)
+    other = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    other.save(tmp_path / "other.keras")
+    with pytest.raises(ValueError, match="cannot serve a Sequential"):
+        export_saved_model(tmp_path / "other.keras", base)
+    headless = BertClassifier(BertBackbone(**CONFIG), num_classes=2)
+    headless.save(tmp_path / "headless.keras")
+    with pytest.raises(ValueError, match="without a preprocessor, and no vocab.txt is beside it"):
+        export_saved_model(tmp_path / "headless.keras", base)
     (tmp_path / "empty").mkdir()
     with pytest.raises(ValueError, match="No checkpoint recognised"):
         export_saved_model(tmp_path / "empty", base)

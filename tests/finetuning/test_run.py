@@ -38,7 +38,7 @@ def test_classification_export_loads_with_its_label_names(checkpoint, tmp_path):
 
     export = str(tmp_path / "out" / "export")
     assert read_checkpoint(export).label_names == list(run.label_names)
-    assert read_checkpoint(export).task_config == {"text_pair": False}
+    assert read_checkpoint(export).task_config == {"text_pair": False, "max_seq_length": 8}
     config = json.loads((tmp_path / "out" / "export" / "config.json").read_text())
     assert config["architectures"] == ["BertForSequenceClassification"]
     assert config["id2label"] == {str(i): name for i, name in enumerate(run.label_names)}
@@ -90,4 +90,7 @@ def test_a_pair_classification_export_records_its_pairs(checkpoint, tmp_path):
     )
     run = ClassificationRun("csv", str(data), checkpoint, str(tmp_path / "out"), max_seq_length=8)
     run.train(batch_size=2, learning_rate=1e-3, num_epochs=1, verbose=0)
-    assert read_checkpoint(str(tmp_path / "out" / "export")).task_config == {"text_pair": True}
+    assert read_checkpoint(str(tmp_path / "out" / "export")).task_config == {
+        "text_pair": True,
+        "max_seq_length": 8,
+    }

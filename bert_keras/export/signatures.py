@@ -1,0 +1,285 @@
+"""The serving signatures of each task model: raw text in, answers out, and token ids in.
+
+Every function here returns `{signature name: tf.function}`, traced on Keras'
+TensorFlow backend with fixed input signatures (batch size dynamic) and no
+autograph, ready for `keras.export.ExportArchive.add_endpoint`. Raw-text
+signatures pad each batch to its longest text; `serve_ids` takes what a
+client packed itself.
+
+Example:
+>>> import tensorflow as tf
+>>> from bert_keras.models.bert_backbone import BertBackbone
+>>> from bert_keras.text.preprocessor import BertPreprocessor
+>>> from bert_keras.text.tokenizer import BertTokenizer
+>>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi"])
+>>> preprocessor = BertPreprocessor(tokenizer, sequence_length=8, padding="longest")
+>>> signatures = backbone_signatures(BertBackbone(6, 1, 2, 8, 16), preprocessor)
+>>> outputs = signatures["serving_default"](tf.constant(["hi", "hi hi hi"]))
+>>> outputs["sequence_output"].shape.as_list()
+[2, 5, 8]
+"""
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+CLASSIFY_METHOD = "tensorflow/serving/classify"
+
+
+def classifier_signatures(model, preprocessor, label_names, text_pair=False):
+    """`serving_default`, `serve_ids` and `classify` of a `BertClassifier`.
+
+    `serving_default` takes `text` (and `text_pair`) strings `[batch]` and
+    gives `logits`, `probabilities` float32 `[batch, classes]`, `label_id`
+    int64 `[batch]` and `label` string `[batch]`. `classify` (method
+    `CLASSIFY_METHOD`) takes serialized `tf.Example`s with the bytes
+    features "text" (and "text_pair") and gives `classes` string and
+    `scores` float32 `[batch, classes]`. `serve_ids` gives `logits`.
+
+    Example:
+    >>> import tensorflow as tf
+    >>> from bert_keras.models.bert_backbone import BertBackbone
+    >>> from bert_keras.models.bert_classifier import BertClassifier
+    >>> from bert_keras.text.preprocessor import BertPreprocessor
+    >>> from bert_keras.text.tokenizer import BertTokenizer
+    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi"])
+    >>> preprocessor = BertPreprocessor(tokenizer, sequence_length=8, padding="longest")
+    >>> model = BertClassifier(BertBackbone(6, 1, 2, 8, 16), num_classes=2)
+    >>> signatures = classifier_signatures(model, preprocessor, ["no", "yes"])
+    >>> signatures["serving_default"](tf.constant(["hi"]))["label"].shape.as_list()
+    [1]
+    """
+    names = tf.constant(label_names)
+    feature_names = ("text", "text_pair") if text_pair else ("text",)
+
+    def answers(logits):
+        label_id = tf.argmax(logits, axis=-1)
+        return {
+            "logits": logits,
+            "probabilities": tf.nn.softmax(logits),
+            "label_id": label_id,
+            "label": tf.gather(names, label_id),
+        }
+
+    @tf.function(input_signature=text_specs(*feature_names), autograph=False)
+    def serve_text(*texts):
+        return answers(model(_packed(preprocessor, texts), training=False))
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="inputs")])
+    def classify(inputs):
+        examples = tf.io.parse_example(
+            inputs, {name: tf.io.FixedLenFeature([], tf.string) for name in feature_names}
+        )
+        texts = [examples[name] for name in feature_names]
+        scores = tf.nn.softmax(model(_packed(preprocessor, texts), training=False))
+        classes = tf.tile(names[tf.newaxis], [tf.shape(scores)[0], 1])
+        return {"classes": classes, "scores": scores}
+
+    return {
+        "serving_default": serve_text,
+        "serve_ids": ids_signature(model, lambda logits: {"logits": logits}),
+        "classify": classify,
+    }
+
+
+def backbone_signatures(model, preprocessor):
+    """`serving_default` and `serve_ids` of a `BertBackbone`: features of texts.
+
+    `serving_default` takes `text` strings `[batch]` and gives
+    `pooled_output` float32 `[batch, hidden]`, `sequence_output` float32
+    `[batch, length, hidden]` and `padding_mask` int32 `[batch, length]`;
+    `serve_ids` gives the first two. (Example: the module docstring.)
+    """
+
+    def features_of(outputs):
+        return {name: outputs[name] for name in ("pooled_output", "sequence_output")}
+
+    @tf.function(input_signature=text_specs("text"), autograph=False)
+    def serve_text(text):
+        features = preprocessor(text)
+        outputs = model(features, training=False)
+        return {**features_of(outputs), "padding_mask": features["padding_mask"]}
+
+    return {"serving_default": serve_text, "serve_ids": ids_signature(model, features_of)}
+
+
+def multiple_choice_signatures(model, preprocessor):
+    """`serving_default` and `serve_ids` of a `BertMultipleChoice`.
+
+    `serving_default` takes `context` strings `[batch]` and `choices`
+    strings `[batch, num_choices]`, packs `[CLS] context [SEP] choice [SEP]`
+    for each choice, and gives `logits`, `probabilities` float32 `[batch,
+    num_choices]` and `choice` int64 `[batch]`. `serve_ids` takes the three
+    id tensors `[batch, num_choices, length]` and gives `logits`.
+
+    Example:
+    >>> import tensorflow as tf
+    >>> from bert_keras.models.bert_backbone import BertBackbone
+    >>> from bert_keras.models.bert_multiple_choice import BertMultipleChoice
+    >>> from bert_keras.text.preprocessor import BertPreprocessor
+    >>> from bert_keras.text.tokenizer import BertTokenizer
+    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi"])
+    >>> preprocessor = BertPreprocessor(tokenizer, sequence_length=8, padding="longest")
+    >>> model = BertMultipleChoice(BertBackbone(6, 1, 2, 8, 16), num_choices=3)
+    >>> serve = multiple_choice_signatures(model, preprocessor)["serving_default"]
+    >>> serve(tf.constant(["hi"]), tf.constant([["hi", "", "hi hi"]]))["choice"].shape.as_list()
+    [1]
+    """
+    num_choices = model.num_choices
+
+    @tf.function(
+        input_signature=[
+            tf.TensorSpec([None], tf.string, name="context"),
+            tf.TensorSpec([None, num_choices], tf.string, name="choices"),
+        ],
+        autograph=False,
+    )
+    def serve_text(context, choices):
+        checked = same_batch_size(context=context, choices=choices)
+        with tf.control_dependencies(checked):
+            features = preprocessor((tf.repeat(context, num_choices), tf.reshape(choices, [-1])))
+        features = {
+            name: tf.reshape(feature, [-1, num_choices, tf.shape(feature)[-1]])
+            for name, feature in features.items()
+        }
+        logits = model(features, training=False)
+        return {
+            "logits": logits,
+            "probabilities": tf.nn.softmax(logits),
+            "choice": tf.argmax(logits, axis=-1),
+        }
+
+    return {
+        "serving_default": serve_text,
+        "serve_ids": ids_signature(
+            model, lambda logits: {"logits": logits}, shape=[None, num_choices, None]
+        ),
+    }
+
+
+def tagger_signatures(model, preprocessor, tag_names):
+    """`serving_default` and `serve_ids` of a `BertTokenClassifier`: a tag per word.
+
+    Words are the text's whitespace-separated pieces, as in a CoNLL file;
+    each is tagged on its first word piece, as `tasks.tag` tags them. Words
+    whose first piece is cut off by the sequence length are left out.
+    `serving_default` takes `text` strings `[batch]` and gives, per word
+    `[batch, words]` padded to the batch's most words, `words` and `tags`
+    strings, `start` and `end` int64 byte offsets into the text and `mask`
+    int32 (1 for a word, 0 for padding). Invalid UTF-8 is first replaced by
+    U+FFFD, and offsets count in the replaced text. `serve_ids` gives
+    `logits` `[batch, length, tags]`.
+
+    Example:
+    >>> import tensorflow as tf
+    >>> from bert_keras.models.bert_backbone import BertBackbone
+    >>> from bert_keras.models.bert_token_classifier import BertTokenClassifier
+    >>> from bert_keras.text.preprocessor import BertPreprocessor
+    >>> from bert_keras.text.tokenizer import BertTokenizer
+    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi"])
+    >>> preprocessor = BertPreprocessor(tokenizer, sequence_length=8, padding="longest")
+    >>> model = BertTokenClassifier(BertBackbone(6, 1, 2, 8, 16), num_classes=2)
+    >>> serve = tagger_signatures(model, preprocessor, ["O", "B-X"])["serving_default"]
+    >>> outputs = serve(tf.constant(["hi  there", ""]))
+    >>> outputs["words"].numpy().tolist(), outputs["start"].numpy().tolist()
+    ([[b'hi', b'there'], [b'', b'']], [[0, 4], [0, 0]])
+    """
+    names = tf.constant(tag_names)
+    whitespace = tf_text.WhitespaceTokenizer()
+
+    @tf.function(input_signature=text_specs("text"), autograph=False)
+    def serve_text(text):
+        text = tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace")
+        words, starts, ends = whitespace.tokenize_with_offsets(text)  # [batch, (words)]
+        features, word_ids = preprocessor.call_with_word_ids(words)
+        logits = model(features, training=False)  # [batch, length, tags]
+        first_pieces = tf.logical_and(
+            word_ids >= 0,
+            tf.not_equal(word_ids, tf.pad(word_ids[:, :-1], [[0, 0], [1, 0]], constant_values=-1)),
+        )
+        tag_ids = tf.ragged.boolean_mask(tf.argmax(logits, axis=-1), first_pieces)
+        tagged = tf.ragged.range(words.row_lengths()) < tag_ids.row_lengths()[:, tf.newaxis]
+        words, starts, ends = (
+            tf.ragged.boolean_mask(part, tagged) for part in (words, starts, ends)
+        )
+        return {
+            "words": words.to_tensor(""),
+            "tags": tf.gather(names, tag_ids).to_tensor(""),
+            "start": starts.to_tensor(0),
+            "end": ends.to_tensor(0),
+            "mask": tf.ones_like(starts, tf.int32).to_tensor(0),
+        }
+
+    return {
+        "serving_default": serve_text,
+        "serve_ids": ids_signature(model, lambda logits: {"logits": logits}),
+    }
+
+
+def ids_signature(model, outputs_of, shape=(None, None)):
+    """`serve_ids`: the model on `token_ids`, `segment_ids`, `padding_mask` int32 `shape`.
+
+    Args:
+        model: the Keras model.
+        outputs_of: the model's outputs -> the signature's dict of tensors.
+        shape: the id tensors' shape, `[batch, length]` for most models.
+
+    Example:
+    >>> import numpy as np
+    >>> from bert_keras.models.bert_backbone import BertBackbone
+    >>> serve = ids_signature(BertBackbone(6, 1, 2, 8, 16), lambda outputs: outputs)
+    >>> ids = np.ones((1, 3), "int32")
+    >>> serve(ids, ids * 0, ids)["sequence_output"].shape.as_list()
+    [1, 3, 8]
+    """
+
+    @tf.function(
+        input_signature=[
+            tf.TensorSpec(shape, tf.int32, name=name)
+            for name in ("token_ids", "segment_ids", "padding_mask")
+        ],
+        autograph=False,
+    )
+    def serve_ids(token_ids, segment_ids, padding_mask):
+        features = {
+            "token_ids": token_ids,
+            "segment_ids": segment_ids,
+            "padding_mask": padding_mask,
+        }
+        return outputs_of(model(features, training=False))
+
+    return serve_ids
+
+
+def text_specs(*names):
+    """`[batch]` string input specs with these names.
+
+    Example:
+    >>> [spec.name for spec in text_specs("question", "context")]
+    ['question', 'context']
+    """
+    return [tf.TensorSpec([None], tf.string, name=name) for name in names]
+
+
+def same_batch_size(**inputs):
+    """Assert ops failing with a message naming the inputs when their batch sizes differ.
+
+    Example:
+    >>> import tensorflow as tf
+    >>> same_batch_size(context=tf.constant(["a"]), choices=tf.constant([["a", "b"]] * 2))
+    Traceback (most recent call last):
+    ...
+    tensorflow.python.framework.errors_impl.InvalidArgumentError: ...
+    """
+    (first, tensor), *others = inputs.items()
+    return [
+        tf.debugging.assert_equal(
+            tf.shape(other)[0],
+            tf.shape(tensor)[0],
+            message=f"{first} and {name} must hold as many rows (the batch size)",
+        )
+        for name, other in others
+    ]
+
+
+def _packed(preprocessor, texts):
+    return preprocessor(texts[0] if len(texts) == 1 else tuple(texts))

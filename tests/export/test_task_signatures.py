@@ -1,0 +1,104 @@
+"""What the fine-tuning programs write exports to signatures that answer as the programs predict."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_keras.export.saved_model import export_saved_model
+from bert_keras.finetuning.multiple_choice import MultipleChoiceRun
+from bert_keras.finetuning.tagging import TaggingRun
+from bert_keras.models.bert_backbone import BertBackbone
+from bert_keras.text.preprocessor import BertPreprocessor
+from tests.export import CONFIG
+from tests.export import serve
+from tests.export import transported
+from tests.export import write_vocabulary
+
+SEQUENCE_LENGTH = 12
+CONLL = """the O\nfilm B-X\nwas O\ngood B-Y\n\nA O\nplot B-X\n!\tO\n"""
+SWAG_HEADER = "sent1,sent2,ending0,ending1,ending2,label\n"
+SWAG_ROWS = [
+    "the film,was,good .,bad .,dull !,0",
+    "a plot,is,great,the films,,2",
+    "who saw the film ?,,a plot .,the plot .,great !,1",
+]
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    """A tiny backbone's checkpoint directory, with the shared vocabulary."""
+    directory = tmp_path_factory.mktemp("checkpoint")
+    vocabulary = write_vocabulary(directory)
+    BertBackbone(**CONFIG).save_to_preset(str(directory / "tiny"), vocabulary_file=vocabulary)
+    return str(directory / "tiny")
+
+
+def _trained_tagger(checkpoint, tmp_path):
+    data = tmp_path / "conll"
+    data.mkdir()
+    (data / "train.txt").write_text(CONLL)
+    run = TaggingRun(str(data), checkpoint, str(tmp_path / "out"), max_seq_length=SEQUENCE_LENGTH)
+    run.train(batch_size=2, learning_rate=1e-2, num_epochs=1, verbose=0)
+    return run
+
+
+def test_a_tagger_export_tags_each_word_as_the_tagging_program(checkpoint, tmp_path):
+    run = _trained_tagger(checkpoint, tmp_path)
+    exported = export_saved_model(tmp_path / "out" / "export", tmp_path / "base")
+    sentences = [["the", "film", "was", "good"], ["Plot", "!"], ["a"], ["été", "films", "\x00"]]
+    texts = [" ".join(words).encode() for words in sentences] + [b"  the \t film\n", b""]
+    sentences.append(["the", "film"])
+    expected = run._predict_tags([SimpleNamespace(words=words) for words in sentences], 8)
+    assert len({tag for tags in expected for tag in tags}) > 1  # the comparison can tell tags apart
+    answers = serve(exported, {"serving_default": {"text": transported(texts)}})
+    for path in ("eager", "session"):
+        served = answers[path]["serving_default"]
+        for row, (text, tags) in enumerate(zip(texts, expected)):
+            count = sum(served["mask"][row])
+            assert served["tags"][row][:count] == tags, (path, text)
+            words = [
+                text[start:end].decode()
+                for start, end in zip(served["start"][row][:count], served["end"][row][:count])
+            ]
+            assert words == served["words"][row][:count] == text.decode().split()
+        assert sum(served["mask"][-1]) == 0  # the empty text has no words
+
+
+def test_a_long_text_is_tagged_on_the_words_that_fit(checkpoint, tmp_path):
+    run = _trained_tagger(checkpoint, tmp_path)
+    exported = export_saved_model(tmp_path / "out" / "export", tmp_path / "base")
+    words = ["the", "films", "was", "dull"] * 4  # "films" takes two pieces
+    served = serve(exported, {"serving_default": {"text": [" ".join(words)]}})["eager"]
+    served = served["serving_default"]
+    preprocessor = BertPreprocessor(run.tokenizer, SEQUENCE_LENGTH)
+    features, word_ids = preprocessor.call_with_word_ids([words])
+    fitted = len(set(word_ids.numpy()[0].tolist()) - {-1})  # words with a first piece
+    assert fitted < len(words) and sum(served["mask"][0]) == fitted
+    tag_ids = np.argmax(run.model.predict(features, verbose=0)[0], axis=-1)
+    first_pieces = [list(word_ids.numpy()[0]).index(word) for word in range(fitted)]
+    assert served["tags"][0] == [run.label_names[tag_ids[index]] for index in first_pieces]
+
+
+def test_a_multiple_choice_export_chooses_as_the_program(checkpoint, tmp_path):
+    data = tmp_path / "swag"
+    data.mkdir()
+    (data / "train.csv").write_text(SWAG_HEADER + "\n".join(SWAG_ROWS) + "\n")
+    run = MultipleChoiceRun(str(data), checkpoint, str(tmp_path / "out"), SEQUENCE_LENGTH)
+    run.train(batch_size=2, learning_rate=1e-2, num_epochs=1, verbose=0)
+    exported = export_saved_model(tmp_path / "out" / "export", tmp_path / "base")
+    examples = run._read("train")
+    logits = run.model.predict(run._features(examples), verbose=0)
+    request = {
+        "context": list(examples.contexts),
+        "choices": [list(choices) for choices in examples.choices],
+    }
+    answers = serve(exported, {"serving_default": request})
+    for path in ("eager", "session"):
+        served = answers[path]["serving_default"]
+        np.testing.assert_allclose(served["logits"], logits, atol=1e-5, err_msg=path)
+        assert served["choice"] == np.argmax(logits, axis=-1).tolist()
+    loaded = tf.saved_model.load(exported).signatures["serving_default"]
+    with pytest.raises(tf.errors.InvalidArgumentError, match="context and choices must hold"):
+        loaded(context=tf.constant(["a", "b"]), choices=tf.constant([["a", "b", "c"]]))
