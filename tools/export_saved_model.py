@@ -1,6 +1,7 @@
 """Exports a fine-tuned or pretrained BERT as a SavedModel that stock TF Serving loads.
 
-Raw text in, answers out: the tokenizer runs in the graph. Writes
+Raw text in, answers out (labels, tags per word, answer spans, choices or
+features, by the model's task): the tokenizer runs in the graph. Writes
 EXPORT_BASE/<version>/ (the next free version unless --version), atomically;
 point TF Serving's --model_base_path at EXPORT_BASE. The model is traced on
 Keras' TensorFlow backend whatever backend trained it.
@@ -17,7 +18,10 @@ from absl import app
 from absl import flags
 
 _MODEL = flags.DEFINE_string(
-    "model", None, "Checkpoint directory (e.g. OUTPUT_DIR/export of tasks.classify) or .keras file."
+    "model",
+    None,
+    "Checkpoint directory (OUTPUT_DIR/export of tasks.classify, tasks.tag, tasks.squad, "
+    "tasks.multiple_choice or tasks.pretrain; a Hugging Face or original release) or .keras file.",
 )
 _EXPORT_BASE = flags.DEFINE_string(
     "export_base", None, "The model's directory; versions are written below it."

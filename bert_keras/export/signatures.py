@@ -23,6 +23,9 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 CLASSIFY_METHOD = "tensorflow/serving/classify"
+# Rows per forward pass of `by_length`: enough for efficient matrix products
+# on a CPU, few enough that lengths within a pass stay close.
+PASS_ROWS = 8
 
 
 def classifier_signatures(model, preprocessor, label_names, text_pair=False):
@@ -60,9 +63,13 @@ def classifier_signatures(model, preprocessor, label_names, text_pair=False):
             "label": tf.gather(names, label_id),
         }
 
+    def logits_of(texts):
+        features = _packed(preprocessor, texts)
+        return by_length(lambda features: model(features, training=False), features)
+
     @tf.function(input_signature=text_specs(*feature_names), autograph=False)
     def serve_text(*texts):
-        return answers(model(_packed(preprocessor, texts), training=False))
+        return answers(logits_of(texts))
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="inputs")])
     def classify(inputs):
@@ -70,7 +77,7 @@ def classifier_signatures(model, preprocessor, label_names, text_pair=False):
             inputs, {name: tf.io.FixedLenFeature([], tf.string) for name in feature_names}
         )
         texts = [examples[name] for name in feature_names]
-        scores = tf.nn.softmax(model(_packed(preprocessor, texts), training=False))
+        scores = tf.nn.softmax(logits_of(texts))
         classes = tf.tile(names[tf.newaxis], [tf.shape(scores)[0], 1])
         return {"classes": classes, "scores": scores}
 
@@ -213,6 +220,60 @@ def tagger_signatures(model, preprocessor, tag_names):
         "serving_default": serve_text,
         "serve_ids": ids_signature(model, lambda logits: {"logits": logits}),
     }
+
+
+def by_length(rows_of, features, rows_per_pass=PASS_ROWS, dtype=tf.float32):
+    """`rows_of(features)` in passes over texts of similar length, each padded to its longest.
+
+    The texts are sorted by length and cut into passes of at most
+    `rows_per_pass` rows (fewer, when that evens them out), so a batch of
+    mixed lengths costs little more than its tokens. The answers come back
+    in the batch's order. A batch of at most `rows_per_pass` rows is one
+    pass, run directly.
+
+    Args:
+        rows_of: features -> a `dtype` tensor `[rows, ...]` with no length
+            axis (a classifier's logits, say).
+        features: packed `token_ids`, `segment_ids`, `padding_mask` int32
+            `[batch, length]`.
+        rows_per_pass: the most rows one pass runs.
+        dtype: the dtype `rows_of` returns.
+
+    Returns:
+        `rows_of` of the whole batch.
+
+    Example:
+    >>> import tensorflow as tf
+    >>> mask = tf.constant([[1, 1, 1, 0], [1, 0, 0, 0], [1, 1, 0, 0]])
+    >>> features = {"token_ids": mask, "segment_ids": mask * 0, "padding_mask": mask}
+    >>> def lengths_seen(features):
+    ...     return tf.fill(tf.shape(features["token_ids"])[:1], tf.shape(features["token_ids"])[1])
+    >>> # Passes: the texts of lengths 1 and 2 (padded to 2), then that of length 3.
+    >>> by_length(lengths_seen, features, rows_per_pass=2, dtype=tf.int32).numpy().tolist()
+    [3, 2, 2]
+    """
+    lengths = tf.reduce_sum(features["padding_mask"], axis=1)
+    batch_size, length = tf.shape(lengths)[0], tf.shape(features["padding_mask"])[1]
+    passes = tf.maximum((batch_size + rows_per_pass - 1) // rows_per_pass, 1)
+    rows = tf.maximum((batch_size + passes - 1) // passes, 1)
+    # Sorted by length; the last pass is topped up with copies of the first row.
+    order = tf.pad(tf.argsort(lengths, stable=True), [[0, passes * rows - batch_size]])
+
+    def one_pass(pass_features):
+        pass_length = tf.reduce_max(tf.reduce_sum(pass_features["padding_mask"], axis=1))
+        return rows_of({name: feature[:, :pass_length] for name, feature in pass_features.items()})
+
+    def in_passes():
+        passes_features = {
+            name: tf.reshape(tf.gather(feature, order), [passes, rows, length])
+            for name, feature in features.items()
+        }
+        outputs = tf.map_fn(one_pass, passes_features, fn_output_signature=dtype)
+        outputs = tf.reshape(outputs, tf.concat([[passes * rows], tf.shape(outputs)[2:]], 0))
+        kept = outputs[:batch_size]
+        return tf.scatter_nd(order[:batch_size, tf.newaxis], kept, tf.shape(kept))
+
+    return tf.cond(batch_size > rows_per_pass, in_passes, lambda: rows_of(features))
 
 
 def ids_signature(model, outputs_of, shape=(None, None)):

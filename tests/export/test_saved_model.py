@@ -34,6 +34,8 @@ TEXTS = [
     b"great films \xff\xfe!",  # invalid UTF-8
     b"caf\xc3",  # cut inside a character
 ]
+# More texts than one forward pass of the raw-text signatures runs, in mixed lengths.
+MANY_TEXTS = [text for index in range(4) for text in TEXTS[index:] + TEXTS[:index]]
 
 
 @pytest.fixture(scope="module")
@@ -96,13 +98,13 @@ def test_a_classifier_export_answers_as_the_keras_model_does(classifier, vocabul
     assert str(tmp_path).encode() not in graph_bytes and checkpoint.encode() not in graph_bytes
     assert os.listdir(os.path.join(served_directory, "assets")) == ["vocab.txt"]
 
-    features = _packed(vocabulary_file, TEXTS)
+    features = _packed(vocabulary_file, MANY_TEXTS)
     logits = model.predict(features, verbose=0)
     probabilities = tf.nn.softmax(logits).numpy()
     requests = {
-        "serving_default": {"text": transported(TEXTS)},
+        "serving_default": {"text": transported(MANY_TEXTS)},
         "serve_ids": {name: value.tolist() for name, value in features.items()},
-        "classify": {"inputs": _examples(TEXTS)},
+        "classify": {"inputs": _examples(MANY_TEXTS)},
     }
     answers = serve(served_directory, requests)
     assert answers["methods"]["classify"] == "tensorflow/serving/classify"
@@ -114,7 +116,7 @@ def test_a_classifier_export_answers_as_the_keras_model_does(classifier, vocabul
         assert text["label_id"] == np.argmax(logits, axis=-1).tolist()
         assert text["label"] == [LABELS[index] for index in np.argmax(logits, axis=-1)]
         np.testing.assert_allclose(served["serve_ids"]["logits"], logits, atol=1e-5, err_msg=path)
-        assert served["classify"]["classes"] == [LABELS] * len(TEXTS)
+        assert served["classify"]["classes"] == [LABELS] * len(MANY_TEXTS)
         np.testing.assert_allclose(served["classify"]["scores"], probabilities, atol=1e-5)
     empty = serve(served_directory, {"serving_default": {"text": []}})
     for path in ("eager", "session"):  # an empty batch gets empty answers (JSON drops shapes)
