@@ -2,6 +2,8 @@
 
 import tensorflow as tf
 
+from bert_keras.data.length_batching import batch_by_length
+
 
 def classification_dataset(
     preprocessor, examples, batch_size, shuffle=False, seed=0, with_labels=True
@@ -10,7 +12,8 @@ def classification_dataset(
 
     Texts are tokenized and packed once, by the in-graph `preprocessor`
     (a `BertPreprocessor`), and cached, so later epochs pay no tokenization;
-    the dataset feeds `model.fit` on every Keras backend.
+    the dataset feeds `model.fit` on every Keras backend. Each batch is as
+    long as its longest text, rounded up (see `batch_by_length`).
 
     Args:
         preprocessor: a `BertPreprocessor` with a fixed `sequence_length`.
@@ -30,6 +33,9 @@ def classification_dataset(
     >>> features, labels = next(iter(dataset))
     >>> features["token_ids"].numpy().tolist(), labels.numpy().tolist()
     ([[2, 5, 3, 0, 0, 0, 0, 0], [2, 5, 5, 3, 0, 0, 0, 0]], [0, 1])
+    >>> long = BertPreprocessor(tokenizer, 128)  # batches 16 wide, not 128
+    >>> next(iter(classification_dataset(long, examples, 2)))[0]["token_ids"].shape.as_list()
+    [2, 16]
     """
     texts = (
         (examples.texts_a,) if examples.texts_b is None else (examples.texts_a, examples.texts_b)
@@ -50,4 +56,4 @@ def classification_dataset(
     dataset = dataset.cache()
     if shuffle:
         dataset = dataset.shuffle(len(examples), seed=seed, reshuffle_each_iteration=True)
-    return dataset.batch(batch_size).prefetch(tf.data.AUTOTUNE)
+    return batch_by_length(dataset, batch_size).prefetch(tf.data.AUTOTUNE)

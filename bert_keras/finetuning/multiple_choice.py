@@ -3,6 +3,8 @@
 import numpy as np
 import tensorflow as tf
 
+from bert_keras.data.length_batching import batch_by_length
+from bert_keras.data.length_batching import predict_by_length
 from bert_keras.data.swag import read_swag
 from bert_keras.data.swag import split_path
 from bert_keras.evaluation.glue_metrics import accuracy
@@ -79,10 +81,11 @@ class MultipleChoiceRun(FineTuningRun):
         """
         examples = self._checked(self._read("train", limit=limit), "train")
         features = self._features(examples)
-        dataset = (
-            tf.data.Dataset.from_tensor_slices((features, np.asarray(examples.labels, np.int32)))
-            .shuffle(len(examples), seed=self.seed, reshuffle_each_iteration=True)
-            .batch(batch_size)
+        dataset = batch_by_length(
+            tf.data.Dataset.from_tensor_slices(
+                (features, np.asarray(examples.labels, np.int32))
+            ).shuffle(len(examples), seed=self.seed, reshuffle_each_iteration=True),
+            batch_size,
         )
         history = self.fit(
             self.model,
@@ -149,7 +152,9 @@ class MultipleChoiceRun(FineTuningRun):
         }
 
     def _predict_examples(self, examples, batch_size):
-        logits = self.model.predict(self._features(examples), batch_size=batch_size, verbose=0)
+        logits = predict_by_length(
+            self.model.predict_on_batch, self._features(examples), batch_size
+        )
         return np.argmax(logits, axis=-1)
 
     def _write_predictions(self, split, predictions):

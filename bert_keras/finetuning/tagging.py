@@ -6,10 +6,13 @@ from bert_keras.data.conll import has_split
 from bert_keras.data.conll import read_conll
 from bert_keras.data.conll import split_path
 from bert_keras.data.conll import tag_scheme
+from bert_keras.data.length_batching import batch_by_length
+from bert_keras.data.length_batching import predict_by_length
 from bert_keras.evaluation.conll_metrics import entity_scores
 from bert_keras.finetuning.run import FineTuningRun
 from bert_keras.finetuning.word_windows import tokenize_words
 from bert_keras.finetuning.word_windows import word_windows
+from bert_keras.models.bert_token_classifier import IGNORED_LABEL
 from bert_keras.models.bert_token_classifier import BertTokenClassifier
 
 HEAD_NAME = "token_classifier"
@@ -100,10 +103,12 @@ class TaggingRun(FineTuningRun):
         windows = self._windows(
             sentences, [[label_ids[tag] for tag in sentence.tags] for sentence in sentences]
         )
-        dataset = (
-            tf.data.Dataset.from_tensor_slices((windows.features, windows.labels))
-            .shuffle(len(windows), seed=self.seed, reshuffle_each_iteration=True)
-            .batch(batch_size)
+        dataset = batch_by_length(
+            tf.data.Dataset.from_tensor_slices((windows.features, windows.labels)).shuffle(
+                len(windows), seed=self.seed, reshuffle_each_iteration=True
+            ),
+            batch_size,
+            token_labels_fill=IGNORED_LABEL,
         )
         history = self.fit(
             self.model,
@@ -162,7 +167,9 @@ class TaggingRun(FineTuningRun):
 
     def _predict_tags(self, sentences, batch_size):
         windows = self._windows(sentences)
-        logits = self.model.predict(windows.features, batch_size=batch_size, verbose=0)
+        logits = predict_by_length(
+            self.model.predict_on_batch, windows.features, batch_size, per_token_outputs=True
+        )
         return [
             [self.label_names[index] for index in sentence]
             for sentence in windows.word_predictions(logits)

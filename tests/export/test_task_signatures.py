@@ -7,6 +7,7 @@ import pytest
 import tensorflow as tf
 
 from bert_keras.export.saved_model import export_saved_model
+from bert_keras.finetuning.classification import ClassificationRun
 from bert_keras.finetuning.multiple_choice import MultipleChoiceRun
 from bert_keras.finetuning.tagging import TaggingRun
 from bert_keras.models.bert_backbone import BertBackbone
@@ -33,6 +34,30 @@ def checkpoint(tmp_path_factory):
     vocabulary = write_vocabulary(directory)
     BertBackbone(**CONFIG).save_to_preset(str(directory / "tiny"), vocabulary_file=vocabulary)
     return str(directory / "tiny")
+
+
+def test_a_classifier_of_pairs_labels_as_the_classification_program(checkpoint, tmp_path):
+    data = tmp_path / "pairs"
+    data.mkdir()
+    rows = [
+        ("the film was good", "a great plot", "yes"),
+        ("a dull plot", "the film was bad !", "no"),
+        ("good films", "", "yes"),
+        ("who saw the film ?", "what a plot , what a film", "maybe"),
+    ]
+    for split in ("train", "dev"):
+        lines = ["text\ttext_pair\tlabel"] + ["\t".join(row) for row in rows]
+        (data / f"{split}.tsv").write_text("\n".join(lines) + "\n")
+    run = ClassificationRun("csv", str(data), checkpoint, str(tmp_path / "out"), SEQUENCE_LENGTH)
+    run.train(batch_size=2, learning_rate=1e-2, num_epochs=1, verbose=0)
+    run.evaluate("dev", batch_size=3)
+    predictions = (tmp_path / "out" / "predictions_dev.tsv").read_text().splitlines()[1:]
+    written = [line.split("\t")[1] for line in predictions]
+    exported = export_saved_model(tmp_path / "out" / "export", tmp_path / "base")
+    request = {"text": [row[0] for row in rows], "text_pair": [row[1] for row in rows]}
+    answers = serve(exported, {"serving_default": request})
+    for path in ("eager", "session"):
+        assert answers[path]["serving_default"]["label"] == written, path
 
 
 def _trained_tagger(checkpoint, tmp_path):

@@ -1,0 +1,207 @@
+"""Batches of packed examples padded to their longest example, not to the sequence length.
+
+Short texts make up most fine-tuning data (SST-2 sentences average about 13
+word pieces), so a batch padded to `max_seq_length` computes mostly
+padding. `batch_by_length` trims each packed example to its tokens and pads
+each batch to its longest one, rounded up to a multiple of
+`pad_to_multiple_of` so that backends compiling one program per shape (JAX,
+TensorFlow with XLA) compile at most `sequence_length / pad_to_multiple_of`
+of them. Padding is masked, so the model's outputs and losses are the
+padded-to-the-maximum ones.
+"""
+
+import numpy as np
+import tensorflow as tf
+
+# Widths of batches are multiples of this: 8 shapes for sequences of 128.
+PAD_TO_MULTIPLE_OF = 16
+
+
+def batch_by_length(
+    dataset,
+    batch_size,
+    pad_to_multiple_of=PAD_TO_MULTIPLE_OF,
+    token_labels_fill=None,
+    drop_remainder=False,
+):
+    """Batches `dataset`, each batch as long as its longest example (rounded up).
+
+    Args:
+        dataset: an unbatched `tf.data.Dataset` of packed features (a dict
+            with `token_ids`, `segment_ids`, `padding_mask`, each
+            `[sequence_length]` or `[num_choices, sequence_length]`), or of
+            `(features, labels)` or `(features, labels, sample_weights)`.
+        batch_size: examples per batch.
+        pad_to_multiple_of: batch widths are multiples of it (or the
+            sequence length).
+        token_labels_fill: when labels (and weights) are per token
+            (`[sequence_length]`, token tagging), the label that pads them;
+            their weights are padded with 0. None: labels are per example.
+        drop_remainder: drop a last, smaller batch.
+
+    Returns:
+        A batched `tf.data.Dataset` of the same structure.
+
+    Raises:
+        ValueError: features without `padding_mask` or a static sequence
+            length.
+
+    Example:
+    >>> import tensorflow as tf
+    >>> mask = tf.constant([[1, 1, 0, 0, 0, 0], [1, 1, 1, 0, 0, 0], [1, 0, 0, 0, 0, 0]])
+    >>> features = {"token_ids": mask * 7, "segment_ids": mask * 0, "padding_mask": mask}
+    >>> dataset = tf.data.Dataset.from_tensor_slices((features, [0, 1, 2]))
+    >>> batches = batch_by_length(dataset, batch_size=2, pad_to_multiple_of=2)
+    >>> [batch["token_ids"].numpy().tolist() for batch, _ in batches]
+    [[[7, 7, 0, 0], [7, 7, 7, 0]], [[7, 0]]]
+    """
+    features_spec = _features_spec(dataset.element_spec)
+    sequence_length = features_spec["padding_mask"].shape[-1]
+    if sequence_length is None:
+        raise ValueError(
+            "batch_by_length needs features of a static sequence length, got padding_mask "
+            f"of shape {features_spec['padding_mask'].shape}."
+        )
+    per_token = token_labels_fill is not None
+
+    def trimmed(*element):
+        features, *rest = element
+        length = tf.reduce_max(tf.reduce_sum(features["padding_mask"], axis=-1))
+
+        def trim(tensor):
+            return tensor[..., :length]
+
+        features = {name: trim(tensor) for name, tensor in features.items()}
+        rest = [trim(tensor) if per_token else tensor for tensor in rest]
+        return (features, *rest) if rest else features
+
+    def widened(*batch):
+        width = tf.shape(batch[0]["padding_mask"])[-1]
+        target = tf.minimum(-(-width // pad_to_multiple_of) * pad_to_multiple_of, sequence_length)
+        return _padded_to(
+            batch if len(batch) > 1 else batch[0], target, per_token, token_labels_fill
+        )
+
+    padding_values = _padding_values(dataset.element_spec, per_token, token_labels_fill)
+    return (
+        dataset.map(trimmed, num_parallel_calls=tf.data.AUTOTUNE)
+        .padded_batch(batch_size, padding_values=padding_values, drop_remainder=drop_remainder)
+        .map(widened, num_parallel_calls=tf.data.AUTOTUNE)
+    )
+
+
+def _features_spec(element_spec):
+    features = element_spec[0] if isinstance(element_spec, tuple) else element_spec
+    if not isinstance(features, dict) or "padding_mask" not in features:
+        raise ValueError(
+            "batch_by_length takes examples of packed features (a dict with padding_mask), "
+            f"got {element_spec}."
+        )
+    return features
+
+
+def _padding_values(element_spec, per_token, token_labels_fill):
+    def value(spec):
+        return tf.constant(0, spec.dtype)
+
+    if not isinstance(element_spec, tuple):
+        return tf.nest.map_structure(value, element_spec)
+    features, *rest = element_spec
+    fills = [token_labels_fill if per_token else 0, 0]
+    return (
+        tf.nest.map_structure(value, features),
+        *(tf.constant(fill, spec.dtype) for spec, fill in zip(rest, fills)),
+    )
+
+
+def _padded_to(element, width, per_token, token_labels_fill):
+    def pad(tensor, fill):
+        if tensor.shape.rank < 2:  # a batch of per-example values
+            return tensor
+        padding = [[0, 0]] * (tensor.shape.rank - 1) + [[0, width - tf.shape(tensor)[-1]]]
+        return tf.pad(tensor, padding, constant_values=tf.cast(fill, tensor.dtype))
+
+    if not isinstance(element, tuple):
+        return {name: pad(tensor, 0) for name, tensor in element.items()}
+    features, *rest = element
+    fills = [token_labels_fill if per_token else 0, 0]
+    return (
+        {name: pad(tensor, 0) for name, tensor in features.items()},
+        *(pad(tensor, fill) if per_token else tensor for tensor, fill in zip(rest, fills)),
+    )
+
+
+def predict_by_length(
+    predict_batch,
+    features,
+    batch_size,
+    per_token_outputs=False,
+    fill=0.0,
+    pad_to_multiple_of=PAD_TO_MULTIPLE_OF,
+):
+    """Predictions for packed examples, batched shortest first, in the examples' order.
+
+    Examples are sorted by length, batched, and each batch trimmed to its
+    longest example rounded up to `pad_to_multiple_of`; the predictions come
+    back in the original order. Sorting puts texts of similar length
+    together, so batches carry little padding.
+
+    Args:
+        predict_batch: a batch of features -> an array or a dict of arrays
+            (e.g. `model.predict_on_batch`).
+        features: dict of int32 arrays `[examples, ..., sequence_length]`
+            with `padding_mask`.
+        batch_size: examples per batch.
+        per_token_outputs: the outputs have a length axis after the batch
+            axis (`[batch, length, ...]`: token logits, span logits); they
+            are padded back to `sequence_length` with `fill`.
+        fill: the value of per-token outputs on the positions cut off.
+        pad_to_multiple_of: batch widths are multiples of it.
+
+    Returns:
+        The predictions of all examples: an array or a dict of arrays.
+
+    Example:
+    >>> import numpy as np
+    >>> mask = np.array([[1, 1, 1, 0, 0, 0], [1, 0, 0, 0, 0, 0], [1, 1, 0, 0, 0, 0]])
+    >>> features = {"token_ids": mask, "segment_ids": mask * 0, "padding_mask": mask}
+    >>> widths = lambda batch: np.full(len(batch["token_ids"]), batch["token_ids"].shape[1])
+    >>> predict_by_length(widths, features, batch_size=2, pad_to_multiple_of=1).tolist()
+    [3, 2, 2]
+    """
+    features = {name: np.asarray(array) for name, array in features.items()}
+    mask = features["padding_mask"]
+    sequence_length = mask.shape[-1]
+    lengths = mask.reshape(len(mask), -1, sequence_length).sum(axis=-1).max(axis=-1)
+    order = np.argsort(lengths, kind="stable")
+    batches = []
+    for start in range(0, len(order), batch_size):
+        rows = order[start : start + batch_size]
+        width = min(
+            -(-int(lengths[rows].max()) // pad_to_multiple_of) * pad_to_multiple_of, sequence_length
+        )
+        outputs = predict_batch(
+            {name: array[rows, ..., :width] for name, array in features.items()}
+        )
+        if per_token_outputs:
+            outputs = _tree_map(
+                lambda array: _padded_length_axis(np.asarray(array), sequence_length, fill), outputs
+            )
+        batches.append(outputs)
+    return _tree_map(
+        lambda *arrays: np.concatenate(arrays)[np.argsort(order, kind="stable")], *batches
+    )
+
+
+def _padded_length_axis(array, length, fill):
+    """`[batch, width, ...]` -> `[batch, length, ...]`."""
+    padding = [(0, 0), (0, length - array.shape[1])] + [(0, 0)] * (array.ndim - 2)
+    return np.pad(array, padding, constant_values=fill)
+
+
+def _tree_map(function, *structures):
+    if isinstance(structures[0], dict):
+        return {
+            key: function(*(structure[key] for structure in structures)) for key in structures[0]
+        }
+    return function(*(np.asarray(structure) for structure in structures))

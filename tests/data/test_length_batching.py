@@ -1,0 +1,146 @@
+"""Batches as long as their longest example: bounded shapes, and the same numbers as full padding."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_keras.data.length_batching import batch_by_length
+from bert_keras.models.bert_classifier import BertClassifier
+from bert_keras.models.bert_token_classifier import IGNORED_LABEL
+from bert_keras.models.bert_token_classifier import BertTokenClassifier
+from tests.test_case import TRAINING_BACKBONE
+from tests.test_case import tiny_backbone
+
+SEQUENCE_LENGTH = TRAINING_BACKBONE["max_sequence_length"]  # 32
+LENGTHS = [3, 17, 5, 9, 32, 4, 12, 6, 2, 20, 7, 3]  # tokens of each packed example
+
+
+def _packed_examples(lengths=LENGTHS, sequence_length=SEQUENCE_LENGTH):
+    """Packed features padded to `sequence_length`, as the fine-tuning programs make them."""
+    rng = np.random.default_rng(0)
+    positions = np.arange(sequence_length)[None, :]
+    mask = (positions < np.array(lengths)[:, None]).astype("int32")
+    return {
+        "token_ids": rng.integers(5, 40, mask.shape).astype("int32") * mask,
+        "segment_ids": (positions >= np.array(lengths)[:, None] // 2).astype("int32") * mask,
+        "padding_mask": mask,
+    }
+
+
+def _fixed_and_by_length(dataset, batch_size, **kwargs):
+    return dataset.batch(batch_size), batch_by_length(dataset, batch_size, **kwargs)
+
+
+def test_batches_are_as_long_as_their_longest_example_rounded_up():
+    dataset = tf.data.Dataset.from_tensor_slices((_packed_examples(), np.arange(len(LENGTHS))))
+    widths = []
+    for features, labels in batch_by_length(dataset, batch_size=3, pad_to_multiple_of=8):
+        width = features["token_ids"].shape[1]
+        longest = int(features["padding_mask"].numpy().sum(axis=1).max())
+        assert width % 8 == 0 and longest <= width < longest + 8
+        assert {name: tensor.shape[1] for name, tensor in features.items()} == dict.fromkeys(
+            features, width
+        )
+        widths.append(width)
+    assert widths == [24, 32, 16, 24]
+    assert labels.numpy().tolist() == [9, 10, 11]  # per-example labels as they were
+
+
+def test_per_token_labels_and_weights_are_padded_with_their_fill():
+    features = _packed_examples([2, 3])
+    labels = np.where(features["padding_mask"] == 1, 4, IGNORED_LABEL).astype("int32")
+    weights = features["padding_mask"].astype("float32")
+    dataset = tf.data.Dataset.from_tensor_slices((features, labels, weights))
+    (batch, batch_labels, batch_weights) = next(
+        iter(batch_by_length(dataset, 2, pad_to_multiple_of=5, token_labels_fill=IGNORED_LABEL))
+    )
+    assert batch["token_ids"].shape == (2, 5)
+    assert batch_labels.numpy().tolist() == [[4, 4, -100, -100, -100], [4, 4, 4, -100, -100]]
+    assert batch_weights.numpy().tolist() == [[1, 1, 0, 0, 0], [1, 1, 1, 0, 0]]
+
+
+def test_multiple_choice_examples_are_trimmed_to_their_longest_choice():
+    features = {
+        name: np.stack([tensor[:2], tensor[2:4]])
+        for name, tensor in _packed_examples([3, 5, 2, 9]).items()
+    }  # two examples of two choices
+    dataset = tf.data.Dataset.from_tensor_slices(features)
+    shapes = [batch["token_ids"].shape for batch in batch_by_length(dataset, 1, 4)]
+    assert shapes == [(1, 2, 8), (1, 2, 12)]
+
+
+def test_features_without_a_padding_mask_are_refused():
+    dataset = tf.data.Dataset.from_tensor_slices({"token_ids": np.ones((2, 4), "int32")})
+    with pytest.raises(ValueError, match="a dict with padding_mask"):
+        batch_by_length(dataset, 2)
+
+
+def test_a_classifier_computes_the_same_predictions_loss_and_step_either_way():
+    features = _packed_examples()
+    labels = np.arange(len(LENGTHS)) % 3
+    dataset = tf.data.Dataset.from_tensor_slices((features, labels))
+    fixed, by_length = _fixed_and_by_length(dataset, batch_size=4)
+
+    def model():
+        keras.utils.set_random_seed(0)
+        classifier = BertClassifier(tiny_backbone(**TRAINING_BACKBONE, dropout=0.0), 3)
+        classifier.compile(learning_rate=1e-2, num_train_steps=10)
+        return classifier
+
+    first, second = model(), model()
+    np.testing.assert_allclose(
+        first.predict(fixed, verbose=0), second.predict(by_length, verbose=0), atol=1e-5
+    )
+    np.testing.assert_allclose(
+        first.evaluate(fixed, verbose=0), second.evaluate(by_length, verbose=0), atol=1e-5
+    )
+    first.fit(fixed.take(1), verbose=0)
+    second.fit(by_length.take(1), verbose=0)
+    for a, b in zip(first.trainable_weights, second.trainable_weights):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-5, err_msg=a.path)
+
+
+def test_a_tagger_computes_the_same_loss_with_per_token_labels():
+    features = _packed_examples()
+    labels = np.where(features["padding_mask"] == 1, features["token_ids"] % 3, IGNORED_LABEL)
+    dataset = tf.data.Dataset.from_tensor_slices((features, labels.astype("int32")))
+    fixed = dataset.batch(4)
+    by_length = batch_by_length(dataset, 4, token_labels_fill=IGNORED_LABEL)
+    keras.utils.set_random_seed(0)
+    tagger = BertTokenClassifier(tiny_backbone(**TRAINING_BACKBONE, dropout=0.0), 3)
+    tagger.compile(learning_rate=1e-2, num_train_steps=10)
+    np.testing.assert_allclose(
+        tagger.evaluate(fixed, verbose=0), tagger.evaluate(by_length, verbose=0), atol=1e-5
+    )
+
+
+@pytest.mark.skipif(keras.backend.backend() != "jax", reason="counts XLA compilations of JAX")
+def test_jax_compiles_one_train_step_per_batch_width():
+    import jax
+
+    compilations = []
+
+    def listener(event, duration, **kwargs):
+        if event == "/jax/core/compile/backend_compile_duration":
+            compilations.append(event)
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    lengths = np.random.default_rng(1).integers(2, SEQUENCE_LENGTH + 1, 96).tolist()
+    dataset = tf.data.Dataset.from_tensor_slices((_packed_examples(lengths), np.zeros(96, "int32")))
+
+    def compilations_of_two_epochs(batches):
+        classifier = BertClassifier(tiny_backbone(**TRAINING_BACKBONE), 2)
+        classifier.compile(learning_rate=1e-3, num_train_steps=48)
+        before = len(compilations)
+        classifier.fit(batches, verbose=0)
+        first_epoch = len(compilations)
+        classifier.fit(batches, verbose=0)
+        assert len(compilations) == first_epoch  # the second epoch compiles nothing new
+        return first_epoch - before
+
+    by_length = batch_by_length(dataset.shuffle(96, seed=0), batch_size=4, pad_to_multiple_of=8)
+    widths = {batch["token_ids"].shape[1] for batch, _ in by_length}
+    assert len(widths) >= 3 and widths <= {8, 16, 24, 32}
+    fixed = compilations_of_two_epochs(dataset.batch(4))
+    assert compilations_of_two_epochs(by_length) <= fixed + len(widths) - 1
