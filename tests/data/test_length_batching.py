@@ -35,7 +35,8 @@ def _fixed_and_by_length(dataset, batch_size, **kwargs):
 def test_batches_are_as_long_as_their_longest_example_rounded_up():
     dataset = tf.data.Dataset.from_tensor_slices((_packed_examples(), np.arange(len(LENGTHS))))
     widths = []
-    for features, labels in batch_by_length(dataset, batch_size=3, pad_to_multiple_of=8):
+    batches = list(batch_by_length(dataset, batch_size=3, pad_to_multiple_of=8))
+    for features, _ in batches:
         width = features["token_ids"].shape[1]
         longest = int(features["padding_mask"].numpy().sum(axis=1).max())
         assert width % 8 == 0 and longest <= width < longest + 8
@@ -44,7 +45,7 @@ def test_batches_are_as_long_as_their_longest_example_rounded_up():
         )
         widths.append(width)
     assert widths == [24, 32, 16, 24]
-    assert labels.numpy().tolist() == [9, 10, 11]  # per-example labels as they were
+    assert batches[-1][1].numpy().tolist() == [9, 10, 11]  # per-example labels as they were
 
 
 def test_per_token_labels_and_weights_are_padded_with_their_fill():
