@@ -40,7 +40,12 @@ In the current KERAS_BACKEND's process, on the same data, measures
    `fit / train step` near 1 means the input pipeline costs nothing
    measurable.
 
+3. With --parts=sst2, the real-data case: whole fine-tuning programs on an
+   SST-2 subset, ours on each backend against transformers (see
+   `benchmarks.sst2_finetuning`).
+
     KERAS_BACKEND=jax python -m benchmarks.finetuning
+    python -m benchmarks.finetuning --parts=sst2 --sst2_backends=jax
     KERAS_BACKEND=torch python -m benchmarks.finetuning --parts=finetuning --preset=bert_small
 """
 
@@ -59,18 +64,21 @@ from absl import logging
 
 # --batch_size, --sequence_length and --repeats are the shared flags of benchmarks.common.
 from benchmarks import common
+from benchmarks import sst2_finetuning
 from bert_keras.data.offline_text import docstring_corpus
 from bert_keras.data.offline_text import vocab_file
 from bert_keras.training.host_memory import restart_with_huge_page_malloc
 
-PARTS = ("squad", "finetuning")
+PARTS = ("squad", "finetuning", "sst2")
 MAX_SEQ_LENGTH = 384
 DOC_STRIDE = 128
 MAX_QUERY_LENGTH = 64
 # run_qa.py's datasets.map(batched=True) hands it this many examples a call.
 TRANSFORMERS_MAP_BATCH = 1000
 
-_PARTS = flags.DEFINE_list("parts", list(PARTS), f"What to measure, of {', '.join(PARTS)}.")
+_PARTS = flags.DEFINE_list(
+    "parts", ["squad", "finetuning"], f"What to measure, of {', '.join(PARTS)}."
+)
 _CHECKPOINT = flags.DEFINE_string(
     "checkpoint",
     None,
@@ -664,6 +672,8 @@ def main(argv):
             _measure_squad(checkpoint, work_dir)
         if "finetuning" in _PARTS.value:
             _measure_finetuning(checkpoint, description, work_dir)
+        if "sst2" in _PARTS.value:
+            sst2_finetuning.measure(checkpoint)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 import keras
 
 from bert_keras.checkpoints import read_checkpoint
+from bert_keras.data.length_batching import PAD_TO_MULTIPLE_OF
 from bert_keras.layers.dropout import Dropout
 from bert_keras.layers.initializers import bert_kernel_initializer
 from bert_keras.models.bert_backbone import INPUT_NAMES
@@ -60,6 +61,10 @@ class BertTask(keras.Model):
     # layer named `output_layer_name` takes in `from_preset`.
     checkpoint_head = None
     output_layer_name = "logits"
+    # `from_preset`'s preprocessor pads each batch of raw text to its longest
+    # text (rounded up); a task whose outputs have a length axis pads to the
+    # sequence length instead, so that `predict` can stack its batches.
+    pads_batches_by_length = True
 
     def __init__(self, backbone, inputs, outputs, preprocessor=None, **kwargs):
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
@@ -161,7 +166,9 @@ class BertTask(keras.Model):
         checkpoint = read_checkpoint(preset)
         backbone = BertBackbone.from_config(checkpoint.backbone_config)
         if "preprocessor" not in kwargs:
-            kwargs["preprocessor"] = checkpoint_preprocessor(checkpoint, sequence_length)
+            kwargs["preprocessor"] = checkpoint_preprocessor(
+                checkpoint, sequence_length, by_length=cls.pads_batches_by_length
+            )
         model = cls(backbone, **kwargs)
         apply_checkpoint(
             model,
@@ -270,12 +277,14 @@ class BertTask(keras.Model):
         return cls(**config)
 
 
-def checkpoint_preprocessor(checkpoint, sequence_length):
+def checkpoint_preprocessor(checkpoint, sequence_length, by_length=False):
     """A `BertPreprocessor` from a checkpoint's vocab.txt and tokenizer settings, or None.
 
     Args:
         checkpoint: a `bert_keras.checkpoints.Checkpoint`.
         sequence_length: the packed length.
+        by_length: pad each batch to its longest text, rounded up to a
+            multiple of `PAD_TO_MULTIPLE_OF`, rather than to `sequence_length`.
 
     Example:
     >>> import os, tempfile
@@ -292,7 +301,14 @@ def checkpoint_preprocessor(checkpoint, sequence_length):
     """
     if checkpoint.vocabulary_file is None:
         return None
-    return BertPreprocessor(checkpoint_tokenizer(checkpoint), sequence_length=sequence_length)
+    if not by_length:
+        return BertPreprocessor(checkpoint_tokenizer(checkpoint), sequence_length=sequence_length)
+    return BertPreprocessor(
+        checkpoint_tokenizer(checkpoint),
+        sequence_length=sequence_length,
+        padding="longest",
+        pad_to_multiple_of=PAD_TO_MULTIPLE_OF,
+    )
 
 
 def checkpoint_tokenizer(checkpoint, **overrides):

@@ -72,6 +72,9 @@ class BertPreprocessor(keras.layers.Layer):
         padding: "max_length" pads every batch to `sequence_length`;
             "longest" pads each batch only to its longest sequence (still
             truncated at `sequence_length`), so short texts cost little.
+        pad_to_multiple_of: with "longest", batch widths are rounded up to a
+            multiple of it (at most `sequence_length`), so that backends that
+            compile one program per shape compile few.
         **kwargs: arguments of `keras.layers.Layer`.
 
     Call arguments:
@@ -90,6 +93,9 @@ class BertPreprocessor(keras.layers.Layer):
     [[0, 0, 0, 0, 1, 1]]
     >>> preprocessor("hi")["padding_mask"].numpy().tolist()
     [1, 1, 1, 0, 0, 0]
+    >>> by_length = BertPreprocessor(tokenizer, 128, padding="longest", pad_to_multiple_of=4)
+    >>> by_length(["hi", "hi you you"])["padding_mask"].numpy().tolist()
+    [[1, 1, 1, 0, 0, 0, 0, 0], [1, 1, 1, 1, 1, 0, 0, 0]]
     """
 
     def __init__(
@@ -98,6 +104,7 @@ class BertPreprocessor(keras.layers.Layer):
         sequence_length=512,
         truncate="longest_first",
         padding="max_length",
+        pad_to_multiple_of=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -109,6 +116,12 @@ class BertPreprocessor(keras.layers.Layer):
             raise ValueError(f"truncate must be one of {TRUNCATION_STRATEGIES}, got {truncate!r}.")
         if padding not in PADDING_STRATEGIES:
             raise ValueError(f"padding must be one of {PADDING_STRATEGIES}, got {padding!r}.")
+        if pad_to_multiple_of is not None and (
+            not isinstance(pad_to_multiple_of, int) or pad_to_multiple_of < 1
+        ):
+            raise ValueError(
+                f"pad_to_multiple_of must be a positive integer or None, got {pad_to_multiple_of!r}."
+            )
         if sequence_length is not None and sequence_length < 3:
             raise ValueError(
                 f"sequence_length must leave room for [CLS] and two [SEP], got {sequence_length}."
@@ -117,6 +130,7 @@ class BertPreprocessor(keras.layers.Layer):
         self.sequence_length = sequence_length
         self.truncate = truncate
         self.padding = padding
+        self.pad_to_multiple_of = pad_to_multiple_of
 
     def get_config(self):
         config = super().get_config()
@@ -126,6 +140,7 @@ class BertPreprocessor(keras.layers.Layer):
                 "sequence_length": self.sequence_length,
                 "truncate": self.truncate,
                 "padding": self.padding,
+                "pad_to_multiple_of": self.pad_to_multiple_of,
             }
         )
         return config
@@ -275,6 +290,7 @@ class BertPreprocessor(keras.layers.Layer):
             sequence_length=self.sequence_length,
             padding=self.padding,
             min_length=len(segments) + 1,
+            pad_to_multiple_of=self.pad_to_multiple_of,
         )
         features = {
             "token_ids": dense(token_ids, self.tokenizer.pad_token_id),
@@ -289,11 +305,15 @@ class BertPreprocessor(keras.layers.Layer):
         return features, dense(starts, 0), dense(ends, 0)
 
 
-def _dense(ragged, fill, sequence_length, padding, min_length):
+def _dense(ragged, fill, sequence_length, padding, min_length, pad_to_multiple_of):
     """`[batch, (length)]` -> `[batch, sequence_length]`, or to the longest row ("longest")."""
     if padding == "max_length":
         return ragged.to_tensor(fill, shape=[None, sequence_length])
     width = tf.maximum(tf.cast(ragged.bounding_shape(1), tf.int32), min_length)
+    if pad_to_multiple_of:
+        width = -(-width // pad_to_multiple_of) * pad_to_multiple_of
+        if sequence_length is not None:
+            width = tf.minimum(width, sequence_length)
     return ragged.to_tensor(fill, shape=tf.stack([ragged.nrows(out_type=tf.int32), width]))
 
 

@@ -195,7 +195,16 @@ def test_from_preset_loads_backbone_head_and_preprocessor(vocabulary_file, tmp_p
     for original, loaded in zip(backbone.weights, classifier.backbone.weights):
         np.testing.assert_array_equal(np.asarray(original), np.asarray(loaded))
     texts, _ = _toy_sentiment(3)
-    assert classifier.predict(texts, verbose=0).shape == (3, 2)
+    # Raw-text batches are padded to their longest text; the answers are full padding's.
+    by_length = BertClassifier.from_preset(directory, num_classes=2, sequence_length=32)
+    assert by_length.preprocessor.padding == "longest"
+    assert by_length.preprocessor(texts)["token_ids"].shape == (3, 16)  # 5 tokens, rounded up
+    full_padding = BertPreprocessor(by_length.preprocessor.tokenizer, sequence_length=32)
+    np.testing.assert_allclose(
+        by_length.predict(texts, verbose=0),
+        by_length.predict({k: v.numpy() for k, v in full_padding(texts).items()}, verbose=0),
+        atol=1e-5,
+    )
     assert (
         BertClassifier.from_preset(directory, num_classes=2, preprocessor=None).preprocessor is None
     )

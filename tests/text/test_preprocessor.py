@@ -189,11 +189,15 @@ def test_graph_uses_only_core_and_tf_text_2_12_ops(tokenizer):
 
 def test_config_round_trip(tokenizer):
     preprocessor = BertPreprocessor(
-        tokenizer, sequence_length=12, truncate="round_robin", padding="longest"
+        tokenizer,
+        sequence_length=12,
+        truncate="round_robin",
+        padding="longest",
+        pad_to_multiple_of=5,
     )
     restored = BertPreprocessor.from_config(preprocessor.get_config())
     assert restored.sequence_length == 12 and restored.truncate == "round_robin"
-    assert restored.padding == "longest"
+    assert restored.padding == "longest" and restored.pad_to_multiple_of == 5
     texts = (["Hello world, how are you?"], ["[MASK] is fine"])
     assert (
         restored(texts)["token_ids"].numpy().tolist()
@@ -225,3 +229,25 @@ def test_saved_model(tmp_path, tokenizer):
     expected = preprocessor(pair)
     for name in FEATURES:
         assert got[name].numpy().tolist() == expected[name].numpy().tolist()
+
+
+def test_batches_padded_to_their_longest_text_are_rounded_up_and_equal_full_padding(tokenizer):
+    full = BertPreprocessor(tokenizer, sequence_length=20)
+    by_length = BertPreprocessor(tokenizer, 20, padding="longest", pad_to_multiple_of=8)
+    for texts, width in (
+        (["hi", "a b c"], 8),  # 5 tokens at most
+        (["one two three four five six seven"], 16),  # 9 tokens
+        (["word " * 40], 20),  # truncated to the sequence length, not rounded past it
+    ):
+        features = by_length(texts)
+        assert {name: tuple(tensor.shape) for name, tensor in features.items()} == dict.fromkeys(
+            features, (len(texts), width)
+        )
+        for name, tensor in full(texts).items():
+            assert features[name].numpy().tolist() == tensor.numpy()[:, :width].tolist()
+
+
+@pytest.mark.parametrize("value", [0, -8, 2.5, "16"])
+def test_a_bad_pad_to_multiple_of_is_refused(tokenizer, value):
+    with pytest.raises(ValueError, match="pad_to_multiple_of must be a positive integer"):
+        BertPreprocessor(tokenizer, 16, padding="longest", pad_to_multiple_of=value)

@@ -1,0 +1,191 @@
+"""The real-data fine-tuning case: whole programs on an SST-2 subset, ours against transformers.
+
+What a user runs first, timed end to end: fine-tune the checkpoint on the
+first `--sst2_train_examples` SST-2 train sentences (`../shared/data/sst2`),
+then score SST-2 dev.
+
+- bert_keras: `python -m tasks.classify --do_train --do_eval` in a child
+  process per Keras backend (`--sst2_backends`), each batch padded to its
+  longest sentence rounded up to a multiple of 16;
+- transformers: `BertForSequenceClassification` from the same checkpoint,
+  the fast tokenizer with dynamic padding (each batch to its longest
+  sentence, as `DataCollatorWithPadding` does), a plain torch loop with the
+  same recipe (AdamW, weight decay 0.01 off biases and LayerNorm, linear
+  warmup over 10% then decay, clipping at 1.0), the same batch size,
+  epochs, learning rate and shuffling seed, in a child process too.
+
+Prints each program's seconds (start to exit: loading, tokenising,
+training, scoring) and dev accuracy, and the ratio to transformers.
+
+    python -m benchmarks.finetuning --parts=sst2
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+from absl import flags
+
+from benchmarks.common import REPOSITORY
+
+SST2_DIR = os.path.join(os.path.dirname(REPOSITORY), "shared", "data", "sst2")
+
+_TRAIN_EXAMPLES = flags.DEFINE_integer(
+    "sst2_train_examples", 4000, "SST-2 train sentences to fine-tune on."
+)
+_EPOCHS = flags.DEFINE_integer("sst2_epochs", 2, "Fine-tuning epochs.")
+_LEARNING_RATE = flags.DEFINE_float("sst2_learning_rate", 5e-5, "Peak learning rate.")
+_BACKENDS = flags.DEFINE_list(
+    "sst2_backends", ["jax", "tensorflow", "torch"], "Keras backends to run tasks.classify on."
+)
+_SEQUENCE_LENGTH = 128
+_BATCH_SIZE = 32
+
+
+def measure(checkpoint):
+    """Runs every program on the SST-2 subset and prints seconds, accuracy and ratios."""
+    if not os.path.isfile(os.path.join(SST2_DIR, "train.tsv")):
+        print(f"sst2: skipped, no SST-2 files in {SST2_DIR}.")
+        return
+    rows = {}
+    with tempfile.TemporaryDirectory(prefix="sst2_benchmark_") as work_dir:
+        rows["transformers (torch)"] = _timed(
+            [
+                sys.executable,
+                "-m",
+                "benchmarks.sst2_finetuning",
+                f"--sst2_train_examples={_TRAIN_EXAMPLES.value}",
+                f"--sst2_epochs={_EPOCHS.value}",
+                f"--sst2_learning_rate={_LEARNING_RATE.value}",
+                checkpoint,
+                work_dir,
+            ],
+            os.path.join(work_dir, "transformers.json"),
+        )
+        for backend in _BACKENDS.value:
+            output_dir = os.path.join(work_dir, backend)
+            rows[f"bert_keras {backend}"] = _timed(
+                _classify_command(checkpoint, output_dir),
+                os.path.join(output_dir, "eval_results.json"),
+                {"KERAS_BACKEND": backend},
+            )
+    print(
+        f"SST-2: {_TRAIN_EXAMPLES.value} train sentences, {_EPOCHS.value} epochs, batch "
+        f"{_BATCH_SIZE}, max length {_SEQUENCE_LENGTH}, lr {_LEARNING_RATE.value}; 872 dev "
+        f"sentences; {os.cpu_count()} CPU cores"
+    )
+    header = f"{'program':<24} {'seconds':>8} {'dev accuracy':>13} {'time / transformers':>20}"
+    print(header)
+    print("-" * len(header))
+    reference = rows["transformers (torch)"][0]
+    for name, (seconds, accuracy) in rows.items():
+        print(f"{name:<24} {seconds:>8.1f} {accuracy:>13.4f} {seconds / reference:>20.2f}")
+
+
+def _classify_command(checkpoint, output_dir):
+    return [
+        sys.executable,
+        "-m",
+        "tasks.classify",
+        "--task_name=SST-2",
+        f"--data_dir={SST2_DIR}",
+        f"--init_checkpoint={checkpoint}",
+        f"--output_dir={output_dir}",
+        "--do_train",
+        "--do_eval",
+        f"--train_limit={_TRAIN_EXAMPLES.value}",
+        f"--num_train_epochs={_EPOCHS.value}",
+        f"--train_batch_size={_BATCH_SIZE}",
+        f"--eval_batch_size={_BATCH_SIZE}",
+        f"--max_seq_length={_SEQUENCE_LENGTH}",
+        f"--learning_rate={_LEARNING_RATE.value}",
+        "--seed=0",
+    ]
+
+
+def _timed(command, results_file, environment=None):
+    """(seconds, dev accuracy) of a program that writes `results_file`."""
+    start = time.perf_counter()
+    completed = subprocess.run(
+        command,
+        cwd=REPOSITORY,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", **(environment or {})},
+        capture_output=True,
+        text=True,
+    )
+    seconds = time.perf_counter() - start
+    if completed.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{completed.stderr[-3000:]}")
+    with open(results_file, encoding="utf-8") as file:
+        return seconds, json.load(file)["accuracy"]
+
+
+def _read_sst2(split, limit=None):
+    with open(os.path.join(SST2_DIR, f"{split}.tsv"), encoding="utf-8") as file:
+        rows = [line.split("\t") for line in file.read().splitlines()[1:]]
+    rows = rows[:limit] if limit else rows
+    return [sentence for sentence, _ in rows], [int(label) for _, label in rows]
+
+
+def transformers_program(checkpoint, work_dir):
+    """Fine-tunes and scores with transformers + torch; writes work_dir/transformers.json."""
+    import torch
+    import transformers
+
+    torch.manual_seed(0)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(checkpoint)
+    model = transformers.BertForSequenceClassification.from_pretrained(checkpoint, num_labels=2)
+    texts, labels = _read_sst2("train", _TRAIN_EXAMPLES.value)
+    steps_per_epoch = -(-len(texts) // _BATCH_SIZE)
+    total_steps = steps_per_epoch * _EPOCHS.value
+    parameters = list(model.named_parameters())
+    no_decay = [value for name, value in parameters if name.endswith("bias") or "LayerNorm" in name]
+    decay = [value for name, value in parameters if not any(value is v for v in no_decay)]
+    optimizer = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=_LEARNING_RATE.value,
+        eps=1e-6,
+    )
+    schedule = transformers.get_linear_schedule_with_warmup(
+        optimizer, int(0.1 * total_steps), total_steps
+    )
+
+    def batch(indices, sentences, sentence_labels):
+        encoded = tokenizer(
+            [sentences[i] for i in indices],
+            padding=True,
+            truncation=True,
+            max_length=_SEQUENCE_LENGTH,
+            return_tensors="pt",
+        )
+        return encoded, torch.tensor([sentence_labels[i] for i in indices])
+
+    generator = torch.Generator().manual_seed(0)
+    model.train()
+    for _ in range(_EPOCHS.value):
+        order = torch.randperm(len(texts), generator=generator).tolist()
+        for start in range(0, len(order), _BATCH_SIZE):
+            encoded, batch_labels = batch(order[start : start + _BATCH_SIZE], texts, labels)
+            model(**encoded, labels=batch_labels).loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            schedule.step()
+            optimizer.zero_grad(set_to_none=True)
+    model.eval()
+    dev_texts, dev_labels = _read_sst2("dev")
+    correct = 0
+    with torch.inference_mode():
+        for start in range(0, len(dev_texts), _BATCH_SIZE):
+            indices = range(start, min(start + _BATCH_SIZE, len(dev_texts)))
+            encoded, batch_labels = batch(indices, dev_texts, dev_labels)
+            correct += int((model(**encoded).logits.argmax(-1) == batch_labels).sum())
+    with open(os.path.join(work_dir, "transformers.json"), "w", encoding="utf-8") as file:
+        json.dump({"accuracy": correct / len(dev_texts)}, file)
+
+
+if __name__ == "__main__":
+    _, checkpoint_dir, output_dir = flags.FLAGS(sys.argv)
+    transformers_program(checkpoint_dir, output_dir)
