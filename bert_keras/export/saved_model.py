@@ -51,6 +51,7 @@ from bert_keras.checkpoints import Checkpoint
 from bert_keras.checkpoints import read_checkpoint
 from bert_keras.checkpoints import read_tokenizer_settings
 from bert_keras.export import signatures as signatures_lib
+from bert_keras.export.question_answering import question_answering_signatures
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_classifier import BertClassifier
 from bert_keras.models.bert_multiple_choice import BertMultipleChoice
@@ -366,8 +367,6 @@ def _signatures(served):
     if served.task == "multiple_choice":
         return signatures_lib.multiple_choice_signatures(model, preprocessor)
     if served.task == "question_answering":
-        from bert_keras.export.question_answering import question_answering_signatures  # TODO
-
         return question_answering_signatures(
             model,
             preprocessor.tokenizer,

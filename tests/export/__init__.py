@@ -1,4 +1,8 @@
-"""Tests of bert_keras.export, and what they share: a tiny vocabulary and model, a fresh-process server."""
+"""Tests of bert_keras.export, and what they share: a tiny vocabulary and model, a fresh-process server.
+
+Imports nothing heavy: `tests.export.serve_export` runs below this package in
+a process that must not have imported Keras.
+"""
 
 import json
 import os

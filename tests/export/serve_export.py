@@ -14,6 +14,8 @@ the server links them.
 import sys
 
 for _name in ("keras", "bert_keras", "jax", "torch"):
+    if _name in sys.modules:  # imported by a package above this module
+        sys.exit(f"serve_export: {_name} was imported before it could be blocked.")
     sys.modules[_name] = None
 
 import glob  # noqa: E402

@@ -23,7 +23,7 @@ from tests.export import CONFIG
 from tests.export import serve
 from tests.export import transported
 from tests.export import write_vocabulary
-from tests.text import TF_TEXT_2_12_OPS
+from tests.export.servable import unservable_ops
 
 LABELS = ["negative", "neutral", "positive"]
 SEQUENCE_LENGTH = 12
@@ -197,13 +197,7 @@ def test_warmup_records_are_one_real_request_per_signature(classifier, tmp_path)
 
 def test_every_op_is_core_tensorflow_or_tensorflow_text_2_12(classifier, tmp_path):
     exported = export_saved_model(classifier[1], tmp_path / "base", sequence_length=SEQUENCE_LENGTH)
-    meta_graph = _saved_model(exported).meta_graphs[0]
-    ops = {node.op for node in meta_graph.graph_def.node}
-    for function in meta_graph.graph_def.library.function:
-        ops |= {node.op for node in function.node_def}
-    assert not ops & {"XlaCallModule", "PyFunc", "EagerPyFunc", "PyFuncStateless"}
-    outside = {op for op in ops if not hasattr(tf.raw_ops, op)} - TF_TEXT_2_12_OPS
-    assert not outside, outside
+    assert not unservable_ops(exported)
 
 
 def test_versions_and_bad_models_are_refused_with_nothing_written(classifier, tmp_path):

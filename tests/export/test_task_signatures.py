@@ -9,6 +9,7 @@ import tensorflow as tf
 from bert_keras.export.saved_model import export_saved_model
 from bert_keras.finetuning.classification import ClassificationRun
 from bert_keras.finetuning.multiple_choice import MultipleChoiceRun
+from bert_keras.finetuning.tagging import HEAD_NAME
 from bert_keras.finetuning.tagging import TaggingRun
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.text.preprocessor import BertPreprocessor
@@ -16,6 +17,7 @@ from tests.export import CONFIG
 from tests.export import serve
 from tests.export import transported
 from tests.export import write_vocabulary
+from tests.export.servable import unservable_ops
 
 SEQUENCE_LENGTH = 12
 CONLL = """the O\nfilm B-X\nwas O\ngood B-Y\n\nA O\nplot B-X\n!\tO\n"""
@@ -66,12 +68,18 @@ def _trained_tagger(checkpoint, tmp_path):
     (data / "train.txt").write_text(CONLL)
     run = TaggingRun(str(data), checkpoint, str(tmp_path / "out"), max_seq_length=SEQUENCE_LENGTH)
     run.train(batch_size=2, learning_rate=1e-2, num_epochs=1, verbose=0)
+    # A step of training on four sentences may tag every word "O"; random
+    # output weights make the tags differ from word to word.
+    logits = run.model.get_layer("logits")
+    logits.kernel.assign(np.random.default_rng(0).normal(size=logits.kernel.shape) * 3)
+    run.export(run.model, HEAD_NAME, label_names=run.label_names)
     return run
 
 
 def test_a_tagger_export_tags_each_word_as_the_tagging_program(checkpoint, tmp_path):
     run = _trained_tagger(checkpoint, tmp_path)
     exported = export_saved_model(tmp_path / "out" / "export", tmp_path / "base")
+    assert not unservable_ops(exported)
     sentences = [["the", "film", "was", "good"], ["Plot", "!"], ["a"], ["été", "films", "\x00"]]
     texts = [" ".join(words).encode() for words in sentences] + [b"  the \t film\n", b""]
     sentences.append(["the", "film"])
@@ -113,6 +121,7 @@ def test_a_multiple_choice_export_chooses_as_the_program(checkpoint, tmp_path):
     run = MultipleChoiceRun(str(data), checkpoint, str(tmp_path / "out"), SEQUENCE_LENGTH)
     run.train(batch_size=2, learning_rate=1e-2, num_epochs=1, verbose=0)
     exported = export_saved_model(tmp_path / "out" / "export", tmp_path / "base")
+    assert not unservable_ops(exported)
     examples = run._read("train")
     logits = run.model.predict(run._features(examples), verbose=0)
     request = {

@@ -1,0 +1,98 @@
+"""A question answerer's export answers as `tasks.squad` predicts, window by window."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_keras.checkpoints import write_checkpoint
+from bert_keras.data.squad import SquadExample
+from bert_keras.data.squad import squad_features
+from bert_keras.export.saved_model import export_saved_model
+from bert_keras.finetuning.squad import best_answers
+from bert_keras.models.bert_backbone import BertBackbone
+from bert_keras.models.bert_question_answerer import BertQuestionAnswerer
+from bert_keras.models.checkpoint_weights import model_checkpoint
+from bert_keras.text.tokenizer import BertTokenizer
+from tests.export import CONFIG
+from tests.export import serve
+from tests.export import write_vocabulary
+from tests.export.servable import unservable_ops
+
+WINDOWS = {"max_seq_length": 24, "doc_stride": 5, "max_query_length": 6}
+PAIRS = [
+    ("who saw the film ?", "a dull film , the plot was bad ."),
+    ("what was good ?", "the film was good ! " * 8),  # several windows
+    ("what plot ?", "The plot of Chloe\u0301 ’s film is grea\u0301t , 映画 was dull 🎬 ."),
+    ("who ?", ""),  # no context token: no answer
+    ("the the the the the the the the film ?", "great films , great plots"),  # a long question
+    ("", "a plot"),
+]
+
+
+@pytest.fixture(scope="module")
+def question_answerer(tmp_path_factory):
+    """A random question answerer, its checkpoint directory and tokenizer."""
+    directory = tmp_path_factory.mktemp("question_answerer")
+    vocabulary = write_vocabulary(directory)
+    model = BertQuestionAnswerer(BertBackbone(**CONFIG))
+    checkpoint = model_checkpoint(
+        model,
+        heads={"question_answering": "span_logits"},
+        vocabulary_file=vocabulary,
+        task_config=WINDOWS,
+    )
+    write_checkpoint(checkpoint, directory / "export")
+    return model, str(directory / "export"), BertTokenizer(vocabulary)
+
+
+def _expected(model, tokenizer, pairs):
+    """`tasks.squad`'s answers and their scores, through `squad_features` and `best_answers`."""
+    examples = [SquadExample(str(i), q, c) for i, (q, c) in enumerate(pairs)]
+    features = squad_features(examples, tokenizer, **WINDOWS)
+    logits = model.predict(features.inputs(), verbose=0)
+    chosen = best_answers(examples, features, logits["start_logits"], logits["end_logits"])
+    scores = [
+        entries[0]["start_logit"] + entries[0]["end_logit"] if entries else None
+        for entries in (chosen.nbest[str(i)] for i in range(len(pairs)))
+    ]
+    return [chosen.answers[str(i)] for i in range(len(pairs))], scores, len(features)
+
+
+def test_answers_scores_and_byte_offsets_are_the_squad_programs(question_answerer, tmp_path):
+    model, checkpoint, tokenizer = question_answerer
+    answers, scores, num_windows = _expected(model, tokenizer, PAIRS)
+    assert num_windows > len(PAIRS) + 4 and len(set(answers)) > 3
+    exported = export_saved_model(checkpoint, tmp_path / "squad")
+    assert not unservable_ops(exported)
+    request = {"question": [q for q, _ in PAIRS], "context": [c for _, c in PAIRS]}
+    served = serve(exported, {"serving_default": request})
+    for path in ("eager", "session"):
+        outputs = served[path]["serving_default"]
+        assert outputs["answer"] == answers, path
+        for (_, context), answer, start, end in zip(
+            PAIRS, answers, outputs["start"], outputs["end"]
+        ):
+            assert context.encode()[start:end].decode() == answer
+        for score, expected in zip(outputs["score"], scores):
+            if expected is None:
+                assert score == np.finfo("float32").min
+            else:
+                assert abs(score - expected) <= 1e-5 * max(1.0, abs(expected))
+
+
+def test_bad_batches_get_a_clear_error_or_empty_answers(question_answerer, tmp_path):
+    _, checkpoint, _ = question_answerer
+    exported = export_saved_model(checkpoint, tmp_path / "squad")
+    signature = tf.saved_model.load(exported).signatures["serving_default"]
+    with pytest.raises(tf.errors.InvalidArgumentError, match="question and context must hold"):
+        signature(question=tf.constant(["a", "b"]), context=tf.constant(["a"]))
+    empty = signature(question=tf.constant([], tf.string), context=tf.constant([], tf.string))
+    assert empty["answer"].shape == (0,) and empty["score"].shape == (0,)
+    invalid = signature(question=tf.constant(["plot ?"]), context=tf.constant([b"a \xff plot"]))
+    assert invalid["end"].numpy()[0] <= len("a \ufffd plot".encode())
+
+
+def test_sequence_length_must_leave_room_for_context(question_answerer, tmp_path):
+    _, checkpoint, _ = question_answerer
+    with pytest.raises(ValueError, match="leaves no room for context"):
+        export_saved_model(checkpoint, tmp_path / "squad", sequence_length=9)
