@@ -30,7 +30,8 @@ def batch_by_length(
         dataset: an unbatched `tf.data.Dataset` of packed features (a dict
             with `token_ids`, `segment_ids`, `padding_mask`, each
             `[sequence_length]` or `[num_choices, sequence_length]`), or of
-            `(features, labels)` or `(features, labels, sample_weights)`.
+            `(features, labels)` or `(features, labels, sample_weights)`;
+            labels may be a dict (e.g. a question answerer's positions).
         batch_size: examples per batch.
         pad_to_multiple_of: batch widths are multiples of it (or the
             sequence length).
@@ -72,7 +73,7 @@ def batch_by_length(
             return tensor[..., :length]
 
         features = {name: trim(tensor) for name, tensor in features.items()}
-        rest = [trim(tensor) if per_token else tensor for tensor in rest]
+        rest = [tf.nest.map_structure(trim, part) if per_token else part for part in rest]
         return (features, *rest) if rest else features
 
     def widened(*batch):
@@ -101,33 +102,39 @@ def _features_spec(element_spec):
 
 
 def _padding_values(element_spec, per_token, token_labels_fill):
-    def value(spec):
-        return tf.constant(0, spec.dtype)
+    def fill_of(value):
+        return lambda spec: tf.constant(value, spec.dtype)
 
     if not isinstance(element_spec, tuple):
-        return tf.nest.map_structure(value, element_spec)
+        return tf.nest.map_structure(fill_of(0), element_spec)
     features, *rest = element_spec
     fills = [token_labels_fill if per_token else 0, 0]
     return (
-        tf.nest.map_structure(value, features),
-        *(tf.constant(fill, spec.dtype) for spec, fill in zip(rest, fills)),
+        tf.nest.map_structure(fill_of(0), features),
+        *(tf.nest.map_structure(fill_of(fill), spec) for spec, fill in zip(rest, fills)),
     )
 
 
 def _padded_to(element, width, per_token, token_labels_fill):
-    def pad(tensor, fill):
-        if tensor.shape.rank < 2:  # a batch of per-example values
-            return tensor
-        padding = [[0, 0]] * (tensor.shape.rank - 1) + [[0, width - tf.shape(tensor)[-1]]]
-        return tf.pad(tensor, padding, constant_values=tf.cast(fill, tensor.dtype))
+    def padder(fill):
+        def pad(tensor):
+            if tensor.shape.rank < 2:  # a batch of per-example values
+                return tensor
+            padding = [[0, 0]] * (tensor.shape.rank - 1) + [[0, width - tf.shape(tensor)[-1]]]
+            return tf.pad(tensor, padding, constant_values=tf.cast(fill, tensor.dtype))
+
+        return pad
 
     if not isinstance(element, tuple):
-        return {name: pad(tensor, 0) for name, tensor in element.items()}
+        return tf.nest.map_structure(padder(0), element)
     features, *rest = element
     fills = [token_labels_fill if per_token else 0, 0]
     return (
-        {name: pad(tensor, 0) for name, tensor in features.items()},
-        *(pad(tensor, fill) if per_token else tensor for tensor, fill in zip(rest, fills)),
+        tf.nest.map_structure(padder(0), features),
+        *(
+            tf.nest.map_structure(padder(fill), part) if per_token else part
+            for part, fill in zip(rest, fills)
+        ),
     )
 
 

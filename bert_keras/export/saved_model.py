@@ -66,6 +66,8 @@ WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 WARMUP_TEXT = "A warmup request, answered before the first one."
 VOCABULARY_ASSET = "vocab.txt"
 _BACKBONE_HEADS = {"masked_lm", "next_sentence"}
+# tasks.squad's default, for a question answerer whose checkpoint does not say.
+DEFAULT_MAX_QUERY_LENGTH = 64
 TASKS = ("classifier", "multiple_choice", "tagger", "question_answering", "backbone")
 
 
@@ -227,6 +229,11 @@ def load_served_model(path, sequence_length=None):
         label_names, task_config = checkpoint.label_names, checkpoint.task_config
         default_length = task_config.get("max_seq_length")
     task = _task_of(model)
+    if task == "question_answering" and task_config.get("version_2_with_negative"):
+        raise ValueError(
+            f"{path} was fine-tuned for SQuAD 2.0 (unanswerable questions); the exporter serves "
+            "SQuAD 1.1 answers, the best span, and does not decide when there is none."
+        )
     if task in ("classifier", "tagger") and label_names is None:
         label_names = [str(index) for index in range(model.num_classes)]
     backbone = getattr(model, "backbone", model)
@@ -235,6 +242,12 @@ def load_served_model(path, sequence_length=None):
         raise ValueError(
             f"sequence_length is {sequence_length} but must be between 3 and the backbone's "
             f"max_sequence_length, {backbone.max_sequence_length}."
+        )
+    max_query_length = task_config.get("max_query_length", DEFAULT_MAX_QUERY_LENGTH)
+    if task == "question_answering" and sequence_length - max_query_length - 3 < 1:
+        raise ValueError(
+            f"sequence_length {sequence_length} leaves no room for context after a question of "
+            f"max_query_length {max_query_length} tokens, [CLS] and two [SEP]."
         )
     preprocessor = BertPreprocessor(tokenizer, sequence_length=sequence_length, padding="longest")
     return ServedModel(model, preprocessor, task, label_names, dict(task_config))

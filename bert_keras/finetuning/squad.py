@@ -14,6 +14,8 @@ import sys
 import numpy as np
 import tensorflow as tf
 
+from bert_keras.data.length_batching import batch_by_length
+from bert_keras.data.length_batching import predict_by_length
 from bert_keras.data.squad import read_squad
 from bert_keras.data.squad import squad_features
 from bert_keras.evaluation.squad_metrics import squad_scores
@@ -26,6 +28,9 @@ NULL_ODDS_FILE = "null_odds.json"
 # The null-odds of a question with no non-null candidate at all: above any
 # threshold, and still plain JSON (unlike Infinity).
 NO_NON_NULL_ODDS = sys.float_info.max
+# What `BertQuestionAnswerer` gives padding, about: the logits of the positions
+# a batch shorter than max_seq_length leaves out.
+PADDING_LOGIT = -1e9
 
 
 @dataclasses.dataclass
@@ -280,14 +285,16 @@ class SquadRun(FineTuningRun):
         """Fine-tunes on `train_file` with the paper's AdamW recipe; returns the history.
 
         Epochs count windows, not questions (a long context gives several).
+        The model goes to OUTPUT_DIR/export (see `FineTuningRun.export`), its
+        task config holding the windowing flags.
         """
         examples = read_squad(train_file, self.version_2_with_negative, is_training=True)
         features = self.features(examples[:limit], is_training=True)
         dataset = tf.data.Dataset.from_tensor_slices((features.inputs(), features.labels()))
         dataset = dataset.shuffle(len(features), seed=self.seed, reshuffle_each_iteration=True)
-        return self.fit(
+        history = self.fit(
             self.model,
-            dataset.batch(batch_size),
+            batch_by_length(dataset, batch_size),
             len(features),
             batch_size,
             learning_rate,
@@ -295,6 +302,17 @@ class SquadRun(FineTuningRun):
             warmup_proportion,
             verbose=verbose,
         )
+        self.export(
+            self.model,
+            "question_answering",
+            output_layer="span_logits",
+            task_config={
+                "doc_stride": self.doc_stride,
+                "max_query_length": self.max_query_length,
+                "version_2_with_negative": self.version_2_with_negative,
+            },
+        )
+        return history
 
     def predict(
         self,
@@ -312,7 +330,13 @@ class SquadRun(FineTuningRun):
         """
         examples = read_squad(predict_file, self.version_2_with_negative)
         features = self.features(examples)
-        logits = self.model.predict(features.inputs(), batch_size=batch_size, verbose=0)
+        logits = predict_by_length(
+            self.model.predict_on_batch,
+            features.inputs(),
+            batch_size,
+            per_token_outputs=True,
+            fill=PADDING_LOGIT,
+        )
         predictions = best_answers(
             examples,
             features,

@@ -92,7 +92,19 @@ def test_bad_batches_get_a_clear_error_or_empty_answers(question_answerer, tmp_p
     assert invalid["end"].numpy()[0] <= len("a \ufffd plot".encode())
 
 
-def test_sequence_length_must_leave_room_for_context(question_answerer, tmp_path):
-    _, checkpoint, _ = question_answerer
+def test_sequence_length_must_leave_room_for_context_and_squad_2_is_refused(
+    question_answerer, tmp_path
+):
+    model, checkpoint, _ = question_answerer
     with pytest.raises(ValueError, match="leaves no room for context"):
         export_saved_model(checkpoint, tmp_path / "squad", sequence_length=9)
+    squad_2 = model_checkpoint(
+        model,
+        heads={"question_answering": "span_logits"},
+        vocabulary_file=checkpoint + "/vocab.txt",
+        task_config={**WINDOWS, "version_2_with_negative": True},
+    )
+    write_checkpoint(squad_2, tmp_path / "squad_2")
+    with pytest.raises(ValueError, match="fine-tuned for SQuAD 2.0"):
+        export_saved_model(tmp_path / "squad_2", tmp_path / "squad")
+    assert not (tmp_path / "squad").exists()

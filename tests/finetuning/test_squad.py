@@ -2,6 +2,7 @@
 
 import json
 import os
+import pathlib
 import random
 import subprocess
 import sys
@@ -11,12 +12,14 @@ import pytest
 
 from bert_keras.data.squad import SquadExample
 from bert_keras.data.squad import squad_features
+from bert_keras.export.saved_model import export_saved_model
 from bert_keras.finetuning.squad import NO_NON_NULL_ODDS
 from bert_keras.finetuning.squad import SquadRun
 from bert_keras.finetuning.squad import best_answers
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.text.tokenizer import SPECIAL_TOKENS
 from bert_keras.text.tokenizer import BertTokenizer
+from tests.export import serve
 
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONTEXT = " ".join(f"t{index}" for index in range(30))
@@ -271,9 +274,19 @@ def test_program_learns_a_synthetic_set_far_above_chance(tmp_path):
     assert not (output_dir / "null_odds.json").exists()
     assert sorted(os.listdir(output_dir)) == [
         "eval_results.json",
+        "export",
         "nbest_predictions.json",
         "predictions.json",
     ]
+    # The export serves the same answers, from raw question and context strings.
+    exported = export_saved_model(output_dir / "export", tmp_path / "served")
+    questions = json.loads(pathlib.Path(predict_file).read_text())["data"][0]["paragraphs"]
+    request = {
+        "question": [paragraph["qas"][0]["question"] for paragraph in questions],
+        "context": [paragraph["context"] for paragraph in questions],
+    }
+    served = serve(exported, {"serving_default": request})["session"]["serving_default"]
+    assert served["answer"] == [predictions[f"q{index}"] for index in range(40)]
 
 
 def test_version_2_prediction_writes_null_odds_and_scores_has_and_no_answer(tmp_path):
