@@ -9,6 +9,8 @@
 #   make test TESTS=tests/layers    a part of tests/
 #   make demo                       python -m tasks.demo
 #   make bench                      python -m benchmarks.backbone
+#   make serving-compat             every task's SavedModel answers the same under TensorFlow 2.17
+#                                   (TF Serving 2.17-2.19's core) and its tensorflow-text, in .venv-tf217
 #   make bazel-build                bazel build //... (installs Debian's bazel-bootstrap when bazel is missing)
 #   make lock                       rewrite requirements-lock.txt from the current .venv
 #   make clean                      remove caches and build outputs (keeps .venv)
@@ -40,7 +42,7 @@ TEST_ENV := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TF_CPP_MIN_LOG_LEVEL=2
 # left alone, one thread made its tests slower).
 SUITE_THREADS := OMP_NUM_THREADS=1 TF_NUM_INTRAOP_THREADS=1 TF_NUM_INTEROP_THREADS=1
 
-.PHONY: test lint format demo bench bazel-install bazel-build lock clean distclean venv
+.PHONY: test lint format demo bench serving-compat bazel-install bazel-build lock clean distclean venv
 
 venv: $(VENV_STAMP)
 
@@ -105,6 +107,19 @@ format: $(VENV_STAMP)
 demo: $(VENV_STAMP)
 	env $(TEST_ENV) $(PYTHON) -m tasks.demo
 
+# TensorFlow 2.17 and its tensorflow-text alone, pinned: the side environment of serving-compat.
+TF217_VENV := .venv-tf217
+TF217_STAMP := $(TF217_VENV)/.installed
+
+$(TF217_STAMP): requirements-tf217.txt requirements-tf217-lock.txt
+	test -x $(TF217_VENV)/bin/python || $(PYTHON3) -m venv $(TF217_VENV)
+	$(TF217_VENV)/bin/python -m pip install --quiet -r requirements-tf217.txt -c requirements-tf217-lock.txt
+	touch $@
+
+serving-compat: $(VENV_STAMP) $(TF217_STAMP)
+	env $(TEST_ENV) KERAS_BACKEND=tensorflow $(PYTHON) -m tests.export.compat_exports \
+	  --side_python=$(TF217_VENV)/bin/python
+
 bench: $(VENV_STAMP)
 	env $(TEST_ENV) $(PYTHON) -m benchmarks.backbone
 
@@ -139,4 +154,4 @@ clean:
 	rm -rf .pytest_cache build dist *.egg-info benchmark_outputs
 
 distclean: clean
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(TF217_VENV)

@@ -23,7 +23,9 @@ from tests.export import CONFIG
 from tests.export import serve
 from tests.export import transported
 from tests.export import write_vocabulary
+from tests.export.servable import TENSORFLOW_2_17_OPS
 from tests.export.servable import unservable_ops
+from tests.text import TF_TEXT_2_12_OPS
 
 LABELS = ["negative", "neutral", "positive"]
 SEQUENCE_LENGTH = 12
@@ -221,3 +223,11 @@ def test_versions_and_bad_models_are_refused_with_nothing_written(classifier, tm
     with pytest.raises(ValueError, match="sequence_length is 64 but must be between 3 and"):
         export_saved_model(classifier[1], base, sequence_length=64)
     assert sorted(os.listdir(base)) == ["1"]
+
+
+def test_the_committed_op_list_is_tensorflow_2_17_core():
+    assert {"MatMul", "StringSplitV2", "RegexReplace", "While", "TensorListStack"} <= (
+        TENSORFLOW_2_17_OPS
+    )
+    assert not TENSORFLOW_2_17_OPS & TF_TEXT_2_12_OPS  # no tensorflow-text op
+    assert "TFText>RoundRobinTrim" not in TENSORFLOW_2_17_OPS
