@@ -4,6 +4,7 @@ import doctest
 import importlib
 import pkgutil
 
+import keras
 import pytest
 
 import bert_keras
@@ -16,5 +17,8 @@ MODULES = sorted(
 @pytest.mark.parametrize("module_name", MODULES)
 def test_docstring_examples_run(module_name):
     module = importlib.import_module(module_name)
+    required = getattr(module, "REQUIRED_BACKEND", None)
+    if required not in (None, keras.backend.backend()):
+        pytest.skip(f"{module_name} runs on the {required} backend only")
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0, f"{result.failed} docstring example(s) failed in {module_name}"

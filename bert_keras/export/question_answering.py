@@ -12,10 +12,13 @@ import dataclasses
 
 import tensorflow as tf
 
+from bert_keras.export.signatures import REQUIRED_BACKEND
+from bert_keras.export.signatures import check_backend
 from bert_keras.export.signatures import ids_signature
 from bert_keras.export.signatures import same_batch_size
 from bert_keras.export.signatures import text_specs
 
+__all__ = ["REQUIRED_BACKEND", "question_answering_signatures"]
 # The original breaks ties between windows by this much per token of length.
 _WINDOW_LENGTH_BONUS = 0.01
 
@@ -63,6 +66,7 @@ def question_answering_signatures(
     >>> answers["answer"].numpy().tolist(), answers["start"].numpy().tolist()
     ([b'Bob'], [0])
     """
+    check_backend()
     if sequence_length - max_query_length - 3 < 1:
         raise ValueError(
             f"sequence_length {sequence_length} leaves no room for context after a question of "

@@ -2,7 +2,8 @@
 
 Every function here returns `{signature name: tf.function}`, traced on Keras'
 TensorFlow backend with fixed input signatures (batch size dynamic) and no
-autograph, ready for `keras.export.ExportArchive.add_endpoint`. Raw-text
+autograph, ready for `keras.export.ExportArchive.add_endpoint`. They refuse
+other backends (`export_saved_model` runs them in a TensorFlow process). Raw-text
 signatures pad each batch to its longest text; `serve_ids` takes what a
 client packed itself.
 
@@ -19,9 +20,12 @@ Example:
 [2, 5, 8]
 """
 
+import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+# The Keras backend the models must run on to be traced into a TensorFlow graph.
+REQUIRED_BACKEND = "tensorflow"
 CLASSIFY_METHOD = "tensorflow/serving/classify"
 # Rows per forward pass of `by_length`: enough for efficient matrix products
 # on a CPU, few enough that lengths within a pass stay close.
@@ -51,6 +55,7 @@ def classifier_signatures(model, preprocessor, label_names, text_pair=False):
     >>> signatures["serving_default"](tf.constant(["hi"]))["label"].shape.as_list()
     [1]
     """
+    check_backend()
     names = tf.constant(label_names)
     feature_names = ("text", "text_pair") if text_pair else ("text",)
 
@@ -96,6 +101,7 @@ def backbone_signatures(model, preprocessor):
     `[batch, length, hidden]` and `padding_mask` int32 `[batch, length]`;
     `serve_ids` gives the first two. (Example: the module docstring.)
     """
+    check_backend()
 
     def features_of(outputs):
         return {name: outputs[name] for name in ("pooled_output", "sequence_output")}
@@ -131,6 +137,7 @@ def multiple_choice_signatures(model, preprocessor):
     >>> serve(tf.constant(["hi"]), tf.constant([["hi", "", "hi hi"]]))["choice"].shape.as_list()
     [1]
     """
+    check_backend()
     num_choices = model.num_choices
 
     @tf.function(
@@ -190,6 +197,7 @@ def tagger_signatures(model, preprocessor, tag_names):
     >>> outputs["words"].numpy().tolist(), outputs["start"].numpy().tolist()
     ([[b'hi', b'there'], [b'', b'']], [[0, 4], [0, 0]])
     """
+    check_backend()
     names = tf.constant(tag_names)
     whitespace = tf_text.WhitespaceTokenizer()
 
@@ -292,6 +300,7 @@ def ids_signature(model, outputs_of, shape=(None, None)):
     >>> serve(ids, ids * 0, ids)["sequence_output"].shape.as_list()
     [1, 3, 8]
     """
+    check_backend()
 
     @tf.function(
         input_signature=[
@@ -309,6 +318,19 @@ def ids_signature(model, outputs_of, shape=(None, None)):
         return outputs_of(model(features, training=False))
 
     return serve_ids
+
+
+def check_backend():
+    """Raises ValueError unless Keras runs on `REQUIRED_BACKEND`.
+
+    Example:
+    >>> check_backend()  # under KERAS_BACKEND=tensorflow
+    """
+    if keras.backend.backend() != REQUIRED_BACKEND:
+        raise ValueError(
+            f"Serving signatures trace the model on Keras' {REQUIRED_BACKEND} backend, not "
+            f"{keras.backend.backend()!r}: export_saved_model runs them there for you."
+        )
 
 
 def text_specs(*names):

@@ -2,11 +2,13 @@
 
 from types import SimpleNamespace
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from bert_keras.export.saved_model import export_saved_model
+from bert_keras.export.signatures import ids_signature
 from bert_keras.finetuning.classification import ClassificationRun
 from bert_keras.finetuning.multiple_choice import MultipleChoiceRun
 from bert_keras.finetuning.tagging import HEAD_NAME
@@ -136,3 +138,9 @@ def test_a_multiple_choice_export_chooses_as_the_program(checkpoint, tmp_path):
     loaded = tf.saved_model.load(exported).signatures["serving_default"]
     with pytest.raises(tf.errors.InvalidArgumentError, match="context and choices must hold"):
         loaded(context=tf.constant(["a", "b"]), choices=tf.constant([["a", "b", "c"]]))
+
+
+@pytest.mark.skipif(keras.backend.backend() == "tensorflow", reason="refused on other backends")
+def test_signatures_are_refused_outside_the_tensorflow_backend():
+    with pytest.raises(ValueError, match="trace the model on Keras' tensorflow backend"):
+        ids_signature(BertBackbone(**CONFIG), lambda outputs: outputs)
