@@ -30,6 +30,8 @@ PYTHON := $(VENV)/bin/python
 VENV_STAMP := $(VENV)/.installed
 REQUIREMENTS := requirements.txt
 LOCK := requirements-lock.txt
+# Installed without their dependencies (pinned, so nothing unlocked comes in).
+NO_DEPS := requirements-no-deps.txt
 
 BACKENDS ?= tensorflow jax torch
 PYTEST_ARGS ?=
@@ -46,9 +48,10 @@ SUITE_THREADS := OMP_NUM_THREADS=1 TF_NUM_INTRAOP_THREADS=1 TF_NUM_INTEROP_THREA
 
 venv: $(VENV_STAMP)
 
-$(VENV_STAMP): $(REQUIREMENTS) $(LOCK)
+$(VENV_STAMP): $(REQUIREMENTS) $(LOCK) $(NO_DEPS)
 	test -x $(PYTHON) || $(PYTHON3) -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet -r $(REQUIREMENTS) -c $(LOCK)
+	$(PYTHON) -m pip install --quiet --no-deps -r $(NO_DEPS)
 	touch $@
 
 # Prints "backend: N passed, N failed, N skipped" for each backend from pytest's JUnit XML reports

@@ -18,6 +18,10 @@ Pretraining records, from text to batches:
 The fine-tuning data sets each have a module (`glue`, `squad`, `swag`,
 `conll`, `classification_dataset`, `split_files`).
 
+Recommendation: `interactions` reads user-item logs and splits them
+leave-one-out (numpy only); `cloze_instances` makes BERT4Rec's masked
+windows and next-item queries.
+
 Modules are imported one by one (nothing here imports them), so that worker
 processes can stay free of TensorFlow.
 """

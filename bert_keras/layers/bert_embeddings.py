@@ -19,7 +19,9 @@ class BertEmbeddings(keras.layers.Layer):
         vocabulary_size: number of token ids.
         hidden_dim: embedding width.
         max_sequence_length: number of learned positions.
-        num_segments: number of segment (token type) ids; BERT uses 2.
+        num_segments: number of segment (token type) ids; BERT uses 2. With
+            0 the layer has no segment table and takes no `segment_ids`
+            (models of one sequence, such as BERT4Rec).
         dropout: dropout rate after the layer norm.
         layer_norm_epsilon: layer norm epsilon; BERT uses 1e-12.
         initializer: initializer of the three tables.
@@ -27,7 +29,8 @@ class BertEmbeddings(keras.layers.Layer):
 
     Call arguments:
         token_ids: int tensor `[batch, seq]`.
-        segment_ids: int tensor `[batch, seq]`.
+        segment_ids: int tensor `[batch, seq]`; None when `num_segments`
+            is 0.
         training: whether dropout is active.
 
     Example:
@@ -67,13 +70,15 @@ class BertEmbeddings(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="token_embedding",
         )
-        self.segment_embedding = keras.layers.Embedding(
-            num_segments,
-            hidden_dim,
-            embeddings_initializer=clone_initializer(self.initializer),
-            dtype=self.dtype_policy,
-            name="segment_embedding",
-        )
+        self.segment_embedding = None
+        if num_segments:
+            self.segment_embedding = keras.layers.Embedding(
+                num_segments,
+                hidden_dim,
+                embeddings_initializer=clone_initializer(self.initializer),
+                dtype=self.dtype_policy,
+                name="segment_embedding",
+            )
         self.position_embedding = PositionEmbedding(
             max_sequence_length,
             initializer=clone_initializer(self.initializer),
@@ -87,14 +92,16 @@ class BertEmbeddings(keras.layers.Layer):
 
     def build(self, token_ids_shape, segment_ids_shape=None):
         self.token_embedding.build(token_ids_shape)
-        self.segment_embedding.build(token_ids_shape)
+        if self.segment_embedding is not None:
+            self.segment_embedding.build(token_ids_shape)
         embedded_shape = tuple(token_ids_shape) + (self.hidden_dim,)
         self.position_embedding.build(embedded_shape)
         self.layer_norm.build(embedded_shape)
 
-    def call(self, token_ids, segment_ids, training=None):
+    def call(self, token_ids, segment_ids=None, training=None):
         embedded = self.token_embedding(token_ids)  # [batch, seq, hidden]
-        embedded = embedded + self.segment_embedding(segment_ids)
+        if self.segment_embedding is not None:
+            embedded = embedded + self.segment_embedding(segment_ids)
         embedded = embedded + self.position_embedding(embedded)
         embedded = self.layer_norm(embedded)
         return self.dropout_layer(embedded, training=training)

@@ -40,3 +40,17 @@ class TestBertEmbeddings(TestCase):
         )
         training = ops.convert_to_numpy(layer(TOKEN_IDS, SEGMENT_IDS, training=True))
         assert (training == 0).mean() > 0.2
+
+    def test_without_segments_there_is_no_segment_table(self):
+        layer = BertEmbeddings(**INIT, num_segments=0)
+        output = ops.convert_to_numpy(layer(TOKEN_IDS))
+        assert output.shape == (2, 5, 8)
+        assert not any("segment" in variable.path for variable in layer.weights)
+        assert BertEmbeddings.from_config(layer.get_config()).num_segments == 0
+        w = {v.path.split("/", 1)[1]: ops.convert_to_numpy(v) for v in layer.weights}
+        summed = (
+            w["token_embedding/embeddings"][TOKEN_IDS]
+            + w["position_embedding/embeddings"][None, :5]
+        )
+        expected = reference.layer_norm(summed, w["layer_norm/gamma"], w["layer_norm/beta"], 1e-12)
+        np.testing.assert_allclose(output, expected, atol=1e-5)

@@ -1,0 +1,238 @@
+"""User-item interaction logs: reading them, item ids by frequency, leave-one-out splits.
+
+Three formats are read, each line one interaction:
+
+- `movielens`: MovieLens-1M/10M `ratings.dat`, `UserID::MovieID::Rating::Timestamp`;
+- `recbole`: RecBole atomic `.inter` files, tab-separated, a header naming the
+  columns with their types (`user_id:token item_id:token ... timestamp:float`);
+- `csv`: comma-separated with a header that names `user` (or `user_id`),
+  `item` (or `item_id`) and `timestamp` columns.
+
+`UserSequences.from_interactions` puts each user's items in time order (ties
+kept in file order), drops users with fewer than `min_interactions` and
+numbers the items by descending frequency: id 0 is padding, items are
+1..`num_items`, as BERT4Rec's vocabulary does.
+"""
+
+import csv
+import dataclasses
+import json
+
+import numpy as np
+
+from bert_keras.atomic_files import write_text
+
+INPUT_FORMATS = ("movielens", "recbole", "csv")
+PAD_ID = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class Interactions:
+    """Parallel columns of an interaction log, in file order.
+
+    Attributes:
+        users: raw user ids (strings).
+        items: raw item ids (strings).
+        timestamps: float timestamps.
+    """
+
+    users: list
+    items: list
+    timestamps: np.ndarray
+
+
+def read_interactions(path, input_format):
+    """Reads an interaction log in one of `INPUT_FORMATS`.
+
+    Raises:
+        ValueError: an unknown format, a missing column, or a malformed line;
+            the message names the file and the line number.
+
+    Example:
+    >>> import tempfile
+    >>> path = tempfile.mkdtemp() + "/ratings.dat"
+    >>> _ = open(path, "w").write("1::1193::5::978300760\\n1::661::3::978302109\\n")
+    >>> read_interactions(path, "movielens").items
+    ['1193', '661']
+    """
+    readers = {"movielens": _movielens_rows, "recbole": _recbole_rows, "csv": _csv_rows}
+    if input_format not in readers:
+        raise ValueError(f"Unknown input_format {input_format!r}; expected one of {INPUT_FORMATS}.")
+    users, items, timestamps = [], [], []
+    with open(path, encoding="utf-8", newline="") as file:
+        for line_number, (user, item, timestamp) in readers[input_format](file, path):
+            try:
+                timestamps.append(float(timestamp))
+            except ValueError:
+                raise ValueError(
+                    f"{path}:{line_number}: the timestamp {timestamp!r} is not a number."
+                ) from None
+            if not user or not item:
+                raise ValueError(f"{path}:{line_number}: empty user or item id.")
+            users.append(user)
+            items.append(item)
+    return Interactions(users, items, np.asarray(timestamps, dtype="float64"))
+
+
+def _movielens_rows(file, path):
+    for line_number, line in enumerate(file, start=1):
+        if not line.strip():
+            continue
+        fields = line.rstrip("\r\n").split("::")
+        if len(fields) != 4:
+            raise ValueError(
+                f"{path}:{line_number}: expected UserID::MovieID::Rating::Timestamp, "
+                f"got {line.strip()!r}."
+            )
+        yield line_number, (fields[0], fields[1], fields[3])
+
+
+def _recbole_rows(file, path):
+    header = file.readline().rstrip("\r\n").split("\t")
+    names = [field.split(":")[0] for field in header]
+    columns = _column_indexes(names, path, {"user": ["user_id"], "item": ["item_id"]})
+    yield from _delimited_rows(csv.reader(file, delimiter="\t"), columns, path, header_lines=1)
+
+
+def _csv_rows(file, path):
+    reader = csv.reader(file)
+    names = [name.strip() for name in next(reader, [])]
+    aliases = {"user": ["user", "user_id"], "item": ["item", "item_id"]}
+    yield from _delimited_rows(reader, _column_indexes(names, path, aliases), path, header_lines=0)
+
+
+def _column_indexes(names, path, aliases):
+    aliases = dict(aliases, timestamp=["timestamp"])
+    columns = []
+    for column, accepted in aliases.items():
+        found = [index for index, name in enumerate(names) if name in accepted]
+        if not found:
+            raise ValueError(
+                f"{path}:1: the header {names} names no {column} column (one of {accepted})."
+            )
+        columns.append(found[0])
+    return columns
+
+
+def _delimited_rows(reader, columns, path, header_lines):
+    """`header_lines`: lines read before `reader` started counting."""
+    for row in reader:
+        line_number = reader.line_num + header_lines
+        if not any(field.strip() for field in row):
+            continue
+        if len(row) <= max(columns):
+            raise ValueError(
+                f"{path}:{line_number}: expected at least {max(columns) + 1} fields, "
+                f"got {len(row)}: {row}."
+            )
+        yield line_number, tuple(row[index].strip() for index in columns)
+
+
+@dataclasses.dataclass(frozen=True)
+class UserSequences:
+    """Each user's items in time order, as ids numbered by frequency.
+
+    Attributes:
+        sequences: one int32 array per user, ids in 1..`num_items`.
+        user_ids: the raw user id of each sequence.
+        item_ids: the raw item id of each id: `item_ids[i - 1]` is item `i`.
+        dropped_users: users left out for having too few interactions.
+
+    Example:
+    >>> log = Interactions(["u", "u", "v", "v", "v"], ["a", "b", "b", "c", "a"],
+    ...                    np.array([2.0, 1.0, 5.0, 6.0, 7.0]))
+    >>> sequences = UserSequences.from_interactions(log, min_interactions=2)
+    >>> sequences.item_ids, [s.tolist() for s in sequences.sequences]
+    (['b', 'a', 'c'], [[1, 2], [1, 3, 2]])
+    """
+
+    sequences: list
+    user_ids: list
+    item_ids: list
+    dropped_users: int = 0
+
+    @property
+    def num_items(self):
+        return len(self.item_ids)
+
+    @classmethod
+    def from_interactions(cls, interactions, min_interactions=5):
+        """Groups by user in time order; drops short users; ids by frequency."""
+        order = np.argsort(interactions.timestamps, kind="stable")
+        by_user = {}
+        for index in order:
+            by_user.setdefault(interactions.users[index], []).append(interactions.items[index])
+        kept = {user: items for user, items in by_user.items() if len(items) >= min_interactions}
+        counts = {}
+        for items in kept.values():
+            for item in items:
+                counts[item] = counts.get(item, 0) + 1
+        # Most frequent first; ties in the order the grouped sequences first name them.
+        item_ids = sorted(counts, key=lambda item: -counts[item])
+        item_index = {item: index + 1 for index, item in enumerate(item_ids)}
+        sequences = [
+            np.array([item_index[item] for item in items], dtype="int32") for items in kept.values()
+        ]
+        return cls(sequences, list(kept), item_ids, len(by_user) - len(kept))
+
+    def save_item_ids(self, path):
+        """Writes the id → raw item id mapping as JSON (atomically)."""
+        write_text(path, json.dumps({"item_ids": self.item_ids}, ensure_ascii=False) + "\n")
+
+
+def load_item_ids(path):
+    """The raw item ids saved by `UserSequences.save_item_ids`.
+
+    Example:
+    >>> import tempfile
+    >>> path = tempfile.mkdtemp() + "/items.json"
+    >>> UserSequences([], [], ["a", "b"]).save_item_ids(path)
+    >>> load_item_ids(path)
+    ['a', 'b']
+    """
+    with open(path, encoding="utf-8") as file:
+        return json.load(file)["item_ids"]
+
+
+@dataclasses.dataclass(frozen=True)
+class LeaveOneOutSplit:
+    """Leave-one-out: the last item of each user is the test target, the one
+    before it the validation target; training sees neither.
+
+    Attributes:
+        train: per user, the items before the validation target.
+        validation_histories / validation_targets: the training items, then
+            the item to predict after them.
+        test_histories / test_targets: every item but the last, then the last.
+
+    Example:
+    >>> split = LeaveOneOutSplit.from_sequences([np.array([4, 5, 6, 7])])
+    >>> split.train[0].tolist(), split.validation_targets.tolist(), split.test_targets.tolist()
+    ([4, 5], [6], [7])
+    >>> split.test_histories[0].tolist()
+    [4, 5, 6]
+    """
+
+    train: list
+    validation_histories: list
+    validation_targets: np.ndarray
+    test_histories: list
+    test_targets: np.ndarray
+
+    @classmethod
+    def from_sequences(cls, sequences):
+        """Splits sequences of at least 3 items each."""
+        short = [index for index, sequence in enumerate(sequences) if len(sequence) < 3]
+        if short:
+            raise ValueError(
+                f"Leave-one-out needs at least 3 items per user; {len(short)} sequences have "
+                f"fewer (the first at index {short[0]}). Raise min_interactions."
+            )
+        train = [sequence[:-2] for sequence in sequences]
+        return cls(
+            train=train,
+            validation_histories=train,
+            validation_targets=np.array([s[-2] for s in sequences], dtype="int32"),
+            test_histories=[sequence[:-1] for sequence in sequences],
+            test_targets=np.array([s[-1] for s in sequences], dtype="int32"),
+        )

@@ -1,0 +1,264 @@
+"""BERT4Rec (Sun et al. 2019): a bidirectional Transformer over item sequences."""
+
+import keras
+import numpy as np
+from keras import ops
+
+from bert_keras.data.cloze_instances import next_item_inputs
+from bert_keras.data.interactions import PAD_ID
+from bert_keras.layers.activations import get_activation
+from bert_keras.layers.bert_embeddings import BertEmbeddings
+from bert_keras.layers.masked_lm_head import MaskedLMHead
+from bert_keras.layers.transformer_encoder import TransformerEncoder
+from bert_keras.models.presets import bert4rec_preset_config
+
+INPUT_NAMES = ("item_ids", "masked_positions")
+# Logit of [PAD] and [MASK], which are never an answer; finite so that a
+# padded prediction's (zero-weighted) cross-entropy stays finite.
+_NEVER_LOGIT = -1e9
+_WEIGHT_EPSILON = 1e-5
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class Bert4Rec(keras.Model):
+    """Item embeddings + learned positions, post-LN encoder blocks, tied output.
+
+    A Functional model with the layers of BERT (`BertEmbeddings` without
+    segments, `TransformerEncoder`, `MaskedLMHead`), as the original BERT4Rec
+    code builds it from BERT's modeling.py: the head is dense + GELU + layer
+    norm, then logits against the item-embedding matrix plus a bias per id.
+    Ids: 0 is [PAD], 1..`num_items` the items, `num_items + 1` is [MASK].
+
+    Inputs: `item_ids` `[batch, seq]` (right-padded with 0) and
+    `masked_positions` `[batch, n]`; output: float32 logits
+    `[batch, n, num_items + 2]` over the ids, at the masked positions only
+    (the last block computes only those rows). [PAD] and [MASK] get a logit
+    of -1e9, so the softmax runs over the items.
+
+    Compiled by default with `MaskedItemLoss`: labels are the masked items'
+    ids `[batch, n]`, 0 where a row has fewer than `n` predictions.
+
+    Args:
+        num_items: number of items.
+        num_layers, num_heads, hidden_dim, intermediate_dim: encoder sizes.
+        max_sequence_length: number of learned positions.
+        dropout: dropout of embeddings and sublayer outputs.
+        attention_dropout: dropout of attention probabilities; defaults to
+            `dropout`.
+        activation: "gelu_approximate" (the original's "gelu") or another
+            name of `bert_keras.layers.activations`.
+        layer_norm_epsilon: layer norm epsilon.
+        dtype: dtype policy.
+        **kwargs: standard `keras.Model` arguments.
+
+    Example:
+    >>> model = Bert4Rec(num_items=30, max_sequence_length=8, hidden_dim=16,
+    ...                  intermediate_dim=32)
+    >>> logits = model({"item_ids": np.array([[3, 4, 31, 0]]),
+    ...                 "masked_positions": np.array([[2]])})
+    >>> tuple(logits.shape)
+    (1, 1, 32)
+    """
+
+    def __init__(
+        self,
+        num_items,
+        num_layers=2,
+        num_heads=2,
+        hidden_dim=64,
+        intermediate_dim=256,
+        max_sequence_length=200,
+        dropout=0.2,
+        attention_dropout=None,
+        activation="gelu_approximate",
+        layer_norm_epsilon=1e-12,
+        dtype=None,
+        **kwargs,
+    ):
+        get_activation(activation)
+        vocabulary_size = num_items + 2
+
+        # === Layers ===
+        embeddings = BertEmbeddings(
+            vocabulary_size,
+            hidden_dim,
+            max_sequence_length=max_sequence_length,
+            num_segments=0,
+            dropout=dropout,
+            layer_norm_epsilon=layer_norm_epsilon,
+            dtype=dtype,
+            name="embeddings",
+        )
+        encoder_blocks = [
+            TransformerEncoder(
+                num_heads,
+                intermediate_dim,
+                activation=activation,
+                dropout=dropout,
+                attention_dropout=attention_dropout,
+                layer_norm_epsilon=layer_norm_epsilon,
+                dtype=dtype,
+                name=f"transformer_layer_{index}",
+            )
+            for index in range(num_layers)
+        ]
+        output_head = MaskedLMHead(
+            token_embedding=embeddings.token_embedding,
+            activation=activation,
+            layer_norm_epsilon=layer_norm_epsilon,
+            dtype=dtype,
+            name="output_head",
+        )
+
+        # === Functional graph ===
+        inputs = {name: keras.Input((None,), dtype="int32", name=name) for name in INPUT_NAMES}
+        padding_mask = ops.not_equal(inputs["item_ids"], PAD_ID)
+        sequence = embeddings(inputs["item_ids"])
+        for index, block in enumerate(encoder_blocks):
+            is_last = index == num_layers - 1
+            sequence = block(
+                sequence,
+                padding_mask=padding_mask,
+                output_positions=inputs["masked_positions"] if is_last else None,
+            )  # the last: [batch, n, hidden]
+        never = np.zeros(vocabulary_size, "float32")
+        never[[PAD_ID, vocabulary_size - 1]] = _NEVER_LOGIT
+        logits = output_head(sequence) + never  # [batch, n, vocabulary]
+        super().__init__(inputs=inputs, outputs=logits, **kwargs)
+        if dtype is not None:
+            self.dtype_policy = keras.dtype_policies.get(dtype)
+
+        # === Config ===
+        self.num_items = num_items
+        self.num_layers = num_layers
+        self.num_heads = num_heads
+        self.hidden_dim = hidden_dim
+        self.intermediate_dim = intermediate_dim
+        self.max_sequence_length = max_sequence_length
+        self.dropout = dropout
+        self.attention_dropout = attention_dropout
+        self.activation = activation
+        self.layer_norm_epsilon = layer_norm_epsilon
+
+    @property
+    def mask_id(self):
+        """The id of [MASK]: `num_items + 1`."""
+        return self.num_items + 1
+
+    def compile(self, optimizer="adam", loss=None, **kwargs):
+        """Keras' compile, with `MaskedItemLoss` as the default loss."""
+        super().compile(optimizer=optimizer, loss=loss or MaskedItemLoss(), **kwargs)
+
+    def recommend(self, histories, top_k=10, exclude_seen=True, batch_size=256):
+        """The `top_k` items after each history, best first, with their scores.
+
+        Appends [MASK] to each history (its last `max_sequence_length - 1`
+        items) and ranks the items by their logit there.
+
+        Args:
+            histories: per user, item ids in time order (1..`num_items`).
+            top_k: items to return per history.
+            exclude_seen: leave out the items of the history.
+            batch_size: histories per forward pass.
+
+        Returns:
+            `(item_ids, scores)`, int and float arrays `[users, top_k]`.
+
+        Raises:
+            ValueError: an empty history, or an id outside 1..`num_items`
+                (the history and the id are named).
+
+        Example:
+        >>> model = Bert4Rec(num_items=20, max_sequence_length=8, hidden_dim=16,
+        ...                  intermediate_dim=32)
+        >>> items, scores = model.recommend([[3, 4, 5]], top_k=4)
+        >>> items.shape, bool(set(items[0]) & {3, 4, 5})
+        ((1, 4), False)
+        """
+        self._check_items(histories)
+        scores = self.next_item_scores(histories, batch_size)  # [users, num_items + 1]
+        if exclude_seen:
+            for row, history in enumerate(histories):
+                scores[row, np.asarray(history, dtype="int64")] = -np.inf
+        scores[:, PAD_ID] = -np.inf
+        top = np.argsort(-scores, axis=1, kind="stable")[:, :top_k]
+        return top, np.take_along_axis(scores, top, axis=1)
+
+    def next_item_scores(self, histories, batch_size=256):
+        """Logits of the next item after each history, `[users, num_items + 1]`
+        indexed by id (column 0, [PAD], is -1e9)."""
+        inputs = next_item_inputs(histories, self.max_sequence_length, self.mask_id)
+        logits = self.predict(inputs, batch_size=batch_size, verbose=0)  # [users, 1, vocabulary]
+        return np.asarray(logits[:, 0, : self.mask_id], dtype="float64")
+
+    def _check_items(self, histories):
+        for row, history in enumerate(histories):
+            history = np.asarray(history)
+            outside = history[(history < 1) | (history > self.num_items)]
+            if outside.size:
+                raise ValueError(
+                    f"History {row} holds the id {int(outside[0])}, outside the model's items "
+                    f"1..{self.num_items}; map raw item ids with the run's item_ids.json first."
+                )
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+            "num_items": self.num_items,
+            "num_layers": self.num_layers,
+            "num_heads": self.num_heads,
+            "hidden_dim": self.hidden_dim,
+            "intermediate_dim": self.intermediate_dim,
+            "max_sequence_length": self.max_sequence_length,
+            "dropout": self.dropout,
+            "attention_dropout": self.attention_dropout,
+            "activation": self.activation,
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("dtype"), dict):
+            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+        return cls(**config)
+
+    @classmethod
+    def from_preset(cls, preset, num_items, **kwargs):
+        """A model of a `BERT4REC_PRESETS` configuration, fresh weights.
+
+        Example:
+        >>> Bert4Rec.from_preset("bert4rec_ml1m", num_items=3416).max_sequence_length
+        200
+        """
+        config = bert4rec_preset_config(preset)
+        config.pop("mask_probability")
+        config.update(kwargs)
+        return cls(num_items=num_items, **config)
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class MaskedItemLoss(keras.losses.Loss):
+    """Cross-entropy of the masked items, averaged over real predictions.
+
+    Labels of 0 ([PAD]) mark padded predictions and count nothing; the mean
+    is the original's `sum(w * ce) / (sum(w) + 1e-5)`.
+
+    Example:
+    >>> logits = np.log(np.array([[[0.1, 0.6, 0.3], [0.3, 0.3, 0.4]]], "float32"))
+    >>> round(float(MaskedItemLoss()(np.array([[1, 0]]), logits)), 4)
+    0.5108
+    """
+
+    def __init__(self, name="masked_item_loss", **kwargs):
+        super().__init__(name=name, **kwargs)
+
+    def call(self, y_true, y_pred):
+        y_true = ops.cast(y_true, "int32")
+        per_prediction = keras.losses.sparse_categorical_crossentropy(
+            y_true, y_pred, from_logits=True
+        )  # [batch, n]
+        weights = ops.cast(ops.not_equal(y_true, PAD_ID), per_prediction.dtype)
+        return ops.sum(per_prediction * weights) / (ops.sum(weights) + _WEIGHT_EPSILON)

@@ -1,0 +1,1 @@
+"""Sequential recommendation with BERT4Rec: training, evaluation, baselines."""

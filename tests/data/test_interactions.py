@@ -1,0 +1,101 @@
+"""Interaction logs: the three formats, time order, frequency ids, leave-one-out, bad lines."""
+
+import numpy as np
+import pytest
+
+from bert_keras.data.interactions import Interactions
+from bert_keras.data.interactions import LeaveOneOutSplit
+from bert_keras.data.interactions import UserSequences
+from bert_keras.data.interactions import load_item_ids
+from bert_keras.data.interactions import read_interactions
+
+# The same six interactions in each format: user 1 rated b, then a and c at
+# the same second (file order kept), user 2 rated a then c, user 3 only a.
+MOVIELENS = "1::a::5::20\n1::c::3::30\n2::a::4::10\n1::b::1::10\n2::c::2::15\n3::a::5::1\n"
+RECBOLE = (
+    "user_id:token\titem_id:token\trating:float\ttimestamp:float\n"
+    "1\ta\t5\t20\n1\tc\t3\t30\n2\ta\t4\t10\n1\tb\t1\t10\n2\tc\t2\t15\n3\ta\t5\t1\n"
+)
+CSV = "timestamp,item,user\n20,a,1\n30,c,1\n10,a,2\n10,b,1\n15,c,2\n1,a,3\n"
+
+
+@pytest.mark.parametrize(
+    "input_format, text", [("movielens", MOVIELENS), ("recbole", RECBOLE), ("csv", CSV)]
+)
+def test_every_format_reads_the_same_log(tmp_path, input_format, text):
+    path = tmp_path / "log"
+    path.write_text(text)
+    log = read_interactions(path, input_format)
+    assert log.users == ["1", "1", "2", "1", "2", "3"]
+    assert log.items == ["a", "c", "a", "b", "c", "a"]
+    np.testing.assert_array_equal(log.timestamps, [20, 30, 10, 10, 15, 1])
+
+
+def test_sequences_are_in_time_order_with_ids_by_frequency():
+    log = Interactions(
+        ["1", "1", "2", "1", "2", "3"],
+        ["a", "c", "a", "b", "c", "a"],
+        np.array([20, 30, 10, 10, 15, 1.0]),
+    )
+    sequences = UserSequences.from_interactions(log, min_interactions=2)
+    # a occurs twice among the kept users, c twice, b once; a is named first.
+    assert sequences.item_ids == ["a", "c", "b"]
+    assert sequences.user_ids == ["2", "1"]  # in order of first interaction
+    assert [s.tolist() for s in sequences.sequences] == [[1, 2], [3, 1, 2]]
+    assert sequences.dropped_users == 1
+
+
+def test_ties_keep_file_order():
+    log = Interactions(["u"] * 4, ["x", "y", "z", "w"], np.array([5.0, 5.0, 5.0, 1.0]))
+    sequences = UserSequences.from_interactions(log, min_interactions=1)
+    ordered = [sequences.item_ids[i - 1] for i in sequences.sequences[0]]
+    assert ordered == ["w", "x", "y", "z"]
+
+
+def test_item_ids_round_trip(tmp_path):
+    sequences = UserSequences([np.array([1, 2])], ["u"], ["é", "b"])
+    sequences.save_item_ids(tmp_path / "items.json")
+    assert load_item_ids(tmp_path / "items.json") == ["é", "b"]
+
+
+def test_leave_one_out_keeps_the_last_two_items_out_of_training():
+    split = LeaveOneOutSplit.from_sequences([np.arange(1, 8), np.array([9, 8, 7])])
+    assert [s.tolist() for s in split.train] == [[1, 2, 3, 4, 5], [9]]
+    assert split.validation_targets.tolist() == [6, 8]
+    assert split.test_targets.tolist() == [7, 7]
+    assert [h.tolist() for h in split.test_histories] == [[1, 2, 3, 4, 5, 6], [9, 8]]
+
+
+def test_leave_one_out_refuses_short_sequences():
+    with pytest.raises(ValueError, match="at least 3 items.*index 1"):
+        LeaveOneOutSplit.from_sequences([np.arange(1, 5), np.array([1, 2])])
+
+
+@pytest.mark.parametrize(
+    "input_format, text, message",
+    [
+        (
+            "movielens",
+            "1::a::5::20\n1::a::5\n",
+            r"log:2: expected UserID::MovieID::Rating::Timestamp",
+        ),
+        ("movielens", "1::a::5::noon\n", r"log:1: the timestamp 'noon' is not a number"),
+        (
+            "recbole",
+            "user_id:token\titem_id:token\ttimestamp:float\n1\ta\t3\n1\tb\n",
+            r"log:3: expected at least 3 fields",
+        ),
+        (
+            "recbole",
+            "user_id:token\tmovie:token\ttimestamp:float\n",
+            r"log:1: the header .* names no item column",
+        ),
+        ("csv", "user,item,timestamp\n1,a,2\n,b,3\n", r"log:3: empty user or item id"),
+        ("parquet", "", r"Unknown input_format 'parquet'"),
+    ],
+)
+def test_bad_input_names_the_file_and_line(tmp_path, input_format, text, message):
+    path = tmp_path / "log"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=message):
+        read_interactions(path, input_format)
