@@ -1,7 +1,8 @@
 """Exports a fine-tuned or pretrained BERT as a SavedModel that stock TF Serving loads.
 
 Raw text in, answers out (labels, tags per word, answer spans, choices or
-features, by the model's task): the tokenizer runs in the graph. Writes
+features, by the model's task): the tokenizer runs in the graph. A BERT4Rec
+run's OUTPUT_DIR exports too: item histories in, the top-k next items out. Writes
 EXPORT_BASE/<version>/ (the next free version unless --version), atomically;
 point TF Serving's --model_base_path at EXPORT_BASE. The model is traced on
 Keras' TensorFlow backend whatever backend trained it.
@@ -21,7 +22,8 @@ _MODEL = flags.DEFINE_string(
     "model",
     None,
     "Checkpoint directory (OUTPUT_DIR/export of tasks.classify, tasks.tag, tasks.squad, "
-    "tasks.multiple_choice or tasks.pretrain; a Hugging Face or original release) or .keras file.",
+    "tasks.multiple_choice or tasks.pretrain; a Hugging Face or original release), .keras file, "
+    "or the OUTPUT_DIR of tasks.recommend.",
 )
 _EXPORT_BASE = flags.DEFINE_string(
     "export_base", None, "The model's directory; versions are written below it."
@@ -37,6 +39,7 @@ _TEXT_PAIR = flags.DEFINE_bool(
     "checkpoint recorded (tasks.classify records it).",
 )
 _OVERWRITE = flags.DEFINE_bool("overwrite", False, "Replace an existing version directory.")
+_TOP_K = flags.DEFINE_integer("top_k", None, "Items a recommender returns per history (10).")
 
 
 def main(argv):
@@ -55,6 +58,7 @@ def main(argv):
             sequence_length=_SEQUENCE_LENGTH.value,
             text_pair=_TEXT_PAIR.value,
             overwrite=_OVERWRITE.value,
+            top_k=_TOP_K.value,
         )
     except (FileNotFoundError, FileExistsError, ValueError) as error:
         sys.exit(f"export_saved_model: {error}")

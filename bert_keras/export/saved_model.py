@@ -28,6 +28,11 @@ and `bert_keras.export.question_answering` for names, dtypes and shapes):
   `sequence_output`, `padding_mask`);
 - every model: `serve_ids` (`token_ids`, `segment_ids`, `padding_mask` ->
   the model's raw outputs).
+
+A `Bert4Rec` (the `model.keras` that `tasks.recommend` writes, with its
+`item_ids.json` beside it) gets `serving_default` (raw item-id histories ->
+the top-k next `items` and `scores`) and `serve_ids` (model ids); see
+`bert_keras.export.recommendation`.
 """
 
 import dataclasses
@@ -36,6 +41,7 @@ import os
 import re
 import subprocess
 import sys
+import zipfile
 
 import keras
 import tensorflow as tf
@@ -50,8 +56,12 @@ from bert_keras.atomic_files import atomic_directory
 from bert_keras.checkpoints import Checkpoint
 from bert_keras.checkpoints import read_checkpoint
 from bert_keras.checkpoints import read_tokenizer_settings
+from bert_keras.data.interactions import load_item_ids
 from bert_keras.export import signatures as signatures_lib
 from bert_keras.export.question_answering import question_answering_signatures
+from bert_keras.export.recommendation import DEFAULT_TOP_K
+from bert_keras.export.recommendation import recommender_signatures
+from bert_keras.models.bert4rec import Bert4Rec
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_classifier import BertClassifier
 from bert_keras.models.bert_multiple_choice import BertMultipleChoice
@@ -65,6 +75,9 @@ from bert_keras.text.preprocessor import BertPreprocessor
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 WARMUP_TEXT = "A warmup request, answered before the first one."
 VOCABULARY_ASSET = "vocab.txt"
+# What tasks.recommend writes to its output directory.
+RECOMMENDER_MODEL_FILE = "model.keras"
+RECOMMENDER_ITEM_IDS_FILE = "item_ids.json"
 _BACKBONE_HEADS = {"masked_lm", "next_sentence"}
 # tasks.squad's default, for a question answerer whose checkpoint does not say.
 DEFAULT_MAX_QUERY_LENGTH = 64
@@ -92,7 +105,13 @@ class ServedModel:
 
 
 def export_saved_model(
-    model, export_base, version=None, sequence_length=None, text_pair=None, overwrite=False
+    model,
+    export_base,
+    version=None,
+    sequence_length=None,
+    text_pair=None,
+    overwrite=False,
+    top_k=None,
 ):
     """Writes the SavedModel of a checkpoint directory or .keras file to `export_base/<version>`.
 
@@ -100,7 +119,8 @@ def export_saved_model(
         model: a checkpoint directory (what `tasks.classify` and
             `tasks.pretrain` write to OUTPUT_DIR/export, a Hugging Face or
             original release) or a `.keras` file of a `BertClassifier` with
-            a preprocessor, or of a `BertBackbone` beside a vocab.txt.
+            a preprocessor, or of a `BertBackbone` beside a vocab.txt; or
+            the OUTPUT_DIR of `tasks.recommend` (or its model.keras).
         export_base: the model's directory in the server's model base path.
         version: a positive integer; the next free one when None.
         sequence_length: the longest packed text; longer texts are
@@ -110,6 +130,7 @@ def export_saved_model(
             None follows the checkpoint (`Checkpoint.task_config`, which
             `tasks.classify` writes).
         overwrite: replace an existing version directory.
+        top_k: items a recommender returns per history (default 10).
 
     Returns:
         The version directory written.
@@ -143,9 +164,17 @@ def export_saved_model(
         sequence_length=sequence_length,
         text_pair=text_pair,
         overwrite=overwrite,
+        top_k=top_k,
     )
     if keras.backend.backend() != "tensorflow":
         return _export_in_tensorflow_process(arguments)
+    recommender_file = _recommender_file(os.fspath(model))
+    if recommender_file is not None:
+        if sequence_length is not None or text_pair is not None:
+            raise ValueError("sequence_length and text_pair apply to text models, not Bert4Rec.")
+        return _export_recommender(recommender_file, export_base, version, overwrite, top_k)
+    if top_k is not None:
+        raise ValueError("top_k applies to recommenders (Bert4Rec) only.")
     served = load_served_model(model, sequence_length)
     if text_pair and served.task != "classifier":
         raise ValueError(f"text_pair applies to classifiers only, not to a {served.task}.")
@@ -159,12 +188,49 @@ def export_saved_model(
         if "classify" in signatures:
             _set_method_name(staging, "classify", signatures_lib.CLASSIFY_METHOD)
         _write_vocabulary(served.preprocessor.tokenizer, os.path.join(staging, "assets"))
-        _write_warmup_requests(
-            os.path.join(staging, WARMUP_FILE),
-            os.path.basename(os.path.normpath(os.fspath(export_base))),
-            served.preprocessor,
-            signatures,
+        requests = {
+            name: _warmup_inputs(served.preprocessor, function)
+            for name, function in signatures.items()
+        }
+        _write_warmup_requests(staging, export_base, requests)
+    return directory
+
+
+def _recommender_file(path):
+    """The .keras file of a `Bert4Rec` at `path` (the file or a run's directory), or None."""
+    if os.path.isdir(path):
+        path = os.path.join(path, RECOMMENDER_MODEL_FILE)
+    if not (path.endswith(".keras") and os.path.isfile(path)):
+        return None
+    with zipfile.ZipFile(path) as archive:
+        config = json.loads(archive.read("config.json"))
+    return path if config.get("class_name") == Bert4Rec.__name__ else None
+
+
+def _export_recommender(path, export_base, version, overwrite, top_k):
+    """Writes the SavedModel of a `Bert4Rec` .keras file and the item ids beside it."""
+    model = keras.saving.load_model(path, safe_mode=True)
+    if not isinstance(model, Bert4Rec):
+        raise ValueError(f"{path} holds a {type(model).__name__}, not a Bert4Rec.")
+    item_ids_file = os.path.join(os.path.dirname(path), RECOMMENDER_ITEM_IDS_FILE)
+    if not os.path.isfile(item_ids_file):
+        raise ValueError(
+            f"{path} has no {RECOMMENDER_ITEM_IDS_FILE} beside it: the export needs the raw "
+            "item ids (tasks.recommend writes them to its output directory)."
         )
+    item_ids = load_item_ids(item_ids_file)
+    signatures = recommender_signatures(model, item_ids, top_k=top_k or DEFAULT_TOP_K)
+    version = next_version(export_base) if version is None else _checked_version(version)
+    directory = os.path.join(os.fspath(export_base), str(version))
+    with atomic_directory(directory, overwrite) as staging:
+        archive = _archive(model, signatures)
+        archive.track(signatures["serving_default"].item_table)
+        archive.write_out(staging, verbose=False)
+        requests = {
+            "serving_default": {"items": tf.constant([[item_ids[0]]])},
+            "serve_ids": {"item_ids": tf.constant([[1]], tf.int32)},
+        }
+        _write_warmup_requests(staging, export_base, requests)
     return directory
 
 
@@ -361,12 +427,16 @@ def _export_archive(served):
     `tf.Module` holding Keras variables loads in TF2 but not through the v1
     session API that TF Serving uses).
     """
-    archive = keras.export.ExportArchive()
-    archive.track(served.model)
     signatures = _signatures(served)
+    return _archive(served.model, signatures), signatures
+
+
+def _archive(model, signatures):
+    archive = keras.export.ExportArchive()
+    archive.track(model)
     for name, function in signatures.items():
         archive.add_endpoint(name, function)
-    return archive, signatures
+    return archive
 
 
 def _signatures(served):
@@ -399,12 +469,19 @@ def _write_vocabulary(tokenizer, assets):
         file.write("\n".join(tokenizer.get_vocabulary()) + "\n")
 
 
-def _write_warmup_requests(path, model_name, preprocessor, signatures):
-    """One real request per signature, as the `PredictionLog` records TF Serving replays."""
+def _write_warmup_requests(staging, export_base, requests):
+    """One real request per signature, as the `PredictionLog` records TF Serving replays.
+
+    Args:
+        staging: the version directory being written.
+        export_base: the model's directory; its name is the served model's.
+        requests: signature name -> its inputs.
+    """
+    path = os.path.join(staging, WARMUP_FILE)
+    model_name = os.path.basename(os.path.normpath(os.fspath(export_base)))
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with tf.io.TFRecordWriter(path) as writer:
-        for name, function in signatures.items():
-            inputs = _warmup_inputs(preprocessor, function)
+        for name, inputs in requests.items():
             writer.write(_prediction_log(model_name, name, inputs).SerializeToString())
 
 

@@ -24,6 +24,7 @@ import tensorflow as tf
 
 from bert_keras.checkpoints import write_checkpoint
 from bert_keras.export.saved_model import export_saved_model
+from bert_keras.models.bert4rec import Bert4Rec
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_classifier import BertClassifier
 from bert_keras.models.bert_multiple_choice import BertMultipleChoice
@@ -139,6 +140,33 @@ def _holds_floats(values):
     return len(flat) > 0 and isinstance(flat[0], float)
 
 
+def _recommender_export(work):
+    """A small random Bert4Rec as tasks.recommend leaves it, exported; and its requests."""
+    run_directory = os.path.join(work, "recommender")
+    os.makedirs(run_directory)
+    Bert4Rec(num_items=6, max_sequence_length=5, hidden_dim=8, intermediate_dim=16).save(
+        os.path.join(run_directory, "model.keras")
+    )
+    items = ["a", "b", "c", "d", "e", "f"]
+    with open(os.path.join(run_directory, "item_ids.json"), "w") as file:
+        json.dump({"item_ids": items}, file)
+    exported = export_saved_model(
+        run_directory, os.path.join(work, "served", "recommender"), top_k=3
+    )
+    requests = {
+        "serving_default": {"items": [["a", "b", ""], ["f", "new", ""], items[:3]]},
+        "serve_ids": {"item_ids": [[1, 2, 0], [6, 0, 0]]},
+    }
+    return exported, requests
+
+
+def _compare(task, exported, requests, side_python):
+    here = _answers(sys.executable, exported, requests)
+    there = _answers(side_python, exported, requests)
+    print(f"{task}: {', '.join(sorted(requests))} answered under both", flush=True)
+    return _differences(here, there, task)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--side_python", required=True, help="Python with TensorFlow 2.17.")
@@ -158,10 +186,9 @@ def main(argv=None):
             exported = export_saved_model(
                 os.path.join(work, task), os.path.join(work, "served", task)
             )
-            here = _answers(sys.executable, exported, requests)
-            there = _answers(arguments.side_python, exported, requests)
-            differences += _differences(here, there, task)
-            print(f"{task}: {', '.join(sorted(requests))} answered under both", flush=True)
+            differences += _compare(task, exported, requests, arguments.side_python)
+        exported, requests = _recommender_export(work)
+        differences += _compare("recommender", exported, requests, arguments.side_python)
     if differences:
         sys.exit("The side Python answers differently:\n" + "\n".join(differences[:20]))
     print("Every export answers the same under the side Python.")

@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from bert_keras.models.bert_backbone import BertBackbone
+from tests.export import serve
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -43,3 +44,19 @@ def test_a_bad_version_is_refused_before_any_work(tmp_path):
     assert completed.returncode != 0
     assert "--version is 0 but must be at least 1" in completed.stderr
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.large
+def test_a_recommender_run_exports_with_its_top_k(tmp_path):
+    from bert_keras.models.bert4rec import Bert4Rec
+
+    Bert4Rec(num_items=5, max_sequence_length=4, hidden_dim=8, intermediate_dim=16).save(
+        tmp_path / "model.keras"
+    )
+    (tmp_path / "item_ids.json").write_text('{"item_ids": ["a", "b", "c", "d", "e"]}')
+    base = tmp_path / "served" / "rec"
+    completed = _run(f"--model={tmp_path}", f"--export_base={base}", "--top_k=2")
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    served = serve(base / "1", {"serving_default": {"items": [["a", "b"]]}})
+    (row,) = served["session"]["serving_default"]["items"]
+    assert len(row) == 2 and not {"a", "b"} & set(row)

@@ -1,0 +1,88 @@
+"""A Bert4Rec export: raw item histories in a fresh process, the model's own top-k out."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from bert_keras.export.saved_model import export_saved_model
+from bert_keras.models.bert4rec import Bert4Rec
+from tests.export import serve
+from tests.export.servable import unservable_ops
+
+ITEMS = [f"movie{index}" for index in range(1, 13)]  # model ids 1..12
+# Right-padded with "": a short history, an unknown item, one longer than the model's window.
+HISTORIES = [
+    ["movie3", "movie5", "movie7"] + [""] * 6,
+    ["movie12", "unknown"] + [""] * 7,
+    [f"movie{index}" for index in (1, 2, 4, 6, 8, 9, 10, 11, 2)],
+]
+
+
+@pytest.fixture(scope="module")
+def run_directory(tmp_path_factory):
+    """What tasks.recommend leaves in its output directory, with an untrained model."""
+    directory = tmp_path_factory.mktemp("recommend")
+    model = Bert4Rec(num_items=12, max_sequence_length=6, hidden_dim=8, intermediate_dim=16)
+    model.save(directory / "model.keras")
+    (directory / "item_ids.json").write_text(json.dumps({"item_ids": ITEMS}))
+    return directory, model
+
+
+@pytest.fixture(scope="module")
+def served(run_directory, tmp_path_factory):
+    directory, _ = run_directory
+    base = tmp_path_factory.mktemp("models") / "recommender"
+    version = export_saved_model(directory, base, top_k=4)
+    requests = {
+        "serving_default": {"items": HISTORIES},
+        "serve_ids": {"item_ids": [[3, 5, 7], [12, 0, 0]]},
+    }
+    return version, serve(version, requests)
+
+
+def expected(model, histories):
+    known = [[ITEMS.index(item) + 1 for item in row if item in ITEMS] for row in histories]
+    return model.recommend(known, top_k=4)
+
+
+def test_served_items_are_the_models_top_k_unseen_items(run_directory, served):
+    _, model = run_directory
+    version, answers = served
+    assert os.path.basename(version) == "1"
+    ids, scores = expected(model, HISTORIES)
+    for api in ("eager", "session"):
+        answer = answers[api]["serving_default"]
+        assert answer["items"] == [[ITEMS[i - 1] for i in row] for row in ids]
+        np.testing.assert_allclose(answer["scores"], scores, rtol=1e-4, atol=1e-5)
+        for history, row in zip(HISTORIES, answer["items"]):
+            assert not set(history) & set(row)
+
+
+def test_serve_ids_takes_model_ids(run_directory, served):
+    _, model = run_directory
+    _, answers = served
+    ids, scores = model.recommend([[3, 5, 7], [12]], top_k=4)
+    answer = answers["session"]["serve_ids"]
+    assert answer["item_ids"] == ids.tolist()
+    np.testing.assert_allclose(answer["scores"], scores, rtol=1e-4, atol=1e-5)
+
+
+def test_the_export_needs_only_ops_stock_tf_serving_links(served):
+    version, _ = served
+    assert unservable_ops(version) == set()
+    assert os.path.isfile(os.path.join(version, "assets.extra", "tf_serving_warmup_requests"))
+
+
+def test_refusals_name_the_problem(run_directory, tmp_path):
+    directory, _ = run_directory
+    with pytest.raises(ValueError, match="sequence_length and text_pair apply to text models"):
+        export_saved_model(directory, tmp_path / "a", sequence_length=8)
+    lonely = tmp_path / "lonely"
+    lonely.mkdir()
+    (lonely / "model.keras").write_bytes((directory / "model.keras").read_bytes())
+    with pytest.raises(ValueError, match="no item_ids.json beside it"):
+        export_saved_model(lonely / "model.keras", tmp_path / "b")
+    with pytest.raises(ValueError, match=r"top_k must be in 1..12, got 13"):
+        export_saved_model(directory, tmp_path / "c", top_k=13)
