@@ -25,7 +25,10 @@ Example:
 import tensorflow as tf
 
 from bert_keras.data.interactions import PAD_ID
+from bert_keras.export.signatures import REQUIRED_BACKEND
 from bert_keras.export.signatures import check_backend
+
+__all__ = ["DEFAULT_TOP_K", "REQUIRED_BACKEND", "recommender_signatures"]
 
 DEFAULT_TOP_K = 10
 
