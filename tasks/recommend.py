@@ -14,6 +14,7 @@ whole history.
 """
 
 import json
+import sys
 
 from absl import app
 from absl import flags
@@ -47,6 +48,12 @@ _PATIENCE = flags.DEFINE_integer(
 _NUM_NEGATIVES = flags.DEFINE_integer(
     "num_negatives", 100, "Popularity-sampled negatives per evaluated user."
 )
+_SAMPLED_NEGATIVES = flags.DEFINE_integer(
+    "sampled_negatives",
+    None,
+    "Train with a sampled softmax over this many log-uniformly drawn negatives (for large "
+    "catalogues); the paper's full softmax when unset.",
+)
 _TOP_K = flags.DEFINE_integer("top_k", 10, "Items per user in predictions.tsv.")
 _SEED = flags.DEFINE_integer("seed", 12345, "Random seed.")
 
@@ -59,8 +66,8 @@ def check_flags():
     if not (_DO_TRAIN.value or _DO_EVAL.value or _DO_PREDICT.value):
         raise app.UsageError("At least one of --do_train, --do_eval, --do_predict must be set.")
     positive = (_NUM_TRAIN_EPOCHS, _TRAIN_BATCH_SIZE, _NUM_NEGATIVES, _TOP_K, _MIN_INTERACTIONS)
-    for flag in positive:
-        if flag.value < 1:
+    for flag in (*positive, _SAMPLED_NEGATIVES):
+        if flag.value is not None and flag.value < 1:
             raise app.UsageError(f"--{flag.name} must be positive, got {flag.value}.")
     if _MIN_INTERACTIONS.value < 3:
         raise app.UsageError(
@@ -83,7 +90,15 @@ def main(argv):
 
     if _PRESET.value not in BERT4REC_PRESETS:
         raise app.UsageError(f"--preset={_PRESET.value}: not one of {sorted(BERT4REC_PRESETS)}.")
-    run = RecommendationRun(
+    try:
+        _run_steps(RecommendationRun)
+    except (FileNotFoundError, ValueError) as error:
+        sys.exit(f"recommend: {error}")
+
+
+def _run_steps(run_class):
+    """Reads the log, then trains, evaluates and predicts as the flags ask."""
+    run = run_class(
         _INPUT_FILE.value,
         _INPUT_FORMAT.value,
         _OUTPUT_DIR.value,
@@ -92,6 +107,7 @@ def main(argv):
         max_sequence_length=_MAX_SEQUENCE_LENGTH.value,
         num_negatives=_NUM_NEGATIVES.value,
         seed=_SEED.value,
+        sampled_negatives=_SAMPLED_NEGATIVES.value,
     )
     sequences = run.sequences
     print(

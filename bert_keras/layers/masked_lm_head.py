@@ -115,15 +115,39 @@ class MaskedLMHead(keras.layers.Layer):
         )
 
     def call(self, inputs, masked_positions=None):
-        gathered = inputs
-        if masked_positions is not None:
-            # [batch, num_predictions, hidden]
-            gathered = gather_positions(inputs, masked_positions)
-        transformed = self.transform_layer_norm(self.transform_dense(gathered))
+        transformed = self.transform(inputs, masked_positions)
         logits = ops.matmul(
             transformed, ops.cast(self._output_kernel(), self.compute_dtype)
         )  # [batch, num_predictions, vocabulary_size]
         return ops.cast(logits, "float32") + self.output_bias
+
+    def transform(self, inputs, masked_positions=None):
+        """The vectors the output layer scores: gathered, dense, activation, layer norm.
+
+        `[batch, num_predictions, hidden]`, in the compute dtype; the logits
+        are their products with the output kernel plus the output bias (a
+        sampled softmax scores only some of the vocabulary from them).
+
+        Example:
+        >>> import numpy as np
+        >>> head = MaskedLMHead(vocabulary_size=50)
+        >>> tuple(head(np.ones((2, 6, 8), "float32"), np.array([[1], [0]])).shape)
+        (2, 1, 50)
+        >>> tuple(head.transform(np.ones((2, 6, 8), "float32"), np.array([[1], [0]])).shape)
+        (2, 1, 8)
+        """
+        gathered = inputs
+        if masked_positions is not None:
+            # [batch, num_predictions, hidden]
+            gathered = gather_positions(inputs, masked_positions)
+        return self.transform_layer_norm(self.transform_dense(gathered))
+
+    @property
+    def output_embeddings(self):
+        """The output kernel as `[vocabulary_size, hidden]` (the tied embedding matrix)."""
+        if self.token_embedding is None:
+            return ops.transpose(self.output_kernel)
+        return self.token_embedding.embeddings
 
     def _output_kernel(self):
         if self.token_embedding is None:

@@ -11,6 +11,8 @@ from bert_keras.layers.bert_embeddings import BertEmbeddings
 from bert_keras.layers.masked_lm_head import MaskedLMHead
 from bert_keras.layers.transformer_encoder import TransformerEncoder
 from bert_keras.models.presets import bert4rec_preset_config
+from bert_keras.models.sampled_softmax import log_uniform_candidates
+from bert_keras.models.sampled_softmax import sampled_softmax_loss
 
 INPUT_NAMES = ("item_ids", "masked_positions")
 # Logit of [PAD] and [MASK], which are never an answer; finite so that a
@@ -36,7 +38,12 @@ class Bert4Rec(keras.Model):
     of -1e9, so the softmax runs over the items.
 
     Compiled by default with `MaskedItemLoss`: labels are the masked items'
-    ids `[batch, n]`, 0 where a row has fewer than `n` predictions.
+    ids `[batch, n]`, 0 where a row has fewer than `n` predictions. With
+    `sampled_negatives`, training instead scores each target against that
+    many negatives shared by the batch (`bert_keras.models.sampled_softmax`),
+    so memory no longer grows with `num_items` x predictions; the model
+    then returns, in training only, the head's vectors `[batch, n, hidden]`
+    rather than logits. Inference always scores every item.
 
     Args:
         num_items: number of items.
@@ -48,6 +55,8 @@ class Bert4Rec(keras.Model):
         activation: "gelu_approximate" (the original's "gelu") or another
             name of `bert_keras.layers.activations`.
         layer_norm_epsilon: layer norm epsilon.
+        sampled_negatives: None for the paper's full softmax, or the number
+            of log-uniformly sampled negatives of a sampled softmax.
         dtype: dtype policy.
         **kwargs: standard `keras.Model` arguments.
 
@@ -72,10 +81,13 @@ class Bert4Rec(keras.Model):
         attention_dropout=None,
         activation="gelu_approximate",
         layer_norm_epsilon=1e-12,
+        sampled_negatives=None,
         dtype=None,
         **kwargs,
     ):
         get_activation(activation)
+        if sampled_negatives is not None and sampled_negatives < 1:
+            raise ValueError(f"sampled_negatives must be positive, got {sampled_negatives}.")
         vocabulary_size = num_items + 2
 
         # === Layers ===
@@ -112,15 +124,7 @@ class Bert4Rec(keras.Model):
 
         # === Functional graph ===
         inputs = {name: keras.Input((None,), dtype="int32", name=name) for name in INPUT_NAMES}
-        padding_mask = ops.not_equal(inputs["item_ids"], PAD_ID)
-        sequence = embeddings(inputs["item_ids"])
-        for index, block in enumerate(encoder_blocks):
-            is_last = index == num_layers - 1
-            sequence = block(
-                sequence,
-                padding_mask=padding_mask,
-                output_positions=inputs["masked_positions"] if is_last else None,
-            )  # the last: [batch, n, hidden]
+        sequence = _encode_masked(embeddings, encoder_blocks, inputs)  # [batch, n, hidden]
         never = np.zeros(vocabulary_size, "float32")
         never[[PAD_ID, vocabulary_size - 1]] = _NEVER_LOGIT
         logits = output_head(sequence) + never  # [batch, n, vocabulary]
@@ -139,6 +143,34 @@ class Bert4Rec(keras.Model):
         self.attention_dropout = attention_dropout
         self.activation = activation
         self.layer_norm_epsilon = layer_norm_epsilon
+        self.sampled_negatives = sampled_negatives
+        self.embeddings = embeddings
+        self.encoder_blocks = encoder_blocks
+        self.output_head = output_head
+        if sampled_negatives:
+            self.negatives_seed = keras.random.SeedGenerator()
+
+    def call(self, inputs, training=None, mask=None, **kwargs):
+        if training and self.sampled_negatives:
+            sequence = _encode_masked(self.embeddings, self.encoder_blocks, inputs, training)
+            return self.output_head.transform(sequence)  # [batch, n, hidden]
+        return super().call(inputs, training=training, mask=mask, **kwargs)
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        if not (training and self.sampled_negatives):
+            return super().compute_loss(x, y, y_pred, sample_weight, training)
+        negatives = log_uniform_candidates(
+            self.num_items, self.sampled_negatives, self.negatives_seed
+        )
+        loss = sampled_softmax_loss(
+            y,
+            y_pred,
+            self.output_head.output_embeddings,
+            self.output_head.output_bias,
+            negatives,
+            self.num_items,
+        )
+        return loss + ops.sum(self.losses) if self.losses else loss
 
     @property
     def mask_id(self):
@@ -216,6 +248,7 @@ class Bert4Rec(keras.Model):
             "attention_dropout": self.attention_dropout,
             "activation": self.activation,
             "layer_norm_epsilon": self.layer_norm_epsilon,
+            "sampled_negatives": self.sampled_negatives,
         }
 
     @classmethod
@@ -237,6 +270,21 @@ class Bert4Rec(keras.Model):
         config.pop("mask_probability")
         config.update(kwargs)
         return cls(num_items=num_items, **config)
+
+
+def _encode_masked(embeddings, encoder_blocks, inputs, training=None):
+    """Embeddings and every block; the last block at the masked positions only."""
+    padding_mask = ops.not_equal(inputs["item_ids"], PAD_ID)
+    sequence = embeddings(inputs["item_ids"], training=training)
+    for index, block in enumerate(encoder_blocks):
+        is_last = index == len(encoder_blocks) - 1
+        sequence = block(
+            sequence,
+            padding_mask=padding_mask,
+            output_positions=inputs["masked_positions"] if is_last else None,
+            training=training,
+        )
+    return sequence
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")

@@ -1,7 +1,4 @@
-"""Interaction logs with a known sequential structure, and the real ML-100K file."""
-
-import importlib.util
-import os
+"""Interaction logs with a known sequential structure."""
 
 import numpy as np
 
@@ -29,12 +26,3 @@ def write_cluster_walks(path, num_users=300, num_clusters=10, cluster_size=20, s
             cluster, offset = (cluster + 1) % num_clusters, 0
     path.write_text("\n".join(lines) + "\n")
     return path
-
-
-def ml100k_path():
-    """RecBole's copy of MovieLens-100K, read as a file (RecBole is not imported)."""
-    spec = importlib.util.find_spec("recbole")
-    if spec is None:
-        raise FileNotFoundError("recbole==1.2.1 is not installed; run `make venv`.")
-    directory = spec.submodule_search_locations[0]
-    return os.path.join(directory, "dataset_example", "ml-100k", "ml-100k.inter")

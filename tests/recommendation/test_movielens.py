@@ -3,10 +3,10 @@
 import keras
 import pytest
 
+from bert_keras.data.interactions import movielens_100k_path
 from bert_keras.recommendation.baselines import item_knn_scores
 from bert_keras.recommendation.baselines import most_popular_scores
 from bert_keras.recommendation.run import RecommendationRun
-from tests.recommendation.synthetic_logs import ml100k_path
 
 pytestmark = [
     pytest.mark.large,
@@ -17,7 +17,7 @@ pytestmark = [
 
 
 def test_a_short_run_beats_most_popular_and_item_knn_on_full_ranking(tmp_path):
-    run = RecommendationRun(ml100k_path(), "recbole", str(tmp_path), max_sequence_length=50)
+    run = RecommendationRun(movielens_100k_path(), "recbole", str(tmp_path), max_sequence_length=50)
     assert (len(run.split.test_targets), run.sequences.num_items) == (943, 1682)
     run.train(num_epochs=12, batch_size=64, learning_rate=2e-3, verbose=0)
     model = run.evaluate()

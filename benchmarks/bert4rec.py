@@ -1,0 +1,119 @@
+"""BERT4Rec: quality and training time on MovieLens-100K, and training speed at ML-1M sizes.
+
+Two parts (`--parts`):
+
+- `movielens`: the ML-100K file of RecBole's wheel, leave-one-out, full
+  ranking of each user's last item among the items the user has not seen.
+  Trains `tasks.recommend`'s model (`--movielens_epochs`, `max_sequence_length`
+  50, lr 2e-3, batch 64) and prints its NDCG@10, HR@10 and training seconds
+  beside three baselines fitted on the same training items: most popular,
+  item-kNN (cosine co-occurrence) and item transitions.
+- `speed`: training steps of the `bert4rec_ml1m` preset at ML-1M's sizes
+  (3,416 items, length 200, 40 masked items per window, batch 256) on
+  random windows, in windows per second (median of `--repeats` rounds, after
+  compiling).
+
+RecBole's own BERT4Rec is not run here: its wheel's dependencies are not part
+of this project's pinned environment (the wheel is installed without them,
+for its data file only).
+
+    KERAS_BACKEND=jax python -m benchmarks.bert4rec --parts=movielens,speed
+"""
+
+import json
+import tempfile
+import time
+
+from absl import app
+from absl import flags
+
+from benchmarks import common
+from bert_keras.training.host_memory import restart_with_huge_page_malloc
+
+_PARTS = flags.DEFINE_list("parts", ["movielens", "speed"], "Parts to run.")
+_EPOCHS = flags.DEFINE_integer("movielens_epochs", 12, "Training epochs on ML-100K.")
+
+ML1M_ITEMS, ML1M_LENGTH, ML1M_PREDICTIONS, ML1M_BATCH = 3416, 200, 40, 256
+
+
+def movielens():
+    """Prints the model's and the baselines' test metrics and seconds on ML-100K."""
+    from bert_keras.data.interactions import movielens_100k_path
+    from bert_keras.recommendation import baselines
+    from bert_keras.recommendation.run import RecommendationRun
+
+    run = RecommendationRun(
+        movielens_100k_path(),
+        "recbole",
+        tempfile.mkdtemp(prefix="bert4rec_"),
+        max_sequence_length=50,
+    )
+    rows = {}
+    for name in ("most_popular", "item_knn", "item_transition"):
+        baseline = getattr(baselines, f"{name}_scores")
+        start = time.perf_counter()
+        metrics = run.test_metrics(
+            lambda histories, baseline=baseline: baseline(
+                run.split.train, run.sequences.num_items, histories
+            )
+        )
+        rows[name] = (metrics, time.perf_counter() - start)
+    start = time.perf_counter()
+    run.train(num_epochs=_EPOCHS.value, batch_size=64, learning_rate=2e-3, verbose=0)
+    seconds = time.perf_counter() - start
+    rows["bert4rec"] = (run.evaluate(), seconds)
+    print(f"MovieLens-100K: {len(run.split.test_targets)} users, {run.sequences.num_items} items")
+    print(f"{'recommender':<16} {'NDCG@10':>8} {'HR@10':>8} {'seconds':>8}")
+    for name, (metrics, seconds) in rows.items():
+        print(
+            f"{name:<16} {metrics['test/full/ndcg@10']:>8.4f} "
+            f"{metrics['test/full/hr@10']:>8.4f} {seconds:>8.1f}"
+        )
+    return {name: {**metrics, "seconds": seconds} for name, (metrics, seconds) in rows.items()}
+
+
+def speed():
+    """Prints training windows per second at ML-1M sizes."""
+    import keras
+    import numpy as np
+
+    from bert_keras.models.bert4rec import Bert4Rec
+
+    rng = np.random.default_rng(0)
+    item_ids = rng.integers(1, ML1M_ITEMS + 1, (ML1M_BATCH, ML1M_LENGTH)).astype("int32")
+    positions = np.sort(
+        np.stack([rng.choice(ML1M_LENGTH, ML1M_PREDICTIONS, replace=False) for _ in item_ids]),
+        axis=1,
+    ).astype("int32")
+    labels = np.take_along_axis(item_ids, positions, axis=1)
+    np.put_along_axis(item_ids, positions, ML1M_ITEMS + 1, axis=1)
+    features = {"item_ids": item_ids, "masked_positions": positions}
+    model = Bert4Rec.from_preset("bert4rec_ml1m", num_items=ML1M_ITEMS)
+    model.compile(optimizer=keras.optimizers.AdamW(1e-4))
+
+    def step():
+        model.train_on_batch(features, labels)
+
+    seconds = common.interleaved_median_seconds({"bert4rec": step}, common.REPEATS.value)
+    seconds = seconds["bert4rec"]
+    rate = ML1M_BATCH / seconds
+    print(
+        f"{keras.backend.backend()}: {rate:.1f} training windows/s "
+        f"(batch {ML1M_BATCH}, length {ML1M_LENGTH}, {ML1M_ITEMS} items)"
+    )
+    return {"backend": keras.backend.backend(), "windows_per_second": rate}
+
+
+def main(argv):
+    del argv
+    results = {}
+    for part in _PARTS.value:
+        if part not in ("movielens", "speed"):
+            raise app.UsageError(f"--parts: unknown part {part!r}; known: movielens, speed.")
+        results[part] = movielens() if part == "movielens" else speed()
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    restart_with_huge_page_malloc()
+    app.run(main)
