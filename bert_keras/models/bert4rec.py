@@ -9,7 +9,9 @@ from bert_keras.data.interactions import PAD_ID
 from bert_keras.layers.activations import get_activation
 from bert_keras.layers.bert_embeddings import BertEmbeddings
 from bert_keras.layers.masked_lm_head import MaskedLMHead
-from bert_keras.layers.transformer_encoder import TransformerEncoder
+from bert_keras.models.bert_backbone import build_encoder_blocks
+from bert_keras.models.bert_backbone import run_encoder_blocks
+from bert_keras.models.bert_backbone import with_dtype_policy
 from bert_keras.models.presets import bert4rec_preset_config
 from bert_keras.models.sampled_softmax import log_uniform_candidates
 from bert_keras.models.sampled_softmax import sampled_softmax_loss
@@ -101,19 +103,16 @@ class Bert4Rec(keras.Model):
             dtype=dtype,
             name="embeddings",
         )
-        encoder_blocks = [
-            TransformerEncoder(
-                num_heads,
-                intermediate_dim,
-                activation=activation,
-                dropout=dropout,
-                attention_dropout=attention_dropout,
-                layer_norm_epsilon=layer_norm_epsilon,
-                dtype=dtype,
-                name=f"transformer_layer_{index}",
-            )
-            for index in range(num_layers)
-        ]
+        encoder_blocks = build_encoder_blocks(
+            num_layers,
+            num_heads,
+            intermediate_dim,
+            activation=activation,
+            dropout=dropout,
+            attention_dropout=attention_dropout,
+            layer_norm_epsilon=layer_norm_epsilon,
+            dtype=dtype,
+        )
         output_head = MaskedLMHead(
             token_embedding=embeddings.token_embedding,
             activation=activation,
@@ -253,10 +252,7 @@ class Bert4Rec(keras.Model):
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
-        if isinstance(config.get("dtype"), dict):
-            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
-        return cls(**config)
+        return cls(**with_dtype_policy(config))
 
     @classmethod
     def from_preset(cls, preset, num_items, **kwargs):
@@ -276,15 +272,9 @@ def _encode_masked(embeddings, encoder_blocks, inputs, training=None):
     """Embeddings and every block; the last block at the masked positions only."""
     padding_mask = ops.not_equal(inputs["item_ids"], PAD_ID)
     sequence = embeddings(inputs["item_ids"], training=training)
-    for index, block in enumerate(encoder_blocks):
-        is_last = index == len(encoder_blocks) - 1
-        sequence = block(
-            sequence,
-            padding_mask=padding_mask,
-            output_positions=inputs["masked_positions"] if is_last else None,
-            training=training,
-        )
-    return sequence
+    return run_encoder_blocks(
+        encoder_blocks, sequence, padding_mask, inputs["masked_positions"], training
+    )
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")

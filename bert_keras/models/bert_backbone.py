@@ -89,19 +89,16 @@ class BertBackbone(keras.Model):
             dtype=dtype,
             name="embeddings",
         )
-        encoder_blocks = [
-            TransformerEncoder(
-                num_heads,
-                intermediate_dim,
-                activation=activation,
-                dropout=dropout,
-                attention_dropout=attention_dropout,
-                layer_norm_epsilon=layer_norm_epsilon,
-                dtype=dtype,
-                name=f"transformer_layer_{index}",
-            )
-            for index in range(num_layers)
-        ]
+        encoder_blocks = build_encoder_blocks(
+            num_layers,
+            num_heads,
+            intermediate_dim,
+            activation=activation,
+            dropout=dropout,
+            attention_dropout=attention_dropout,
+            layer_norm_epsilon=layer_norm_epsilon,
+            dtype=dtype,
+        )
         pooler_dense = keras.layers.Dense(
             hidden_dim,
             activation="tanh",
@@ -214,10 +211,7 @@ class BertBackbone(keras.Model):
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
-        if isinstance(config.get("dtype"), dict):
-            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
-        return cls(**config)
+        return cls(**with_dtype_policy(config))
 
     @classmethod
     def from_preset(cls, preset, **kwargs):
@@ -278,14 +272,64 @@ class BertBackbone(keras.Model):
 def _encode(embeddings, encoder_blocks, inputs, output_positions=None):
     """Embeddings then every block; the last block only at `output_positions`."""
     sequence = embeddings(inputs["token_ids"], inputs["segment_ids"])
+    return run_encoder_blocks(encoder_blocks, sequence, inputs["padding_mask"], output_positions)
+
+
+def build_encoder_blocks(num_layers, num_heads, intermediate_dim, dtype=None, **block_kwargs):
+    """BERT's stack: `num_layers` post-LN `TransformerEncoder`s named `transformer_layer_<i>`.
+
+    Example:
+    >>> [block.name for block in build_encoder_blocks(2, num_heads=2, intermediate_dim=8)]
+    ['transformer_layer_0', 'transformer_layer_1']
+    """
+    return [
+        TransformerEncoder(
+            num_heads,
+            intermediate_dim,
+            dtype=dtype,
+            name=f"transformer_layer_{index}",
+            **block_kwargs,
+        )
+        for index in range(num_layers)
+    ]
+
+
+def run_encoder_blocks(
+    encoder_blocks, sequence, padding_mask, output_positions=None, training=None
+):
+    """Every block in turn; the last one computes only the rows at `output_positions`.
+
+    Example:
+    >>> import numpy as np
+    >>> blocks = build_encoder_blocks(2, num_heads=2, intermediate_dim=8)
+    >>> rows = run_encoder_blocks(blocks, np.ones((1, 5, 4), "float32"), np.ones((1, 5)),
+    ...                           output_positions=np.array([[0, 3]]))
+    >>> tuple(rows.shape)
+    (1, 2, 4)
+    """
     for index, block in enumerate(encoder_blocks):
         is_last = index == len(encoder_blocks) - 1
         sequence = block(
             sequence,
-            padding_mask=inputs["padding_mask"],
+            padding_mask=padding_mask,
             output_positions=output_positions if is_last else None,
+            training=training,
         )
     return sequence
+
+
+def with_dtype_policy(config):
+    """A copy of a model config whose serialized "dtype" is a dtype policy again.
+
+    Example:
+    >>> with_dtype_policy({"dtype": {"module": "keras", "class_name": "DTypePolicy",
+    ...                              "config": {"name": "float32"}}})["dtype"].name
+    'float32'
+    """
+    config = dict(config)
+    if isinstance(config.get("dtype"), dict):
+        config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+    return config
 
 
 def _check_architecture(hidden_dim, num_heads, activation):
