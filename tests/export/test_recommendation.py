@@ -47,6 +47,7 @@ def expected(model, histories):
     return model.recommend(known, top_k=4)
 
 
+@pytest.mark.every_backend
 def test_served_items_are_the_models_top_k_unseen_items(run_directory, served):
     _, model = run_directory
     version, answers = served
@@ -60,6 +61,7 @@ def test_served_items_are_the_models_top_k_unseen_items(run_directory, served):
             assert not set(history) & set(row)
 
 
+@pytest.mark.every_backend
 def test_serve_ids_takes_model_ids(run_directory, served):
     _, model = run_directory
     _, answers = served

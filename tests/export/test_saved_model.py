@@ -89,6 +89,7 @@ def _saved_model(directory):
     return saved_model
 
 
+@pytest.mark.every_backend
 def test_a_classifier_export_answers_as_the_keras_model_does(classifier, vocabulary_file, tmp_path):
     model, checkpoint = classifier
     exported = export_saved_model(checkpoint, tmp_path / "base", sequence_length=SEQUENCE_LENGTH)

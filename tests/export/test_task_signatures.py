@@ -140,6 +140,7 @@ def test_a_multiple_choice_export_chooses_as_the_program(checkpoint, tmp_path):
         loaded(context=tf.constant(["a", "b"]), choices=tf.constant([["a", "b", "c"]]))
 
 
+@pytest.mark.every_backend
 @pytest.mark.skipif(keras.backend.backend() == "tensorflow", reason="refused on other backends")
 def test_signatures_are_refused_outside_the_tensorflow_backend():
     with pytest.raises(ValueError, match="trace the model on Keras' tensorflow backend"):

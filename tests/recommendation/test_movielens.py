@@ -12,7 +12,7 @@ pytestmark = [
     pytest.mark.large,
     # Learning on real data is measured once; tests/models/test_bert4rec.py and
     # test_run.py check the model and training on every backend.
-    pytest.mark.skipif(keras.backend.backend() != "jax", reason="one backend suffices"),
+    pytest.mark.skipif(keras.backend.backend() != "torch", reason="one backend suffices"),
 ]
 
 
