@@ -14,6 +14,8 @@ original release, bert_keras's own); its vocab.txt and casing come with it.
 OUTPUT_DIR/eval_results.json, predictions to OUTPUT_DIR/predictions_{split}.tsv.
 """
 
+import functools
+
 from absl import app
 from absl import flags
 
@@ -31,7 +33,7 @@ def main(argv):
     check_flags(_FLAGS, required=[_TASK_NAME])
     from bert_keras.finetuning.classification import ClassificationRun
 
-    run_steps(ClassificationRun(_TASK_NAME.value, **_FLAGS.run_arguments()), _FLAGS)
+    run_steps(functools.partial(ClassificationRun, _TASK_NAME.value), _FLAGS)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ def main(argv):
     check_flags(_FLAGS)
     from bert_keras.finetuning.multiple_choice import MultipleChoiceRun
 
-    run_steps(MultipleChoiceRun(**_FLAGS.run_arguments()), _FLAGS)
+    run_steps(MultipleChoiceRun, _FLAGS)
 
 
 if __name__ == "__main__":

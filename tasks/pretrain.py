@@ -15,12 +15,16 @@ OUTPUT_DIR also gets history.jsonl, tensorboard/ and export/ (the final
 backbone and heads in the project's checkpoint format).
 """
 
+import contextlib
 import functools
 
 from absl import app
 from absl import flags
 
+from bert_keras.training.execution import define_execution_flags
 from bert_keras.training.host_memory import restart_with_huge_page_malloc
+from bert_keras.training.output_lock import OutputLockedError
+from bert_keras.training.output_lock import output_lock
 
 # Several programs name their flags alike (input_file, max_seq_length, ...), as
 # the original scripts do; overridable definitions let one test process import
@@ -51,27 +55,12 @@ _OPTIMIZER = _define_enum("optimizer", "adamw", ["adamw", "lamb"], "LAMB for lar
 _WEIGHT_DECAY = _define_float(
     "weight_decay", 0.01, "Decoupled weight decay (not on LayerNorm, bias)."
 )
-_MIXED_PRECISION = _define_enum(
-    "mixed_precision", "none", ["none", "bfloat16", "float16"], "float16 adds loss scaling."
-)
 _GRADIENT_ACCUMULATION_STEPS = _define_integer(
     "gradient_accumulation_steps", 1, "Batches per optimizer step."
 )
-_STEPS_PER_EXECUTION = _define_integer("steps_per_execution", 1, "Batches per compiled call.")
-_JIT_COMPILE = _define_bool(
-    "jit_compile",
-    True,
-    "XLA-compile the training step (jax, tensorflow; Keras' torch backend runs eagerly either way).",
-)
 _SEED = _define_integer("seed", 12345, "Seeds the weights, dropout and the data order.")
 _KEEP_CHECKPOINT_MAX = _define_integer("keep_checkpoint_max", 5, "Checkpoints kept.")
-_DISTRIBUTION = _define_enum(
-    "distribution",
-    "none",
-    ["none", "data_parallel"],
-    "data_parallel: split each batch among this machine's GPUs/TPUs (jax, tensorflow), and among "
-    "processes on several machines (jax; see bert_keras/training/data_parallel.py).",
-)
+_EXECUTION = define_execution_flags(allow_override=True)
 
 
 def main(argv):
@@ -87,35 +76,37 @@ def main(argv):
     from bert_keras.pretraining.pretraining_run import PretrainingRun
     from bert_keras.pretraining.pretraining_run import resolve_backbone_config
 
-    try:
-        config = PretrainingConfig(
-            input_file=_INPUT_FILE.value,
-            output_dir=_OUTPUT_DIR.value,
-            backbone_config=resolve_backbone_config(_PRESET.value, _BERT_CONFIG_FILE.value),
-            init_checkpoint=_INIT_CHECKPOINT.value,
-            vocab_file=_VOCAB_FILE.value,
-            do_lower_case=_DO_LOWER_CASE.value,
-            max_seq_length=_MAX_SEQ_LENGTH.value,
-            max_predictions_per_seq=_MAX_PREDICTIONS.value,
-            train_batch_size=_TRAIN_BATCH_SIZE.value,
-            num_train_steps=_NUM_TRAIN_STEPS.value,
-            num_warmup_steps=_NUM_WARMUP_STEPS.value,
-            learning_rate=_LEARNING_RATE.value,
-            save_checkpoints_steps=_SAVE_CHECKPOINTS_STEPS.value,
-            optimizer=_OPTIMIZER.value,
-            weight_decay=_WEIGHT_DECAY.value,
-            mixed_precision=_MIXED_PRECISION.value,
-            gradient_accumulation_steps=_GRADIENT_ACCUMULATION_STEPS.value,
-            steps_per_execution=_STEPS_PER_EXECUTION.value,
-            jit_compile=_JIT_COMPILE.value,
-            seed=_SEED.value,
-            keep_checkpoint_max=_KEEP_CHECKPOINT_MAX.value,
-            distribution=_DISTRIBUTION.value,
-        )
-        run = PretrainingRun(config)
-    except (ValueError, FileNotFoundError) as error:
-        raise app.UsageError(str(error)) from error
-    run.train()
+    with contextlib.ExitStack() as stack:
+        try:
+            config = PretrainingConfig(
+                input_file=_INPUT_FILE.value,
+                output_dir=_OUTPUT_DIR.value,
+                backbone_config=resolve_backbone_config(_PRESET.value, _BERT_CONFIG_FILE.value),
+                init_checkpoint=_INIT_CHECKPOINT.value,
+                vocab_file=_VOCAB_FILE.value,
+                do_lower_case=_DO_LOWER_CASE.value,
+                max_seq_length=_MAX_SEQ_LENGTH.value,
+                max_predictions_per_seq=_MAX_PREDICTIONS.value,
+                train_batch_size=_TRAIN_BATCH_SIZE.value,
+                num_train_steps=_NUM_TRAIN_STEPS.value,
+                num_warmup_steps=_NUM_WARMUP_STEPS.value,
+                learning_rate=_LEARNING_RATE.value,
+                save_checkpoints_steps=_SAVE_CHECKPOINTS_STEPS.value,
+                optimizer=_OPTIMIZER.value,
+                weight_decay=_WEIGHT_DECAY.value,
+                mixed_precision=_EXECUTION.mixed_precision.value,
+                gradient_accumulation_steps=_GRADIENT_ACCUMULATION_STEPS.value,
+                steps_per_execution=_EXECUTION.steps_per_execution.value,
+                jit_compile=_EXECUTION.jit_compile.value,
+                seed=_SEED.value,
+                keep_checkpoint_max=_KEEP_CHECKPOINT_MAX.value,
+                distribution=_EXECUTION.distribution.value,
+            )
+            stack.enter_context(output_lock(config.output_dir))
+            run = PretrainingRun(config)
+        except (ValueError, FileNotFoundError, OutputLockedError) as error:
+            raise app.UsageError(str(error)) from error
+        run.train()
 
 
 if __name__ == "__main__":

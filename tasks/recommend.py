@@ -21,6 +21,8 @@ from absl import flags
 
 from bert_keras.data.interactions import INPUT_FORMATS
 from bert_keras.training.host_memory import restart_with_huge_page_malloc
+from bert_keras.training.output_lock import OutputLockedError
+from bert_keras.training.output_lock import output_lock
 
 _INPUT_FILE = flags.DEFINE_string("input_file", None, "The interaction log.")
 _INPUT_FORMAT = flags.DEFINE_enum("input_format", None, INPUT_FORMATS, "The log's format.")
@@ -91,8 +93,9 @@ def main(argv):
     if _PRESET.value not in BERT4REC_PRESETS:
         raise app.UsageError(f"--preset={_PRESET.value}: not one of {sorted(BERT4REC_PRESETS)}.")
     try:
-        _run_steps(RecommendationRun)
-    except (FileNotFoundError, ValueError) as error:
+        with output_lock(_OUTPUT_DIR.value):
+            _run_steps(RecommendationRun)
+    except (FileNotFoundError, ValueError, OutputLockedError) as error:
         sys.exit(f"recommend: {error}")
 
 

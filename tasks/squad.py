@@ -13,12 +13,16 @@ and, for v2.0, null_odds.json; when --predict_file has answers (a dev set) it
 also scores them as the official scripts do into OUTPUT_DIR/eval_results.json.
 """
 
+import contextlib
 import json
 
 from absl import app
 from absl import flags
 
+from bert_keras.training.execution import define_execution_flags
 from bert_keras.training.host_memory import restart_with_huge_page_malloc
+from bert_keras.training.output_lock import OutputLockedError
+from bert_keras.training.output_lock import output_lock
 
 _TRAIN_FILE = flags.DEFINE_string("train_file", None, "SQuAD JSON to train on.")
 _PREDICT_FILE = flags.DEFINE_string("predict_file", None, "SQuAD JSON to predict (and score).")
@@ -43,6 +47,7 @@ _NULL_SCORE_DIFF_THRESHOLD = flags.DEFINE_float(
     "null_score_diff_threshold", 0.0, "Predict no answer when null score - best span > this."
 )
 _SEED = flags.DEFINE_integer("seed", 12345, "Random seed.")
+_EXECUTION = define_execution_flags()
 
 
 def main(argv):
@@ -50,15 +55,25 @@ def main(argv):
     _check_flags()
     from bert_keras.finetuning.squad import SquadRun
 
-    run = SquadRun(
-        init_checkpoint=_INIT_CHECKPOINT.value,
-        output_dir=_OUTPUT_DIR.value,
-        max_seq_length=_MAX_SEQ_LENGTH.value,
-        doc_stride=_DOC_STRIDE.value,
-        max_query_length=_MAX_QUERY_LENGTH.value,
-        version_2_with_negative=_VERSION_2.value,
-        seed=_SEED.value,
-    )
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(output_lock(_OUTPUT_DIR.value))
+            run = SquadRun(
+                init_checkpoint=_INIT_CHECKPOINT.value,
+                output_dir=_OUTPUT_DIR.value,
+                max_seq_length=_MAX_SEQ_LENGTH.value,
+                doc_stride=_DOC_STRIDE.value,
+                max_query_length=_MAX_QUERY_LENGTH.value,
+                version_2_with_negative=_VERSION_2.value,
+                seed=_SEED.value,
+                execution=_EXECUTION.execution(),
+            )
+        except (OutputLockedError, ValueError) as error:
+            raise app.UsageError(str(error)) from error
+        _run_steps(run)
+
+
+def _run_steps(run):
     if _DO_TRAIN.value:
         run.train(
             _TRAIN_FILE.value,
@@ -94,6 +109,7 @@ def _check_flags():
         _MAX_QUERY_LENGTH,
         _TRAIN_BATCH_SIZE,
         _PREDICT_BATCH_SIZE,
+        _EXECUTION.steps_per_execution,
         _N_BEST_SIZE,
         _MAX_ANSWER_LENGTH,
     ):

@@ -32,7 +32,7 @@ def main(argv):
     check_flags(_FLAGS)
     from bert_keras.finetuning.tagging import TaggingRun
 
-    run_steps(TaggingRun(**_FLAGS.run_arguments()), _FLAGS)
+    run_steps(TaggingRun, _FLAGS)
 
 
 if __name__ == "__main__":

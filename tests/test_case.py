@@ -124,9 +124,9 @@ class TestCase:
 
         Config round-trip, `.keras` save/load, one fit step with the task's
         default `compile()` that changes every weight; under each mixed
-        policy, float32 variables and outputs, loss scaling under
-        mixed_float16, and two fit steps with finite losses that change
-        every weight.
+        policy, float32 variables and outputs; under mixed_float16, loss
+        scaling and two fit steps with finite losses that change every
+        weight.
 
         Args:
             task_cls: the task model class.
@@ -152,9 +152,11 @@ class TestCase:
                 assert keras.backend.standardize_dtype(output.dtype) == "float32"
             mixed.compile()
             if policy == "mixed_float16":
+                # Training in float16 with loss scaling, the harder case; every task
+                # trains in bfloat16 in tests/finetuning and tests/pretraining.
                 assert isinstance(mixed.optimizer, keras.optimizers.LossScaleOptimizer)
-            # The second step starts from the weights the first one wrote.
-            self._check_fit_step(mixed, inputs, labels, unused_weights, epochs=2)
+                # The second step starts from the weights the first one wrote.
+                self._check_fit_step(mixed, inputs, labels, unused_weights, epochs=2)
 
     def run_saving_test(self, model, inputs):
         """Saves `model` as `.keras`, reloads it in safe mode and compares outputs.

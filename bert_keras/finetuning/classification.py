@@ -29,6 +29,7 @@ class ClassificationRun(FineTuningRun):
         output_dir: eval_results.json and predictions go here.
         max_seq_length: tokens per packed input.
         seed: seeds Keras, shuffling and dropout.
+        execution: an `Execution` (see `FineTuningRun`).
 
     Example:
     >>> from bert_keras.models.bert_backbone import BertBackbone
@@ -46,10 +47,17 @@ class ClassificationRun(FineTuningRun):
     """
 
     def __init__(
-        self, task_name, data_dir, init_checkpoint, output_dir, max_seq_length=128, seed=0
+        self,
+        task_name,
+        data_dir,
+        init_checkpoint,
+        output_dir,
+        max_seq_length=128,
+        seed=0,
+        execution=None,
     ):
         self.task_name = task_name.lower()
-        super().__init__(data_dir, init_checkpoint, output_dir, max_seq_length, seed)
+        super().__init__(data_dir, init_checkpoint, output_dir, max_seq_length, seed, execution)
         label_names = self._read("train").label_names if self._has("train") else None
         self.preprocessor = BertPreprocessor(self.tokenizer, sequence_length=max_seq_length)
         self.label_names = label_names or GLUE_TASKS[self.task_name].labels

@@ -8,11 +8,17 @@ it to `run_steps`, which does what --do_train, --do_eval and --do_predict ask,
 in that order.
 """
 
+import contextlib
 import dataclasses
 import json
 
 from absl import app
 from absl import flags
+
+from bert_keras.training.execution import ExecutionFlags
+from bert_keras.training.execution import define_execution_flags
+from bert_keras.training.output_lock import OutputLockedError
+from bert_keras.training.output_lock import output_lock
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +39,7 @@ class FineTuningFlags:
     warmup_proportion: flags.FlagHolder
     train_limit: flags.FlagHolder
     seed: flags.FlagHolder
+    execution: ExecutionFlags
 
     def run_arguments(self):
         """The `FineTuningRun` constructor arguments the flags give."""
@@ -42,6 +49,7 @@ class FineTuningFlags:
             "output_dir": self.output_dir.value,
             "max_seq_length": self.max_seq_length.value,
             "seed": self.seed.value,
+            "execution": self.execution.execution(),
         }
 
 
@@ -91,6 +99,7 @@ def define_flags(flag_values=flags.FLAGS, learning_rate=5e-5, max_seq_length=128
             "integer", "train_limit", None, "Use only the first N training examples."
         ),
         seed=define("integer", "seed", 12345, "Random seed."),
+        execution=define_execution_flags(flag_values),
     )
 
 
@@ -129,7 +138,11 @@ def check_flags(program_flags, required=()):
         raise app.UsageError(
             f"--max_seq_length must be at least 3, got {program_flags.max_seq_length.value}."
         )
-    for flag in (program_flags.train_batch_size, program_flags.eval_batch_size):
+    for flag in (
+        program_flags.train_batch_size,
+        program_flags.eval_batch_size,
+        program_flags.execution.steps_per_execution,
+    ):
         if flag.value < 1:
             raise app.UsageError(f"--{flag.name} must be positive, got {flag.value}.")
     if program_flags.train_limit.value is not None and program_flags.train_limit.value < 1:
@@ -146,16 +159,34 @@ def check_flags(program_flags, required=()):
         )
 
 
-def run_steps(run, program_flags):
-    """Trains, evaluates on "dev" (printing the metrics), predicts "test", as the flags ask.
+def run_steps(build_run, program_flags):
+    """Builds the run, then trains, evaluates on "dev" (printing the metrics) and predicts "test".
+
+    Each step runs only when its flag asks; the run holds OUTPUT_DIR's lock
+    (`bert_keras.training.output_lock`) from before it is built to the end.
 
     Args:
-        run: a `FineTuningRun`.
+        build_run: `FineTuningRun` subclass (or a partial of one), called
+            with `program_flags.run_arguments()`.
         program_flags: `FineTuningFlags`, parsed.
 
     Returns:
         The dev metrics, or None without --do_eval.
+
+    Raises:
+        app.UsageError: another run holds OUTPUT_DIR, or the run refuses the
+            flags (a `ValueError` of its constructor).
     """
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(output_lock(program_flags.output_dir.value))
+            run = build_run(**program_flags.run_arguments())
+        except (OutputLockedError, ValueError) as error:
+            raise app.UsageError(str(error)) from error
+        return _steps(run, program_flags)
+
+
+def _steps(run, program_flags):
     results = None
     if program_flags.do_train.value:
         run.train(

@@ -31,6 +31,7 @@ class MultipleChoiceRun(FineTuningRun):
         output_dir: eval_results.json and predictions go here.
         max_seq_length: tokens per packed choice.
         seed: seeds Keras, shuffling and dropout.
+        execution: an `Execution` (see `FineTuningRun`).
 
     Example:
     >>> from bert_keras.models.bert_backbone import BertBackbone
@@ -48,8 +49,10 @@ class MultipleChoiceRun(FineTuningRun):
     ['accuracy', 'examples']
     """
 
-    def __init__(self, data_dir, init_checkpoint, output_dir, max_seq_length=128, seed=0):
-        super().__init__(data_dir, init_checkpoint, output_dir, max_seq_length, seed)
+    def __init__(
+        self, data_dir, init_checkpoint, output_dir, max_seq_length=128, seed=0, execution=None
+    ):
+        super().__init__(data_dir, init_checkpoint, output_dir, max_seq_length, seed, execution)
         self.preprocessor = BertPreprocessor(self.tokenizer, sequence_length=max_seq_length)
         self.num_choices = self._num_choices()
         self.model = self.build_model(

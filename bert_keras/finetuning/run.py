@@ -12,6 +12,7 @@ import math
 import os
 
 import keras
+import tensorflow as tf
 
 from bert_keras.atomic_files import write_text
 from bert_keras.checkpoints import read_checkpoint
@@ -20,6 +21,10 @@ from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_task import checkpoint_tokenizer
 from bert_keras.models.checkpoint_weights import apply_checkpoint
 from bert_keras.models.checkpoint_weights import model_checkpoint
+from bert_keras.training.data_parallel import DataParallel
+from bert_keras.training.execution import Execution
+from bert_keras.training.optimizers import GLOBAL_CLIPNORM
+from bert_keras.training.optimizers import create_optimizer
 
 EVAL_RESULTS_FILE = "eval_results.json"
 EXPORT_DIR = "export"
@@ -40,6 +45,8 @@ class FineTuningRun:
         output_dir: results and predictions go here (created if absent).
         max_seq_length: tokens per packed input.
         seed: seeds Keras (weights of new heads, dropout) and shuffling.
+        execution: an `Execution` (distribution, mixed precision, XLA,
+            steps per execution); the default trains in float32 on one device.
 
     Example:
     >>> import tempfile
@@ -54,7 +61,12 @@ class FineTuningRun:
     (8, 3)
     """
 
-    def __init__(self, data_dir, init_checkpoint, output_dir, max_seq_length=128, seed=0):
+    def __init__(
+        self, data_dir, init_checkpoint, output_dir, max_seq_length=128, seed=0, execution=None
+    ):
+        self.execution = execution or Execution()
+        self.execution.validate()
+        self.replicas = DataParallel(self.execution.distribution)
         keras.utils.set_random_seed(seed)
         self.data_dir = data_dir
         self.output_dir = output_dir
@@ -77,7 +89,9 @@ class FineTuningRun:
         Returns:
             The task model.
         """
-        model = build_task(BertBackbone.from_config(self.checkpoint.backbone_config))
+        config = {**self.checkpoint.backbone_config, "dtype": self.execution.dtype_policy}
+        with self.replicas.scope():
+            model = build_task(BertBackbone.from_config(config))
         apply_checkpoint(
             model, self.checkpoint, heads={head_name: output_layer}, skip_mismatched_heads=True
         )
@@ -112,22 +126,36 @@ class FineTuningRun:
         """
         if num_examples == 0:
             raise ValueError(f"No training examples in {self.data_dir}.")
-        steps_per_epoch = math.ceil(num_examples / batch_size)
-        total_steps = max(1, int(steps_per_epoch * num_epochs))
-        model.compile(
-            learning_rate=learning_rate,
-            num_train_steps=total_steps,
-            warmup_proportion=warmup_proportion,
-        )
-        epochs = max(1, math.ceil(num_epochs))
-        history = model.fit(
-            dataset.repeat(),
-            epochs=epochs,
-            steps_per_epoch=math.ceil(total_steps / epochs),
-            shuffle=False,  # the dataset reshuffles itself each pass
-            verbose=verbose,
-        )
+        self.replicas.check_batch_size(batch_size)
+        epochs, steps_per_epoch = self._fit_plan(num_examples, batch_size, num_epochs)
+        if self.replicas.num_replicas > 1:  # each replica takes an equal share of every batch
+            dataset = dataset.filter(lambda *batch: _batch_size(batch) == batch_size)
+        with self.replicas.scope():
+            model.compile(
+                optimizer=create_optimizer(
+                    learning_rate,
+                    num_train_steps=epochs * steps_per_epoch,
+                    num_warmup_steps=int(warmup_proportion * epochs * steps_per_epoch),
+                    global_clipnorm=self.replicas.clipnorm(GLOBAL_CLIPNORM),
+                ),
+                steps_per_execution=self.execution.steps_per_execution,
+                jit_compile=self.replicas.jit_compile(self.execution.jit_compile),
+            )
+            history = model.fit(
+                dataset.repeat(),
+                epochs=epochs,
+                steps_per_epoch=steps_per_epoch,
+                shuffle=False,  # the dataset reshuffles itself each pass
+                verbose=verbose,
+            )
         return history.history
+
+    def _fit_plan(self, num_examples, batch_size, num_epochs):
+        """Keras epochs and steps per epoch: the passes asked for, in whole compiled calls."""
+        total_steps = max(1, int(math.ceil(num_examples / batch_size) * num_epochs))
+        epochs = max(1, math.ceil(num_epochs))
+        calls = self.execution.steps_per_execution
+        return epochs, math.ceil(total_steps / epochs / calls) * calls
 
     def export(self, model, head_name, output_layer="logits", label_names=None, task_config=None):
         """Writes the fine-tuned model to OUTPUT_DIR/export, a checkpoint directory.
@@ -171,3 +199,7 @@ class FineTuningRun:
     def write_file(self, name, text):
         """Writes `text` to OUTPUT_DIR/`name`, atomically."""
         write_text(os.path.join(self.output_dir, name), text)
+
+
+def _batch_size(batch):
+    return tf.shape(tf.nest.flatten(batch)[0])[0]

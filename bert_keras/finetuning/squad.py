@@ -219,6 +219,7 @@ class SquadRun(FineTuningRun):
         max_query_length: most question tokens kept.
         version_2_with_negative: SQuAD v2.0 (unanswerable questions).
         seed: seeds Keras, shuffling and dropout.
+        execution: an `Execution` (see `FineTuningRun`).
 
     Example:
     >>> from bert_keras.models.bert_backbone import BertBackbone
@@ -246,8 +247,9 @@ class SquadRun(FineTuningRun):
         max_query_length=64,
         version_2_with_negative=False,
         seed=0,
+        execution=None,
     ):
-        super().__init__(None, init_checkpoint, output_dir, max_seq_length, seed)
+        super().__init__(None, init_checkpoint, output_dir, max_seq_length, seed, execution)
         positions = self.checkpoint.backbone_config["max_sequence_length"]
         if max_seq_length > positions:
             raise ValueError(

@@ -37,6 +37,7 @@ class TaggingRun(FineTuningRun):
         output_dir: eval_results.json and predictions go here.
         max_seq_length: tokens per window.
         seed: seeds Keras, shuffling and dropout.
+        execution: an `Execution` (see `FineTuningRun`).
 
     Example:
     >>> from bert_keras.models.bert_backbone import BertBackbone
@@ -57,8 +58,10 @@ class TaggingRun(FineTuningRun):
     (1, 2, 'IOB2')
     """
 
-    def __init__(self, data_dir, init_checkpoint, output_dir, max_seq_length=128, seed=0):
-        super().__init__(data_dir, init_checkpoint, output_dir, max_seq_length, seed)
+    def __init__(
+        self, data_dir, init_checkpoint, output_dir, max_seq_length=128, seed=0, execution=None
+    ):
+        super().__init__(data_dir, init_checkpoint, output_dir, max_seq_length, seed, execution)
         data_tags = self._data_tags()
         checkpoint_labels = self._checkpoint_label_names()
         uses_head = bool(checkpoint_labels) and data_tags <= set(checkpoint_labels)

@@ -55,6 +55,7 @@ from bert_keras.training.callbacks import read_history
 from bert_keras.training.checkpoint_manager import CheckpointManager
 from bert_keras.training.checkpoint_manager import check_same
 from bert_keras.training.data_parallel import DataParallel
+from bert_keras.training.execution import Execution
 from bert_keras.training.optimizers import GLOBAL_CLIPNORM
 from bert_keras.training.optimizers import OPTIMIZERS
 from bert_keras.training.optimizers import create_optimizer
@@ -63,11 +64,6 @@ CHECKPOINT_DIR = "checkpoints"
 HISTORY_FILE = "history.jsonl"
 TENSORBOARD_DIR = "tensorboard"
 EXPORT_DIR = "export"
-MIXED_PRECISION_POLICIES = {
-    "none": "float32",
-    "bfloat16": "mixed_bfloat16",
-    "float16": "mixed_float16",
-}
 # What makes two backbones' weights interchangeable.
 ARCHITECTURE_KEYS = (
     "vocabulary_size",
@@ -178,6 +174,13 @@ class PretrainingConfig:
     keep_checkpoint_max: int = 5
     distribution: str = "none"
 
+    @property
+    def execution(self):
+        """The distribution, precision and compilation settings, as an `Execution`."""
+        return Execution(
+            self.distribution, self.mixed_precision, self.jit_compile, self.steps_per_execution
+        )
+
     def validate(self):
         """Raises ValueError naming the first setting out of range.
 
@@ -210,16 +213,7 @@ class PretrainingConfig:
             raise ValueError(
                 f"optimizer is {self.optimizer!r} but must be one of {list(OPTIMIZERS)}."
             )
-        if self.mixed_precision not in MIXED_PRECISION_POLICIES:
-            raise ValueError(
-                f"mixed_precision is {self.mixed_precision!r} but must be one of "
-                f"{list(MIXED_PRECISION_POLICIES)}."
-            )
-        if self.steps_per_execution > 1 and keras.backend.backend() == "torch":
-            raise ValueError(
-                f"steps_per_execution is {self.steps_per_execution} but Keras' torch backend runs "
-                "one batch per call: use 1, or the jax or tensorflow backend."
-            )
+        self.execution.validate()
         for name in ("save_checkpoints_steps", "num_train_steps"):
             batches = getattr(self, name) * self.gradient_accumulation_steps
             if batches % self.steps_per_execution:
@@ -320,7 +314,7 @@ class PretrainingRun:
             config = config or initial.backbone_config
         elif config is None:
             config = self.resumed.metadata["backbone_config"]
-        return {**config, "dtype": MIXED_PRECISION_POLICIES[self.config.mixed_precision]}
+        return {**config, "dtype": self.config.execution.dtype_policy}
 
     def _data_order(self):
         """The settings that decide which examples form which batch at which step."""

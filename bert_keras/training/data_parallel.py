@@ -22,7 +22,8 @@ import os
 
 import keras
 
-DISTRIBUTIONS = ("none", "data_parallel")
+from bert_keras.training.execution import DISTRIBUTIONS
+
 NUM_PROCESSES_VARIABLE = "KERAS_DISTRIBUTION_NUM_PROCESSES"
 
 

@@ -64,6 +64,14 @@ def classifier(tmp_path_factory, vocabulary_file):
     return model, str(directory)
 
 
+@pytest.fixture(scope="module")
+def classifier_export(classifier, tmp_path_factory):
+    """`classifier`'s checkpoint exported once, for the tests that only read the export."""
+    return export_saved_model(
+        classifier[1], tmp_path_factory.mktemp("sst2"), sequence_length=SEQUENCE_LENGTH
+    )
+
+
 def _packed(vocabulary_file, texts, padding="max_length"):
     tokenizer = BertTokenizer(vocabulary_file)
     preprocessor = BertPreprocessor(tokenizer, SEQUENCE_LENGTH, padding=padding)
@@ -179,8 +187,8 @@ def _replayed_request(log):
     return request.model_spec.signature_name, inputs
 
 
-def test_warmup_records_are_one_real_request_per_signature(classifier, tmp_path):
-    exported = export_saved_model(classifier[1], tmp_path / "sst2", sequence_length=SEQUENCE_LENGTH)
+def test_warmup_records_are_one_real_request_per_signature(classifier_export):
+    exported = classifier_export
     path = os.path.join(exported, "assets.extra", "tf_serving_warmup_requests")
     logs = [
         prediction_log_pb2.PredictionLog.FromString(record.numpy())
@@ -198,9 +206,8 @@ def test_warmup_records_are_one_real_request_per_signature(classifier, tmp_path)
         assert np.shape(answers[path_name]["classify"]["scores"]) == (1, len(LABELS))
 
 
-def test_every_op_is_core_tensorflow_or_tensorflow_text_2_12(classifier, tmp_path):
-    exported = export_saved_model(classifier[1], tmp_path / "base", sequence_length=SEQUENCE_LENGTH)
-    assert not unservable_ops(exported)
+def test_every_op_is_core_tensorflow_or_tensorflow_text_2_12(classifier_export):
+    assert not unservable_ops(classifier_export)
 
 
 def test_versions_and_bad_models_are_refused_with_nothing_written(classifier, tmp_path):

@@ -62,6 +62,7 @@ def tiny_checkpoint(tmp_path_factory):
     return str(directory / "tiny")
 
 
+@pytest.mark.one_backend
 @pytest.mark.large
 def test_program_learns_to_choose_the_ending_that_completes_the_context(tiny_checkpoint, tmp_path):
     data, output = tmp_path / "data", tmp_path / "output"

@@ -2,6 +2,7 @@
 
 import json
 
+import keras
 import numpy as np
 import pytest
 
@@ -12,6 +13,7 @@ from bert_keras.finetuning.tagging import TaggingRun
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_classifier import BertClassifier
 from bert_keras.models.bert_token_classifier import BertTokenClassifier
+from bert_keras.training.execution import Execution
 
 WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad", "paris", "is", "fine"]
 
@@ -27,13 +29,29 @@ def checkpoint(tmp_path):
     return directory
 
 
-def test_classification_export_loads_with_its_label_names(checkpoint, tmp_path):
+@pytest.fixture
+def sentiment_data(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
     (data / "train.tsv").write_text(
-        "text\tlabel\ngood\tpositive\nbad\tnegative\ngood good\tpositive\n"
+        "text\tlabel\ngood\tpositive\nbad\tnegative\ngood good\tpositive\nbad fine\tnegative\n"
     )
-    run = ClassificationRun("csv", str(data), checkpoint, str(tmp_path / "out"), max_seq_length=8)
+    return str(data)
+
+
+def _trained(data, checkpoint, output_dir, execution, num_epochs=1):
+    run = ClassificationRun(
+        "csv", data, checkpoint, str(output_dir), max_seq_length=8, execution=execution
+    )
+    history = run.train(batch_size=2, learning_rate=1e-3, num_epochs=num_epochs, verbose=0)
+    weights = [keras.ops.convert_to_numpy(variable) for variable in run.model.weights]
+    return run, history, weights
+
+
+def test_classification_export_loads_with_its_label_names(checkpoint, sentiment_data, tmp_path):
+    run = ClassificationRun(
+        "csv", sentiment_data, checkpoint, str(tmp_path / "out"), max_seq_length=8
+    )
     run.train(batch_size=2, learning_rate=1e-3, num_epochs=1, verbose=0)
 
     export = str(tmp_path / "out" / "export")
@@ -94,3 +112,47 @@ def test_a_pair_classification_export_records_its_pairs(checkpoint, tmp_path):
         "text_pair": True,
         "max_seq_length": 8,
     }
+
+
+@pytest.mark.parametrize("mixed_precision", ["bfloat16", "float16"])
+def test_mixed_precision_keeps_float32_weights_and_the_float32_losses(
+    checkpoint, sentiment_data, tmp_path, mixed_precision
+):
+    _, full, full_weights = _trained(sentiment_data, checkpoint, tmp_path / "full", None, 2)
+    run, mixed, mixed_weights = _trained(
+        sentiment_data,
+        checkpoint,
+        tmp_path / "mixed",
+        Execution(mixed_precision=mixed_precision),
+        2,
+    )
+    assert run.model.backbone.dtype_policy.name == f"mixed_{mixed_precision}"
+    assert {variable.dtype for variable in run.model.weights} == {"float32"}
+    assert np.all(np.isfinite(mixed["loss"]))
+    np.testing.assert_allclose(mixed["loss"], full["loss"], rtol=0.03)
+    assert max(np.abs(a - b).max() for a, b in zip(mixed_weights, full_weights)) < 0.05
+
+
+@pytest.mark.skipif(keras.backend.backend() == "torch", reason="torch runs one batch per call")
+def test_two_batches_per_compiled_call_train_as_one_per_call_does(
+    checkpoint, sentiment_data, tmp_path
+):
+    _, one, one_weights = _trained(sentiment_data, checkpoint, tmp_path / "one", None, 2)
+    _, two, two_weights = _trained(
+        sentiment_data, checkpoint, tmp_path / "two", Execution(steps_per_execution=2), 2
+    )
+    np.testing.assert_allclose(two["loss"], one["loss"], rtol=1e-5)
+    for a, b in zip(two_weights, one_weights):
+        np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+@pytest.mark.skipif(keras.backend.backend() != "torch", reason="torch runs one batch per call")
+def test_torch_refuses_several_batches_per_call(checkpoint, sentiment_data, tmp_path):
+    with pytest.raises(ValueError, match="steps_per_execution is 2 but Keras' torch backend"):
+        ClassificationRun(
+            "csv",
+            sentiment_data,
+            checkpoint,
+            str(tmp_path),
+            execution=Execution(steps_per_execution=2),
+        )

@@ -43,6 +43,7 @@ def tiny_checkpoint(tmp_path_factory):
     return str(directory / "tiny")
 
 
+@pytest.mark.one_backend
 @pytest.mark.large
 def test_program_learns_tags_and_writes_a_tag_for_every_word(tiny_checkpoint, tmp_path):
     data, output = tmp_path / "data", tmp_path / "output"

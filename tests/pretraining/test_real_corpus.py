@@ -8,7 +8,6 @@ tests/pretraining/test_pretraining_run.py. Select it alone with `-k real_corpus`
 import collections
 import os
 
-import keras
 import numpy as np
 import pytest
 
@@ -77,10 +76,7 @@ def majority_rates(pattern):
     )
 
 
-@pytest.mark.skipif(
-    keras.backend.backend() != "tensorflow",
-    reason="a learning check, run on one backend (tensorflow) to keep the suite short",
-)
+@pytest.mark.one_backend  # a learning check
 def test_real_corpus_pretraining_learns_masked_words_and_next_sentences(records, tmp_path):
     train_records, eval_records = records
     run = PretrainingRun(

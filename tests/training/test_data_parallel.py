@@ -28,11 +28,9 @@ COMPARED = (
 )
 
 
-@pytest.mark.large
-@pytest.mark.skipif(BACKEND == "torch", reason="Keras' torch backend has no distribution API")
-def test_two_replicas_train_as_one_device_does(tmp_path):
+def _two_device_run(work_dir, job):
     completed = subprocess.run(
-        [sys.executable, "-m", "tests.pretraining.two_device_run", str(tmp_path)],
+        [sys.executable, "-m", "tests.training.two_device_run", str(work_dir), job],
         cwd=REPOSITORY,
         capture_output=True,
         text=True,
@@ -42,14 +40,32 @@ def test_two_replicas_train_as_one_device_does(tmp_path):
     assert completed.returncode == 0, completed.stderr[-3000:]
     result = json.loads(completed.stdout.strip().splitlines()[-1])
     assert result["replicas"] == 2
-    single, parallel = result["single"], result["data_parallel"]
+    assert result["max_weight_difference"] < 1e-4
+    return result["single"], result["data_parallel"]
+
+
+@pytest.mark.large
+@pytest.mark.skipif(BACKEND == "torch", reason="Keras' torch backend has no distribution API")
+def test_two_replicas_pretrain_as_one_device_does(tmp_path):
+    single, parallel = (run["history"] for run in _two_device_run(tmp_path, "pretraining"))
     assert (
         [record["step"] for record in parallel] == [record["step"] for record in single] == [3, 6]
     )
     for one, two in zip(single, parallel):
         for name in COMPARED:
             np.testing.assert_allclose(two[name], one[name], rtol=1e-4, err_msg=name)
-    assert result["max_weight_difference"] < 1e-4
+
+
+@pytest.mark.large
+@pytest.mark.skipif(BACKEND == "torch", reason="Keras' torch backend has no distribution API")
+def test_two_replicas_fine_tune_as_one_device_does(tmp_path):
+    single, parallel = _two_device_run(tmp_path, "finetuning")
+    assert len(parallel["history"]) == len(single["history"]) == 2
+    for one, two in zip(single["history"], parallel["history"]):
+        for name in ("loss", "accuracy"):
+            np.testing.assert_allclose(two[name], one[name], rtol=1e-4, err_msg=name)
+    # Predicted outside the replicas' scope, in batches of 2, 2 and 1.
+    assert parallel["predictions"] == single["predictions"]
 
 
 @pytest.mark.large

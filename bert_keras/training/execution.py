@@ -1,0 +1,142 @@
+"""How a run trains: distribution, precision, compilation; and the flags every program takes for it.
+
+Pretraining and the fine-tuning programs define the same four flags with
+`define_execution_flags` and check them with `Execution.validate`, so each
+behaves the same everywhere. Imports neither Keras nor TensorFlow at module
+level: a program checks its flags before the backend loads.
+"""
+
+import dataclasses
+
+from absl import flags
+
+DISTRIBUTIONS = ("none", "data_parallel")
+MIXED_PRECISION_POLICIES = {
+    "none": "float32",
+    "bfloat16": "mixed_bfloat16",
+    "float16": "mixed_float16",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Execution:
+    """The settings that decide where and in which precision a model trains.
+
+    Attributes:
+        distribution: "none" (the default device) or "data_parallel" (see
+            `bert_keras.training.data_parallel`).
+        mixed_precision: "none", "bfloat16" or "float16": the backbone's
+            dtype policy is `MIXED_PRECISION_POLICIES[mixed_precision]`;
+            variables stay float32 and float16 adds loss scaling.
+        jit_compile: XLA-compile the training step where XLA can run it
+            (`DataParallel.jit_compile`).
+        steps_per_execution: batches per compiled call (1 on torch).
+
+    Example:
+    >>> Execution(mixed_precision="bfloat16").dtype_policy
+    'mixed_bfloat16'
+    >>> Execution(steps_per_execution=0).validate()
+    Traceback (most recent call last):
+    ...
+    ValueError: steps_per_execution is 0 but must be at least 1.
+    """
+
+    distribution: str = "none"
+    mixed_precision: str = "none"
+    jit_compile: bool = True
+    steps_per_execution: int = 1
+
+    @property
+    def dtype_policy(self):
+        """The Keras dtype policy name of the backbone."""
+        return MIXED_PRECISION_POLICIES[self.mixed_precision]
+
+    def validate(self):
+        """Raises ValueError naming the first setting this backend cannot run."""
+        _check_choice("distribution", self.distribution, DISTRIBUTIONS)
+        _check_choice("mixed_precision", self.mixed_precision, MIXED_PRECISION_POLICIES)
+        if self.steps_per_execution < 1:
+            raise ValueError(
+                f"steps_per_execution is {self.steps_per_execution} but must be at least 1."
+            )
+        import keras
+
+        if self.steps_per_execution > 1 and keras.backend.backend() == "torch":
+            raise ValueError(
+                f"steps_per_execution is {self.steps_per_execution} but Keras' torch backend runs "
+                "one batch per call: use 1, or the jax or tensorflow backend."
+            )
+
+
+@dataclasses.dataclass(frozen=True)
+class ExecutionFlags:
+    """The `absl.flags.FlagHolder`s `define_execution_flags` returns."""
+
+    distribution: flags.FlagHolder
+    mixed_precision: flags.FlagHolder
+    jit_compile: flags.FlagHolder
+    steps_per_execution: flags.FlagHolder
+
+    def execution(self):
+        """The parsed flags as an `Execution`."""
+        return Execution(
+            distribution=self.distribution.value,
+            mixed_precision=self.mixed_precision.value,
+            jit_compile=self.jit_compile.value,
+            steps_per_execution=self.steps_per_execution.value,
+        )
+
+
+def define_execution_flags(flag_values=flags.FLAGS, allow_override=False):
+    """Defines --distribution, --mixed_precision, --jit_compile and --steps_per_execution.
+
+    Args:
+        flag_values: the `absl.flags.FlagValues` to define them in.
+        allow_override: absl's `allow_override`, for programs that share a
+            process with others defining the same flags.
+
+    Returns:
+        `ExecutionFlags`.
+
+    Example:
+    >>> flag_values = flags.FlagValues()
+    >>> execution_flags = define_execution_flags(flag_values)
+    >>> _ = flag_values(["program", "--mixed_precision=bfloat16", "--nojit_compile"])
+    >>> execution_flags.execution()
+    Execution(distribution='none', mixed_precision='bfloat16', jit_compile=False, \
+steps_per_execution=1)
+    """
+    common = {"flag_values": flag_values, "allow_override": allow_override}
+    return ExecutionFlags(
+        distribution=flags.DEFINE_enum(
+            "distribution",
+            "none",
+            DISTRIBUTIONS,
+            "data_parallel: split each batch among this machine's GPUs/TPUs (jax, tensorflow), "
+            "and among processes on several machines (jax; see "
+            "bert_keras/training/data_parallel.py).",
+            **common,
+        ),
+        mixed_precision=flags.DEFINE_enum(
+            "mixed_precision",
+            "none",
+            list(MIXED_PRECISION_POLICIES),
+            "Compute in bfloat16 or float16 (with loss scaling); weights stay float32.",
+            **common,
+        ),
+        jit_compile=flags.DEFINE_bool(
+            "jit_compile",
+            True,
+            "XLA-compile the training step (jax, tensorflow; Keras' torch backend runs eagerly "
+            "either way).",
+            **common,
+        ),
+        steps_per_execution=flags.DEFINE_integer(
+            "steps_per_execution", 1, "Batches per compiled call (jax, tensorflow).", **common
+        ),
+    )
+
+
+def _check_choice(name, value, choices):
+    if value not in choices:
+        raise ValueError(f"{name} is {value!r} but must be one of {list(choices)}.")

@@ -1,0 +1,113 @@
+"""One run per output directory: a lock held for the run's lifetime.
+
+A program takes `output_lock(OUTPUT_DIR)` before it writes anything there. A
+second run started on the same directory meanwhile is refused with an error
+naming the running one (its process, host, start time and command line). The
+lock is an advisory `flock` on OUTPUT_DIR/.bert_keras.lock, which the
+operating system releases when its holder exits in any way, so a run killed
+with SIGKILL leaves nothing that blocks its resume. The processes of one
+distributed run share the lock: only process 0 (rank 0 under torchrun,
+`KERAS_DISTRIBUTION_PROCESS_ID` 0 under JAX) takes it, and only it writes.
+
+Example:
+>>> import tempfile
+>>> directory = tempfile.mkdtemp()
+>>> with output_lock(directory):
+...     with output_lock(directory):
+...         pass
+Traceback (most recent call last):
+...
+bert_keras.training.output_lock.OutputLockedError: ...
+"""
+
+import contextlib
+import fcntl
+import json
+import os
+import socket
+import sys
+import time
+
+LOCK_FILE = ".bert_keras.lock"
+PROCESS_INDEX_VARIABLES = ("RANK", "KERAS_DISTRIBUTION_PROCESS_ID")
+
+
+class OutputLockedError(RuntimeError):
+    """Another run holds the output directory's lock."""
+
+
+def is_process_zero():
+    """Whether this process is the first (or only) one of its run.
+
+    Example:
+    >>> import os
+    >>> is_process_zero() == all(os.environ.get(v, "0") == "0" for v in PROCESS_INDEX_VARIABLES)
+    True
+    """
+    return all(int(os.environ.get(name, "0")) == 0 for name in PROCESS_INDEX_VARIABLES)
+
+
+@contextlib.contextmanager
+def output_lock(directory):
+    """Holds `directory`'s run lock (creating the directory) while the block runs.
+
+    Processes other than process 0 of a distributed run take no lock.
+
+    Args:
+        directory: the run's output directory.
+
+    Raises:
+        OutputLockedError: another live process holds the lock; the message
+            names it.
+
+    Example:
+    >>> import os, tempfile
+    >>> directory = os.path.join(tempfile.mkdtemp(), "run")
+    >>> with output_lock(directory):
+    ...     holder = json.load(open(os.path.join(directory, LOCK_FILE)))
+    >>> holder["pid"] == os.getpid()
+    True
+    """
+    if not is_process_zero():
+        yield
+        return
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, LOCK_FILE)
+    # "a+" keeps the holder's description readable while the lock is tried.
+    with open(path, "a+", encoding="utf-8") as file:
+        try:
+            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            file.seek(0)
+            raise OutputLockedError(
+                f"{directory} is in use by another run ({_described(file.read())}); wait for it "
+                "to finish or stop it, or give this run another output directory."
+            ) from None
+        try:
+            file.truncate(0)
+            json.dump(_this_process(), file)
+            file.flush()
+            yield
+        finally:
+            file.truncate(0)
+            fcntl.flock(file, fcntl.LOCK_UN)
+
+
+def _this_process():
+    return {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "command": " ".join(sys.argv),
+    }
+
+
+def _described(text):
+    try:
+        holder = json.loads(text)
+    except ValueError:
+        return "a process that has not written its name yet"
+    return (
+        f"process {holder['pid']} on {holder['host']}, started {holder['started']}: "
+        f"{holder['command']}"
+    )

@@ -1,0 +1,98 @@
+"""A second run on a locked output directory is refused; a run killed with SIGKILL blocks nothing."""
+
+import os
+import signal
+import subprocess
+import sys
+
+import keras
+import pytest
+
+from bert_keras.training.output_lock import OutputLockedError
+from bert_keras.training.output_lock import output_lock
+
+# Takes the lock, says so, and holds it until killed.
+_HOLDER = """
+import sys, time
+from bert_keras.training.output_lock import output_lock
+with output_lock(sys.argv[1]):
+    print("locked", flush=True)
+    time.sleep(600)
+"""
+
+
+@pytest.fixture
+def holder(tmp_path):
+    """A child process holding tmp_path/run's lock; killed with SIGKILL at the end."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(tmp_path / "run"), "--output_dir=run"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout.readline().strip() == "locked"
+        yield process
+    finally:
+        process.kill()
+        process.wait(timeout=60)
+
+
+def test_a_second_run_is_refused_with_the_running_one_named(tmp_path, holder):
+    with pytest.raises(OutputLockedError) as refused:
+        with output_lock(tmp_path / "run"):
+            pytest.fail("the block ran under another run's lock")
+    message = str(refused.value)
+    assert f"process {holder.pid} on " in message and "--output_dir=run" in message
+    assert str(tmp_path / "run") in message
+
+
+def test_a_killed_run_leaves_nothing_that_blocks_its_resume(tmp_path, holder):
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.wait(timeout=60)
+    with output_lock(tmp_path / "run"):
+        pass
+    with output_lock(tmp_path / "run"):  # released at the end of the block, too
+        pass
+
+
+def test_only_process_zero_of_a_distributed_run_takes_the_lock(tmp_path, holder, monkeypatch):
+    monkeypatch.setenv("RANK", "1")
+    with output_lock(tmp_path / "run"):
+        pass
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("KERAS_DISTRIBUTION_PROCESS_ID", "0")
+    with pytest.raises(OutputLockedError):
+        with output_lock(tmp_path / "run"):
+            pass
+
+
+@pytest.mark.skipif(
+    keras.backend.backend() != "torch",
+    reason="the lock is taken before any backend work: checked once, under the shortest suite",
+)
+@pytest.mark.parametrize(
+    "program, flags",
+    [
+        (
+            "tasks.classify",
+            ["--task_name=SST-2", "--data_dir=d", "--init_checkpoint=c", "--do_train"],
+        ),
+        ("tasks.squad", ["--init_checkpoint=c", "--train_file=t", "--do_train"]),
+        ("tasks.pretrain", ["--input_file=r", "--preset=bert_tiny"]),
+        ("tasks.recommend", ["--input_file=r", "--input_format=csv", "--do_train"]),
+    ],
+)
+def test_every_program_refuses_an_output_directory_another_run_holds(
+    tmp_path, holder, program, flags
+):
+    completed = subprocess.run(
+        [sys.executable, "-m", program, f"--output_dir={tmp_path / 'run'}", *flags],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert completed.returncode != 0
+    assert f"is in use by another run (process {holder.pid} on " in completed.stderr, (
+        completed.stderr[-2000:]
+    )
+    assert os.listdir(tmp_path / "run") == [".bert_keras.lock"]

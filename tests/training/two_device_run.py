@@ -1,0 +1,148 @@
+"""Trains a tiny pretraining or fine-tuning run on one CPU device, and again data-parallel on two.
+
+Run in a subprocess, because the second device must exist before the backend
+starts: `python -m tests.training.two_device_run WORK_DIR pretraining|finetuning`.
+Prints one JSON object: the replica count, both runs' histories, the largest
+difference between their final weights and, for fine-tuning, both runs'
+predictions on a dev split whose last batch is smaller than the others.
+"""
+
+import json
+import os
+import sys
+
+
+def make_two_cpu_devices(backend):
+    if backend == "jax":
+        os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
+    elif backend == "tensorflow":
+        import tensorflow as tf
+
+        cpu = tf.config.list_physical_devices("CPU")[0]
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration()] * 2
+        )
+
+
+def pretrain(distribution, work_dir):
+    import keras
+
+    from bert_keras.pretraining.pretraining_run import PretrainingConfig
+    from bert_keras.pretraining.pretraining_run import PretrainingRun
+    from tests.test_case import TRAINING_BACKBONE
+
+    config = PretrainingConfig(
+        input_file=os.path.join(work_dir, "*.tfrecord"),
+        output_dir=os.path.join(work_dir, distribution),
+        backbone_config={
+            **TRAINING_BACKBONE,
+            "dropout": 0.0,
+        },  # the replicas would draw other masks
+        max_seq_length=16,
+        max_predictions_per_seq=3,
+        train_batch_size=8,
+        num_train_steps=6,
+        num_warmup_steps=2,
+        learning_rate=1e-3,
+        save_checkpoints_steps=3,
+        distribution=distribution,
+    )
+    run = PretrainingRun(config)
+    if keras.backend.backend() == "tensorflow":
+        # Keras clips each replica's gradient there, not their sum (see
+        # DataParallel.clipnorm): the runs agree step for step only unclipped.
+        run.model.optimizer.global_clipnorm = None
+    history = run.train(verbose=0)
+    return {"replicas": run.replicas.num_replicas, "history": history, "weights": _weights(run)}
+
+
+def fine_tune(distribution, work_dir):
+    import keras
+
+    import bert_keras.finetuning.classification
+    import bert_keras.finetuning.run
+    from bert_keras.finetuning.classification import ClassificationRun
+    from bert_keras.training.execution import Execution
+
+    if keras.backend.backend() == "tensorflow":
+        bert_keras.finetuning.run.GLOBAL_CLIPNORM = None  # as in `pretrain`
+        # tf.distribute rewrites the input pipeline, which draws another
+        # shuffle order from the same seed: both runs read the data in order.
+        shuffled = bert_keras.finetuning.classification.classification_dataset
+        bert_keras.finetuning.classification.classification_dataset = lambda *args, **kwargs: (
+            shuffled(*args, **{**kwargs, "shuffle": False})
+        )
+    run = ClassificationRun(
+        "csv",
+        os.path.join(work_dir, "data"),
+        os.path.join(work_dir, "checkpoint"),
+        os.path.join(work_dir, distribution),
+        max_seq_length=12,
+        execution=Execution(distribution=distribution),
+    )
+    run.model.get_layer("logits_dropout").rate = 0.0  # as the backbone's, in the checkpoint
+    history = run.train(batch_size=4, learning_rate=1e-3, num_epochs=2, verbose=0)
+    run.evaluate("dev", batch_size=2)
+    with open(os.path.join(work_dir, distribution, "predictions_dev.tsv")) as file:
+        predictions = file.read()
+    return {
+        "replicas": run.replicas.num_replicas,
+        "history": [dict(zip(history, values)) for values in zip(*history.values())],
+        "weights": _weights(run),
+        "predictions": predictions,
+    }
+
+
+def write_classification_task(work_dir):
+    """A checkpoint without dropout, 16 training sentences, 5 dev sentences."""
+    from bert_keras.models.bert_backbone import BertBackbone
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad", "film", "plot", "dull"]
+    with open(os.path.join(work_dir, "vocab.txt"), "w") as file:
+        file.write("\n".join(words) + "\n")
+    BertBackbone(len(words), 1, 2, 8, 16, max_sequence_length=16, dropout=0.0).save_to_preset(
+        os.path.join(work_dir, "checkpoint"), vocabulary_file=os.path.join(work_dir, "vocab.txt")
+    )
+    texts = ["good film", "bad plot", "dull dull film", "good good plot film", "bad", "film"]
+    os.makedirs(os.path.join(work_dir, "data"))
+    for split, count in (("train", 16), ("dev", 5)):
+        rows = [
+            f"{texts[i % 6]}\t{'yes' if 'good' in texts[i % 6] else 'no'}" for i in range(count)
+        ]
+        with open(os.path.join(work_dir, "data", f"{split}.tsv"), "w") as file:
+            file.write("text\tlabel\n" + "\n".join(rows) + "\n")
+
+
+def _weights(run):
+    import keras
+    import numpy as np
+
+    return [np.asarray(keras.ops.convert_to_numpy(v), "float64") for v in run.model.weights]
+
+
+def main(work_dir, job):
+    make_two_cpu_devices(os.environ.get("KERAS_BACKEND", "tensorflow"))
+    if job == "pretraining":
+        from tests.pretraining.synthetic_records import write_records
+
+        write_records(os.path.join(work_dir, "records.tfrecord"), 48)
+        train = pretrain
+    else:
+        write_classification_task(work_dir)
+        train = fine_tune
+    single, parallel = train("none", work_dir), train("data_parallel", work_dir)
+    differences = [abs(a - b).max() for a, b in zip(single.pop("weights"), parallel.pop("weights"))]
+    print(
+        json.dumps(
+            {
+                "replicas": parallel.pop("replicas"),
+                "single": single,
+                "data_parallel": parallel,
+                "max_weight_difference": float(max(differences)),
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
