@@ -101,6 +101,7 @@ def main(argv):
                 seed=_SEED.value,
                 keep_checkpoint_max=_KEEP_CHECKPOINT_MAX.value,
                 distribution=_EXECUTION.distribution.value,
+                mesh_shape=_EXECUTION.execution().mesh_shape,
             )
             stack.enter_context(output_lock(config.output_dir))
             run = PretrainingRun(config)

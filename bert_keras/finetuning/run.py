@@ -21,6 +21,7 @@ from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_task import checkpoint_tokenizer
 from bert_keras.models.checkpoint_weights import apply_checkpoint
 from bert_keras.models.checkpoint_weights import model_checkpoint
+from bert_keras.models.layout_map import bert_layout_map
 from bert_keras.training.data_parallel import DataParallel
 from bert_keras.training.execution import Execution
 from bert_keras.training.optimizers import GLOBAL_CLIPNORM
@@ -66,7 +67,9 @@ class FineTuningRun:
     ):
         self.execution = execution or Execution()
         self.execution.validate()
-        self.replicas = DataParallel(self.execution.distribution)
+        self.replicas = DataParallel(
+            self.execution.distribution, self.execution.mesh_shape, bert_layout_map
+        )
         keras.utils.set_random_seed(seed)
         self.data_dir = data_dir
         self.output_dir = output_dir
@@ -95,6 +98,7 @@ class FineTuningRun:
         apply_checkpoint(
             model, self.checkpoint, heads={head_name: output_layer}, skip_mismatched_heads=True
         )
+        self.replicas.prepare(model)
         return model
 
     def fit(
@@ -130,6 +134,7 @@ class FineTuningRun:
         epochs, steps_per_epoch = self._fit_plan(num_examples, batch_size, num_epochs)
         if self.replicas.num_replicas > 1:  # each replica takes an equal share of every batch
             dataset = dataset.filter(lambda *batch: _batch_size(batch) == batch_size)
+            dataset = self.replicas.local_share(dataset)
         with self.replicas.scope():
             model.compile(
                 optimizer=create_optimizer(
@@ -189,7 +194,8 @@ class FineTuningRun:
             task_config={"max_seq_length": self.max_seq_length, **(task_config or {})},
         )
         directory = os.path.join(self.output_dir, EXPORT_DIR)
-        write_checkpoint(checkpoint, directory, overwrite=True)
+        if self.replicas.is_chief:  # of several processes, the first writes
+            write_checkpoint(checkpoint, directory, overwrite=True)
         return directory
 
     def write_results(self, results):
@@ -197,8 +203,9 @@ class FineTuningRun:
         self.write_file(EVAL_RESULTS_FILE, json.dumps(results, indent=2) + "\n")
 
     def write_file(self, name, text):
-        """Writes `text` to OUTPUT_DIR/`name`, atomically."""
-        write_text(os.path.join(self.output_dir, name), text)
+        """Writes `text` to OUTPUT_DIR/`name`, atomically (in the first of several processes)."""
+        if self.replicas.is_chief:
+            write_text(os.path.join(self.output_dir, name), text)
 
 
 def _batch_size(batch):

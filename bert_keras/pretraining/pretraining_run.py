@@ -46,6 +46,7 @@ from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_pretrainer import BertPretrainer
 from bert_keras.models.checkpoint_weights import apply_checkpoint
 from bert_keras.models.checkpoint_weights import model_checkpoint
+from bert_keras.models.layout_map import bert_layout_map
 from bert_keras.models.presets import backbone_preset_config
 from bert_keras.training.callbacks import JsonLinesHistory
 from bert_keras.training.callbacks import PeriodicCheckpoint
@@ -146,9 +147,11 @@ class PretrainingConfig:
             backend runs eagerly either way.
         seed: seeds the weights, dropout and the data order.
         keep_checkpoint_max: checkpoints kept.
-        distribution: "none" or "data_parallel": every local device trains
-            on a slice of each `train_batch_size` batch (jax and tensorflow;
-            see `DataParallel`).
+        distribution: "none", "data_parallel" (every local device trains
+            on a slice of each `train_batch_size` batch; jax and tensorflow)
+            or "model_parallel" (jax: the weights split as
+            `bert_layout_map` says, too); see `DataParallel`.
+        mesh_shape: (batch, model) device counts of "model_parallel".
     """
 
     input_file: str
@@ -173,12 +176,17 @@ class PretrainingConfig:
     seed: int = 12345
     keep_checkpoint_max: int = 5
     distribution: str = "none"
+    mesh_shape: tuple = None
 
     @property
     def execution(self):
         """The distribution, precision and compilation settings, as an `Execution`."""
         return Execution(
-            self.distribution, self.mixed_precision, self.jit_compile, self.steps_per_execution
+            self.distribution,
+            self.mixed_precision,
+            self.jit_compile,
+            self.steps_per_execution,
+            self.mesh_shape,
         )
 
     def validate(self):
@@ -268,7 +276,7 @@ class PretrainingRun:
     def __init__(self, config):
         config.validate()
         self.config = config
-        self.replicas = DataParallel(config.distribution)
+        self.replicas = DataParallel(config.distribution, config.mesh_shape, bert_layout_map)
         self.replicas.check_batch_size(config.train_batch_size)
         keras.utils.set_random_seed(config.seed)
         self.checkpoints = CheckpointManager(
@@ -295,6 +303,7 @@ class PretrainingRun:
             self.model = self._build_model(backbone_config, initial)
             if self.resumed:
                 self.checkpoints.restore(self.model, self.resumed)
+        self.replicas.prepare(self.model)
 
     def _init_checkpoint(self):
         if not self.config.init_checkpoint:
@@ -378,7 +387,7 @@ class PretrainingRun:
     def dataset(self, skip_batches):
         """The shuffled, repeated training batches from batch `skip_batches` on."""
         config = self.config
-        return pretraining_dataset(
+        dataset = pretraining_dataset(
             self.input_files,
             config.max_seq_length,
             config.max_predictions_per_seq,
@@ -388,6 +397,7 @@ class PretrainingRun:
             seed=config.seed,
             skip_batches=skip_batches,
         )
+        return self.replicas.local_share(dataset)
 
     def train(self, verbose=1):
         """Trains from the current step to `num_train_steps`, then exports; returns the history.

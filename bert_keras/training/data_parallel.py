@@ -1,4 +1,4 @@
-"""Data parallelism with each backend's own engine: a machine's devices, or (JAX) several machines'.
+"""Data parallelism with each backend's own engine: a machine's devices, or several machines'.
 
 JAX shards each batch over a `keras.distribution.DataParallel` mesh (XLA's
 GSPMD computes the global batch's loss and gradients); TensorFlow replicates
@@ -6,15 +6,17 @@ the model with `tf.distribute.MirroredStrategy`, which Keras' `fit` drives.
 Both take the accelerators when there are any, else the CPU devices (one,
 unless the process made more: `--xla_force_host_platform_device_count` or
 `tf.config.set_logical_device_configuration`).
-Keras' torch backend has no distribution, so asking for it there is an error.
+On torch, Keras has no distribution API: the processes that torchrun starts
+(one per device, on one machine or several) train together through
+`bert_keras.training.torch_processes`; without torchrun it is an error.
 
-Several machines (JAX only): start the same command on each with Keras'
+Several machines on JAX: start the same command on each with Keras'
 variables `KERAS_DISTRIBUTION_JOB_ADDRESSES` (the coordinator's host:port),
 `KERAS_DISTRIBUTION_NUM_PROCESSES` and `KERAS_DISTRIBUTION_PROCESS_ID`;
 `keras.distribution.initialize` joins them (`jax.distributed`), the mesh
 spans every process's devices and each process reads its share of every
 batch. TensorFlow's `MultiWorkerMirroredStrategy` does not run under Keras
-3's `fit` (keras-team/keras#20585), so there it is refused.
+3's `fit` (keras-team/keras#20585), so there it is refused: use jax or torch.
 """
 
 import contextlib
@@ -23,8 +25,13 @@ import os
 import keras
 
 from bert_keras.training.execution import DISTRIBUTIONS
+from bert_keras.training.torch_processes import TorchProcesses
+from bert_keras.training.torch_processes import launched_by_torchrun
 
 NUM_PROCESSES_VARIABLE = "KERAS_DISTRIBUTION_NUM_PROCESSES"
+# The axes of model_parallel's device mesh: each batch splits along the
+# first, the model's large weights along the second.
+MESH_AXES = ("batch", "model")
 
 
 class DataParallel:
@@ -34,8 +41,18 @@ class DataParallel:
     that `fit` receives is the global one and must divide evenly among the
     `num_replicas` devices.
 
+    On jax, "model_parallel" also splits the model's large weights among
+    the devices of each batch slice (`keras.distribution.ModelParallel` on a
+    (batch, model) `DeviceMesh`): `layout_map` says which weights, and
+    `num_replicas` is then the mesh's batch size.
+
     Args:
-        distribution: "none" (the default device only) or "data_parallel".
+        distribution: "none" (the default device only), "data_parallel" or
+            "model_parallel".
+        mesh_shape: (batch, model) device counts of "model_parallel"; their
+            product must be the number of devices. Default: (1, devices).
+        layout_map: device mesh -> `keras.distribution.LayoutMap`, for
+            "model_parallel" (e.g. `bert_keras.models.layout_map.bert_layout_map`).
 
     Attributes:
         num_replicas: devices that share each batch, over all processes.
@@ -43,8 +60,9 @@ class DataParallel:
         is_chief: whether this process writes the run's files (process 0).
 
     Raises:
-        ValueError: an unknown distribution, or "data_parallel" on Keras'
-            torch backend, or on several TensorFlow processes.
+        ValueError: an unknown distribution, "data_parallel" on Keras'
+            torch backend or on several TensorFlow processes,
+            "model_parallel" off jax, or a mesh that does not fit the devices.
 
     Example:
     >>> replicas = DataParallel("none")
@@ -55,7 +73,7 @@ class DataParallel:
     >>> replicas.check_batch_size(4)
     """
 
-    def __init__(self, distribution="none"):
+    def __init__(self, distribution="none", mesh_shape=None, layout_map=None):
         if distribution not in DISTRIBUTIONS:
             raise ValueError(
                 f"distribution is {distribution!r} but must be one of {list(DISTRIBUTIONS)}."
@@ -66,15 +84,35 @@ class DataParallel:
         self.is_chief = True
         if distribution == "data_parallel":
             self._engine, self.num_replicas = _data_parallel_engine(keras.backend.backend())
-            if keras.backend.backend() == "jax":
-                import jax
+        elif distribution == "model_parallel":
+            self._engine, self.num_replicas = _model_parallel_engine(
+                keras.backend.backend(), mesh_shape, layout_map
+            )
+        if isinstance(self._engine, TorchProcesses):
+            self.num_processes = self._engine.world_size
+            self.is_chief = self._engine.rank == 0
+        elif self._engine is not None and keras.backend.backend() == "jax":
+            import jax
 
-                self.num_processes = jax.process_count()
-                self.is_chief = jax.process_index() == 0
+            self.num_processes = jax.process_count()
+            self.is_chief = jax.process_index() == 0
+
+    def prepare(self, model):
+        """Readies a model built under `scope()` for training (torch: process 0's weights, hooks)."""
+        if isinstance(self._engine, TorchProcesses):
+            self._engine.prepare(model)
+
+    def local_share(self, dataset):
+        """The part of each global batch of `dataset` this process feeds `fit` (torch: a slice)."""
+        if isinstance(self._engine, TorchProcesses):
+            return self._engine.local_share(dataset)
+        return dataset
 
     def wait_for_all_processes(self, name):
         """Returns once every process got here (at once with one process)."""
-        if self.num_processes > 1:
+        if isinstance(self._engine, TorchProcesses):
+            self._engine.barrier()
+        elif self.num_processes > 1:
             from jax.experimental import multihost_utils
 
             multihost_utils.sync_global_devices(name)
@@ -132,13 +170,21 @@ class DataParallel:
             )
 
 
-def _data_parallel_engine(backend):
-    several_processes = int(os.environ.get(NUM_PROCESSES_VARIABLE, "1")) > 1
-    if backend == "jax":
-        import jax
+def _several_processes():
+    return int(os.environ.get(NUM_PROCESSES_VARIABLE, "1")) > 1
 
-        if several_processes and not jax.distributed.is_initialized():
-            keras.distribution.initialize()
+
+def _join_jax_processes():
+    import jax
+
+    if _several_processes() and not jax.distributed.is_initialized():
+        keras.distribution.initialize()
+
+
+def _data_parallel_engine(backend):
+    several_processes = _several_processes()
+    if backend == "jax":
+        _join_jax_processes()
         distribution = keras.distribution.DataParallel()
         return distribution, distribution.device_mesh.devices.size
     if backend == "tensorflow":
@@ -153,7 +199,34 @@ def _data_parallel_engine(backend):
         devices = tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("CPU")
         strategy = tf.distribute.MirroredStrategy([device.name for device in devices])
         return strategy, strategy.num_replicas_in_sync
+    if backend == "torch" and launched_by_torchrun():
+        processes = TorchProcesses()
+        return processes, processes.world_size
     raise ValueError(
-        f"distribution='data_parallel' needs the jax or tensorflow backend: Keras' {backend} "
-        "backend has no distribution API."
+        f"distribution='data_parallel' on Keras' {backend} backend needs processes started by "
+        "torchrun (e.g. torchrun --nproc_per_node=2 -m tasks.classify ...): Keras has no "
+        f"distribution API on {backend}."
     )
+
+
+def _model_parallel_engine(backend, mesh_shape, layout_map):
+    if backend != "jax":
+        raise ValueError(
+            f"distribution='model_parallel' needs the jax backend: Keras' {backend} backend has no "
+            "model parallelism (use data_parallel, or the jax backend)."
+        )
+    if layout_map is None:
+        raise ValueError("distribution='model_parallel' needs a layout_map.")
+    _join_jax_processes()
+    devices = keras.distribution.list_devices()
+    mesh_shape = tuple(mesh_shape or (1, len(devices)))
+    if len(mesh_shape) != 2 or mesh_shape[0] * mesh_shape[1] != len(devices):
+        raise ValueError(
+            f"mesh_shape is {mesh_shape} but must be (batch, model) device counts whose product "
+            f"is the {len(devices)} devices."
+        )
+    mesh = keras.distribution.DeviceMesh(mesh_shape, MESH_AXES, devices)
+    distribution = keras.distribution.ModelParallel(
+        layout_map=layout_map(mesh), batch_dim_name=MESH_AXES[0]
+    )
+    return distribution, mesh_shape[0]

@@ -10,7 +10,7 @@ import dataclasses
 
 from absl import flags
 
-DISTRIBUTIONS = ("none", "data_parallel")
+DISTRIBUTIONS = ("none", "data_parallel", "model_parallel")
 MIXED_PRECISION_POLICIES = {
     "none": "float32",
     "bfloat16": "mixed_bfloat16",
@@ -23,14 +23,16 @@ class Execution:
     """The settings that decide where and in which precision a model trains.
 
     Attributes:
-        distribution: "none" (the default device) or "data_parallel" (see
-            `bert_keras.training.data_parallel`).
+        distribution: "none" (the default device), "data_parallel" or (jax)
+            "model_parallel" (see `bert_keras.training.data_parallel`).
         mixed_precision: "none", "bfloat16" or "float16": the backbone's
             dtype policy is `MIXED_PRECISION_POLICIES[mixed_precision]`;
             variables stay float32 and float16 adds loss scaling.
         jit_compile: XLA-compile the training step where XLA can run it
             (`DataParallel.jit_compile`).
         steps_per_execution: batches per compiled call (1 on torch).
+        mesh_shape: (batch, model) device counts of "model_parallel", or
+            None for (1, every device).
 
     Example:
     >>> Execution(mixed_precision="bfloat16").dtype_policy
@@ -45,6 +47,7 @@ class Execution:
     mixed_precision: str = "none"
     jit_compile: bool = True
     steps_per_execution: int = 1
+    mesh_shape: tuple = None
 
     @property
     def dtype_policy(self):
@@ -55,6 +58,17 @@ class Execution:
         """Raises ValueError naming the first setting this backend cannot run."""
         _check_choice("distribution", self.distribution, DISTRIBUTIONS)
         _check_choice("mixed_precision", self.mixed_precision, MIXED_PRECISION_POLICIES)
+        if self.mesh_shape is not None:
+            if self.distribution != "model_parallel":
+                raise ValueError(
+                    f"mesh_shape is {self.mesh_shape} but distribution is {self.distribution!r}: "
+                    "only model_parallel takes a mesh."
+                )
+            if len(self.mesh_shape) != 2 or min(self.mesh_shape) < 1:
+                raise ValueError(
+                    f"mesh_shape is {self.mesh_shape} but must be two positive device counts, "
+                    "(batch, model)."
+                )
         if self.steps_per_execution < 1:
             raise ValueError(
                 f"steps_per_execution is {self.steps_per_execution} but must be at least 1."
@@ -76,6 +90,7 @@ class ExecutionFlags:
     mixed_precision: flags.FlagHolder
     jit_compile: flags.FlagHolder
     steps_per_execution: flags.FlagHolder
+    mesh_shape: flags.FlagHolder
 
     def execution(self):
         """The parsed flags as an `Execution`."""
@@ -84,11 +99,12 @@ class ExecutionFlags:
             mixed_precision=self.mixed_precision.value,
             jit_compile=self.jit_compile.value,
             steps_per_execution=self.steps_per_execution.value,
+            mesh_shape=_mesh_shape(self.mesh_shape),
         )
 
 
 def define_execution_flags(flag_values=flags.FLAGS, allow_override=False):
-    """Defines --distribution, --mixed_precision, --jit_compile and --steps_per_execution.
+    """Defines --distribution, --mixed_precision, --jit_compile, --steps_per_execution, --mesh_shape.
 
     Args:
         flag_values: the `absl.flags.FlagValues` to define them in.
@@ -104,7 +120,7 @@ def define_execution_flags(flag_values=flags.FLAGS, allow_override=False):
     >>> _ = flag_values(["program", "--mixed_precision=bfloat16", "--nojit_compile"])
     >>> execution_flags.execution()
     Execution(distribution='none', mixed_precision='bfloat16', jit_compile=False, \
-steps_per_execution=1)
+steps_per_execution=1, mesh_shape=None)
     """
     common = {"flag_values": flag_values, "allow_override": allow_override}
     return ExecutionFlags(
@@ -113,8 +129,8 @@ steps_per_execution=1)
             "none",
             DISTRIBUTIONS,
             "data_parallel: split each batch among this machine's GPUs/TPUs (jax, tensorflow), "
-            "and among processes on several machines (jax; see "
-            "bert_keras/training/data_parallel.py).",
+            "and among processes on several machines (jax); model_parallel (jax): also split "
+            "the large weights, on a --mesh_shape mesh (see bert_keras/training/data_parallel.py).",
             **common,
         ),
         mixed_precision=flags.DEFINE_enum(
@@ -134,9 +150,26 @@ steps_per_execution=1)
         steps_per_execution=flags.DEFINE_integer(
             "steps_per_execution", 1, "Batches per compiled call (jax, tensorflow).", **common
         ),
+        mesh_shape=flags.DEFINE_list(
+            "mesh_shape",
+            None,
+            "model_parallel's device mesh, 'BATCH,MODEL' (e.g. 2,4); default 1,ALL_DEVICES.",
+            **common,
+        ),
     )
 
 
 def _check_choice(name, value, choices):
     if value not in choices:
         raise ValueError(f"{name} is {value!r} but must be one of {list(choices)}.")
+
+
+def _mesh_shape(holder):
+    if holder.value is None:
+        return None
+    try:
+        return tuple(int(count) for count in holder.value)
+    except ValueError:
+        raise flags.IllegalFlagValueError(
+            f"--mesh_shape={','.join(holder.value)}: not device counts such as 2,4."
+        ) from None

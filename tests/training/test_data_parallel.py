@@ -1,7 +1,9 @@
-"""Data-parallel pretraining on two CPU devices, or two processes, matches one device."""
+"""Pretraining and fine-tuning on several CPU devices or processes match one device."""
 
+import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -11,10 +13,14 @@ import numpy as np
 import pytest
 
 from bert_keras.checkpoints import read_checkpoint
+from bert_keras.models.layout_map import bert_layout_map
 from bert_keras.training.callbacks import read_history
 from bert_keras.training.data_parallel import DataParallel
+from bert_keras.training.execution import Execution
 from tests.pretraining.synthetic_records import write_bert_config
 from tests.pretraining.synthetic_records import write_records
+from tests.training.two_device_run import JOBS
+from tests.training.two_device_run import write_job_data
 
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BACKEND = keras.backend.backend()
@@ -28,9 +34,9 @@ COMPARED = (
 )
 
 
-def _two_device_run(work_dir, job):
+def _two_device_run(work_dir, job, spec="data_parallel", replicas=2):
     completed = subprocess.run(
-        [sys.executable, "-m", "tests.training.two_device_run", str(work_dir), job],
+        [sys.executable, "-m", "tests.training.two_device_run", str(work_dir), job, spec],
         cwd=REPOSITORY,
         capture_output=True,
         text=True,
@@ -39,15 +45,12 @@ def _two_device_run(work_dir, job):
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
     result = json.loads(completed.stdout.strip().splitlines()[-1])
-    assert result["replicas"] == 2
+    assert result["replicas"] == replicas
     assert result["max_weight_difference"] < 1e-4
-    return result["single"], result["data_parallel"]
+    return result["single"], result["parallel"]
 
 
-@pytest.mark.large
-@pytest.mark.skipif(BACKEND == "torch", reason="Keras' torch backend has no distribution API")
-def test_two_replicas_pretrain_as_one_device_does(tmp_path):
-    single, parallel = (run["history"] for run in _two_device_run(tmp_path, "pretraining"))
+def _assert_same_pretraining(single, parallel):
     assert (
         [record["step"] for record in parallel] == [record["step"] for record in single] == [3, 6]
     )
@@ -56,16 +59,42 @@ def test_two_replicas_pretrain_as_one_device_does(tmp_path):
             np.testing.assert_allclose(two[name], one[name], rtol=1e-4, err_msg=name)
 
 
-@pytest.mark.large
-@pytest.mark.skipif(BACKEND == "torch", reason="Keras' torch backend has no distribution API")
-def test_two_replicas_fine_tune_as_one_device_does(tmp_path):
-    single, parallel = _two_device_run(tmp_path, "finetuning")
+def _assert_same_fine_tuning(single, parallel):
     assert len(parallel["history"]) == len(single["history"]) == 2
     for one, two in zip(single["history"], parallel["history"]):
         for name in ("loss", "accuracy"):
             np.testing.assert_allclose(two[name], one[name], rtol=1e-4, err_msg=name)
     # Predicted outside the replicas' scope, in batches of 2, 2 and 1.
     assert parallel["predictions"] == single["predictions"]
+
+
+@pytest.mark.large
+@pytest.mark.skipif(BACKEND == "torch", reason="Keras' torch backend has no distribution API")
+def test_two_replicas_pretrain_as_one_device_does(tmp_path):
+    single, parallel = _two_device_run(tmp_path, "pretraining")
+    _assert_same_pretraining(single["history"], parallel["history"])
+
+
+@pytest.mark.large
+@pytest.mark.skipif(BACKEND == "torch", reason="Keras' torch backend has no distribution API")
+def test_two_replicas_fine_tune_as_one_device_does(tmp_path):
+    _assert_same_fine_tuning(*_two_device_run(tmp_path, "finetuning"))
+
+
+@pytest.mark.large
+@pytest.mark.skipif(BACKEND != "jax", reason="model parallelism runs on jax only")
+def test_model_parallel_pretraining_on_a_2_by_2_mesh_trains_as_one_device_does(tmp_path):
+    single, parallel = _two_device_run(tmp_path, "pretraining", "model_parallel:2,2", replicas=2)
+    assert parallel["feed_forward_split"] == [None, "model"]
+    _assert_same_pretraining(single["history"], parallel["history"])
+
+
+@pytest.mark.large
+@pytest.mark.skipif(BACKEND != "jax", reason="model parallelism runs on jax only")
+def test_model_parallel_fine_tuning_on_a_1_by_2_mesh_trains_as_one_device_does(tmp_path):
+    single, parallel = _two_device_run(tmp_path, "finetuning", "model_parallel:1,2", replicas=1)
+    assert parallel["feed_forward_split"] == [None, "model"]
+    _assert_same_fine_tuning(single, parallel)
 
 
 @pytest.mark.large
@@ -126,10 +155,55 @@ def test_two_processes_of_the_program_train_as_one_does(tmp_path):
         np.testing.assert_allclose(two.backbone_weights[path], weights, atol=1e-5, err_msg=path)
 
 
+@pytest.mark.large
+@pytest.mark.skipif(BACKEND != "torch", reason="torchrun's processes are torch's engine")
+@pytest.mark.parametrize("job", ["pretraining", "finetuning"])
+def test_two_torchrun_processes_train_as_one_process_does(tmp_path, job):
+    write_job_data(str(tmp_path), job)
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
+    command += ["-m", "tests.training.torch_ranks_run", str(tmp_path), job]
+    with subprocess.Popen(
+        command, cwd=REPOSITORY, stderr=subprocess.PIPE, text=True, start_new_session=True
+    ) as processes:
+        try:
+            _, errors = processes.communicate(timeout=600)
+        finally:  # torchrun and both of its workers, whatever happened
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(processes.pid, signal.SIGKILL)
+    assert processes.returncode == 0, errors[-3000:]
+    parallel = json.loads((tmp_path / "ranks.json").read_text())
+    assert parallel["replicas"] == 2
+    single = JOBS[job]("none", str(tmp_path))
+    # The logged losses are each process's half of the batch; the weights
+    # show that the two halves' gradients were averaged at every step.
+    for one, two in zip(single["weights"], parallel["weights"]):
+        np.testing.assert_allclose(two, one, atol=1e-5)
+    if job == "finetuning":
+        assert parallel["predictions"] == single["predictions"]
+
+
 @pytest.mark.skipif(BACKEND != "torch", reason="only Keras' torch backend lacks distribution")
-def test_data_parallel_on_torch_is_refused():
-    with pytest.raises(ValueError, match="needs the jax or tensorflow backend"):
+def test_data_parallel_on_torch_without_torchrun_is_refused():
+    with pytest.raises(ValueError, match="on Keras' torch backend needs processes started by"):
         DataParallel("data_parallel")
+
+
+@pytest.mark.skipif(BACKEND == "jax", reason="jax has model parallelism")
+def test_model_parallel_off_jax_is_refused():
+    with pytest.raises(ValueError, match="'model_parallel' needs the jax backend"):
+        DataParallel("model_parallel", layout_map=bert_layout_map)
+
+
+@pytest.mark.skipif(BACKEND != "jax", reason="model parallelism runs on jax only")
+def test_a_mesh_that_does_not_fit_the_devices_is_refused():
+    devices = len(keras.distribution.list_devices())
+    with pytest.raises(ValueError, match=rf"mesh_shape is \(2, 2\) .* the {devices} devices"):
+        DataParallel("model_parallel", (2, 2), bert_layout_map)
+
+
+def test_a_mesh_is_refused_without_model_parallel():
+    with pytest.raises(ValueError, match="only model_parallel takes a mesh"):
+        Execution(distribution="data_parallel", mesh_shape=(1, 2)).validate()
 
 
 @pytest.mark.skipif(BACKEND != "tensorflow", reason="only tensorflow refuses several processes")

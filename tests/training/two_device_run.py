@@ -1,10 +1,12 @@
-"""Trains a tiny pretraining or fine-tuning run on one CPU device, and again data-parallel on two.
+"""Trains a tiny pretraining or fine-tuning run on one CPU device, and again on several.
 
-Run in a subprocess, because the second device must exist before the backend
-starts: `python -m tests.training.two_device_run WORK_DIR pretraining|finetuning`.
-Prints one JSON object: the replica count, both runs' histories, the largest
-difference between their final weights and, for fine-tuning, both runs'
-predictions on a dev split whose last batch is smaller than the others.
+Run in a subprocess, because the devices must exist before the backend
+starts: `python -m tests.training.two_device_run WORK_DIR pretraining|finetuning
+[data_parallel | model_parallel:BATCH,MODEL]` (data_parallel on two devices by
+default; model_parallel on BATCH x MODEL devices, jax only). Prints one JSON
+object: the replica count, both runs' histories, the largest difference
+between their final weights and, for fine-tuning, both runs' predictions on a
+dev split whose last batch is smaller than the others.
 """
 
 import json
@@ -12,19 +14,28 @@ import os
 import sys
 
 
-def make_two_cpu_devices(backend):
+def make_cpu_devices(backend, count):
     if backend == "jax":
-        os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
+        os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={count}"
     elif backend == "tensorflow":
         import tensorflow as tf
 
         cpu = tf.config.list_physical_devices("CPU")[0]
         tf.config.set_logical_device_configuration(
-            cpu, [tf.config.LogicalDeviceConfiguration()] * 2
+            cpu, [tf.config.LogicalDeviceConfiguration()] * count
         )
 
 
-def pretrain(distribution, work_dir):
+def execution(spec):
+    """ "none", "data_parallel" or "model_parallel:B,M" as an `Execution`."""
+    from bert_keras.training.execution import Execution
+
+    distribution, _, mesh = spec.partition(":")
+    mesh_shape = tuple(int(count) for count in mesh.split(",")) if mesh else None
+    return Execution(distribution=distribution, mesh_shape=mesh_shape)
+
+
+def pretrain(spec, work_dir):
     import keras
 
     from bert_keras.pretraining.pretraining_run import PretrainingConfig
@@ -33,7 +44,7 @@ def pretrain(distribution, work_dir):
 
     config = PretrainingConfig(
         input_file=os.path.join(work_dir, "*.tfrecord"),
-        output_dir=os.path.join(work_dir, distribution),
+        output_dir=os.path.join(work_dir, spec),
         backbone_config={
             **TRAINING_BACKBONE,
             "dropout": 0.0,
@@ -45,7 +56,8 @@ def pretrain(distribution, work_dir):
         num_warmup_steps=2,
         learning_rate=1e-3,
         save_checkpoints_steps=3,
-        distribution=distribution,
+        distribution=execution(spec).distribution,
+        mesh_shape=execution(spec).mesh_shape,
     )
     run = PretrainingRun(config)
     if keras.backend.backend() == "tensorflow":
@@ -53,16 +65,20 @@ def pretrain(distribution, work_dir):
         # DataParallel.clipnorm): the runs agree step for step only unclipped.
         run.model.optimizer.global_clipnorm = None
     history = run.train(verbose=0)
-    return {"replicas": run.replicas.num_replicas, "history": history, "weights": _weights(run)}
+    return {
+        "replicas": run.replicas.num_replicas,
+        "history": history,
+        "weights": _weights(run),
+        "feed_forward_split": _feed_forward_split(run.model),
+    }
 
 
-def fine_tune(distribution, work_dir):
+def fine_tune(spec, work_dir):
     import keras
 
     import bert_keras.finetuning.classification
     import bert_keras.finetuning.run
     from bert_keras.finetuning.classification import ClassificationRun
-    from bert_keras.training.execution import Execution
 
     if keras.backend.backend() == "tensorflow":
         bert_keras.finetuning.run.GLOBAL_CLIPNORM = None  # as in `pretrain`
@@ -76,20 +92,21 @@ def fine_tune(distribution, work_dir):
         "csv",
         os.path.join(work_dir, "data"),
         os.path.join(work_dir, "checkpoint"),
-        os.path.join(work_dir, distribution),
+        os.path.join(work_dir, spec),
         max_seq_length=12,
-        execution=Execution(distribution=distribution),
+        execution=execution(spec),
     )
     run.model.get_layer("logits_dropout").rate = 0.0  # as the backbone's, in the checkpoint
     history = run.train(batch_size=4, learning_rate=1e-3, num_epochs=2, verbose=0)
     run.evaluate("dev", batch_size=2)
-    with open(os.path.join(work_dir, distribution, "predictions_dev.tsv")) as file:
+    with open(os.path.join(work_dir, spec, "predictions_dev.tsv")) as file:
         predictions = file.read()
     return {
         "replicas": run.replicas.num_replicas,
         "history": [dict(zip(history, values)) for values in zip(*history.values())],
         "weights": _weights(run),
         "predictions": predictions,
+        "feed_forward_split": _feed_forward_split(run.model),
     }
 
 
@@ -113,6 +130,16 @@ def write_classification_task(work_dir):
             file.write("text\tlabel\n" + "\n".join(rows) + "\n")
 
 
+def _feed_forward_split(model):
+    """The mesh axes the first feed-forward kernel is split along, on jax; else None."""
+    import keras
+
+    if keras.backend.backend() != "jax":
+        return None
+    kernel = next(v for v in model.weights if v.path.endswith("intermediate_dense/kernel"))
+    return list(getattr(kernel.value.sharding, "spec", [None, None]))
+
+
 def _weights(run):
     import keras
     import numpy as np
@@ -120,24 +147,32 @@ def _weights(run):
     return [np.asarray(keras.ops.convert_to_numpy(v), "float64") for v in run.model.weights]
 
 
-def main(work_dir, job):
-    make_two_cpu_devices(os.environ.get("KERAS_BACKEND", "tensorflow"))
+JOBS = {"pretraining": pretrain, "finetuning": fine_tune}
+
+
+def write_job_data(work_dir, job):
+    """Writes what `job` reads into `work_dir`."""
     if job == "pretraining":
         from tests.pretraining.synthetic_records import write_records
 
         write_records(os.path.join(work_dir, "records.tfrecord"), 48)
-        train = pretrain
     else:
         write_classification_task(work_dir)
-        train = fine_tune
-    single, parallel = train("none", work_dir), train("data_parallel", work_dir)
+
+
+def main(work_dir, job, spec="data_parallel"):
+    mesh_shape = execution(spec).mesh_shape
+    devices = mesh_shape[0] * mesh_shape[1] if mesh_shape else 2
+    make_cpu_devices(os.environ.get("KERAS_BACKEND", "tensorflow"), devices)
+    write_job_data(work_dir, job)
+    single, parallel = JOBS[job]("none", work_dir), JOBS[job](spec, work_dir)
     differences = [abs(a - b).max() for a, b in zip(single.pop("weights"), parallel.pop("weights"))]
     print(
         json.dumps(
             {
                 "replicas": parallel.pop("replicas"),
                 "single": single,
-                "data_parallel": parallel,
+                "parallel": parallel,
                 "max_weight_difference": float(max(differences)),
             }
         )
