@@ -99,8 +99,10 @@ def fine_tune(spec, work_dir):
     run.model.get_layer("logits_dropout").rate = 0.0  # as the backbone's, in the checkpoint
     history = run.train(batch_size=4, learning_rate=1e-3, num_epochs=2, verbose=0)
     run.evaluate("dev", batch_size=2)
-    with open(os.path.join(work_dir, spec, "predictions_dev.tsv")) as file:
-        predictions = file.read()
+    predictions = None
+    if run.replicas.is_chief:  # which alone writes them
+        with open(os.path.join(work_dir, spec, "predictions_dev.tsv")) as file:
+            predictions = file.read()
     return {
         "replicas": run.replicas.num_replicas,
         "history": [dict(zip(history, values)) for values in zip(*history.values())],
