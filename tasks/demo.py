@@ -21,6 +21,8 @@ from absl import flags
 from absl import logging
 
 from bert_keras.training.host_memory import restart_with_huge_page_malloc
+from bert_keras.training.output_lock import OutputLockedError
+from bert_keras.training.output_lock import output_lock
 
 _PRESET = flags.DEFINE_string("preset", "bert_tiny", "Backbone preset to build.")
 _STEPS = flags.DEFINE_integer("steps", 20, "Training steps per epoch.")
@@ -153,11 +155,21 @@ def pretrain(output_dir, steps, corpus_megabytes):
 def main(argv):
     del argv
     import keras
-    import numpy as np
 
     print(f"Keras {keras.__version__} on the {keras.backend.backend()} backend")
     output_dir = _OUTPUT_DIR.value or tempfile.mkdtemp(prefix="bert_keras_demo_")
-    os.makedirs(output_dir, exist_ok=True)
+    try:
+        with output_lock(output_dir):
+            _run_steps(output_dir)
+    except OutputLockedError as error:
+        raise app.UsageError(str(error)) from error
+
+
+def _run_steps(output_dir):
+    """Pretrains, fine-tunes, saves and reloads, printing each step's key figure."""
+    import keras
+    import numpy as np
+
     preset = _PRESET.value
     if _PRETRAINING_STEPS.value > 0:
         preset = pretrain(output_dir, _PRETRAINING_STEPS.value, _CORPUS_MEGABYTES.value)

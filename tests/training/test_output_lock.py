@@ -80,6 +80,7 @@ def test_only_process_zero_of_a_distributed_run_takes_the_lock(tmp_path, holder,
         ("tasks.squad", ["--init_checkpoint=c", "--train_file=t", "--do_train"]),
         ("tasks.pretrain", ["--input_file=r", "--preset=bert_tiny"]),
         ("tasks.recommend", ["--input_file=r", "--input_format=csv", "--do_train"]),
+        ("tasks.demo", []),
     ],
 )
 def test_every_program_refuses_an_output_directory_another_run_holds(
