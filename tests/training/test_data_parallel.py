@@ -20,6 +20,8 @@ from bert_keras.training.execution import Execution
 from tests.pretraining.synthetic_records import write_bert_config
 from tests.pretraining.synthetic_records import write_records
 from tests.training.two_device_run import JOBS
+from tests.training.two_device_run import copy_first_checkpoint
+from tests.training.two_device_run import resume_pretraining
 from tests.training.two_device_run import write_job_data
 
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -47,6 +49,10 @@ def _two_device_run(work_dir, job, spec="data_parallel", replicas=2):
     result = json.loads(completed.stdout.strip().splitlines()[-1])
     assert result["replicas"] == replicas
     assert result["max_weight_difference"] < 1e-4
+    if job == "pretraining":  # each run's step-3 checkpoint resumed under the other's
+        resumed = result["resumed_weight_differences"]
+        assert sorted(resumed) == sorted([f"none-then-{spec}", f"{spec}-then-none"])
+        assert max(resumed.values()) < 1e-4, resumed
     return result["single"], result["parallel"]
 
 
@@ -160,6 +166,9 @@ def test_two_processes_of_the_program_train_as_one_does(tmp_path):
 @pytest.mark.parametrize("job", ["pretraining", "finetuning"])
 def test_two_torchrun_processes_train_as_one_process_does(tmp_path, job):
     write_job_data(str(tmp_path), job)
+    single = JOBS[job]("none", str(tmp_path))
+    if job == "pretraining":  # torchrun's processes resume its step-3 checkpoint too
+        copy_first_checkpoint(str(tmp_path), "none", "none-then-data_parallel")
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
     command += ["-m", "tests.training.torch_ranks_run", str(tmp_path), job]
     with subprocess.Popen(
@@ -173,13 +182,18 @@ def test_two_torchrun_processes_train_as_one_process_does(tmp_path, job):
     assert processes.returncode == 0, errors[-3000:]
     parallel = json.loads((tmp_path / "ranks.json").read_text())
     assert parallel["replicas"] == 2
-    single = JOBS[job]("none", str(tmp_path))
     # The logged losses are each process's half of the batch; the weights
     # show that the two halves' gradients were averaged at every step.
     for one, two in zip(single["weights"], parallel["weights"]):
         np.testing.assert_allclose(two, one, atol=1e-5)
     if job == "finetuning":
         assert parallel["predictions"] == single["predictions"]
+    else:  # a checkpoint crosses from one process to torchrun's two and back
+        for one, two in zip(single["weights"], parallel["resumed_weights"]):
+            np.testing.assert_allclose(two, one, atol=1e-5)
+        resumed = resume_pretraining("none", str(tmp_path), "data_parallel")
+        for one, two in zip(single["weights"], resumed["weights"]):
+            np.testing.assert_allclose(two, one, atol=1e-5)
 
 
 @pytest.mark.skipif(BACKEND != "torch", reason="only Keras' torch backend lacks distribution")

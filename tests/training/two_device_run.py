@@ -6,11 +6,16 @@ starts: `python -m tests.training.two_device_run WORK_DIR pretraining|finetuning
 default; model_parallel on BATCH x MODEL devices, jax only). Prints one JSON
 object: the replica count, both runs' histories, the largest difference
 between their final weights and, for fine-tuning, both runs' predictions on a
-dev split whose last batch is smaller than the others.
+dev split whose last batch is smaller than the others. For pretraining, each
+run's first checkpoint is also resumed under the other's distribution, and
+the largest difference between those runs' final weights and the
+single-device run's is printed too.
 """
 
+import glob
 import json
 import os
+import shutil
 import sys
 
 
@@ -35,7 +40,8 @@ def execution(spec):
     return Execution(distribution=distribution, mesh_shape=mesh_shape)
 
 
-def pretrain(spec, work_dir):
+def pretrain(spec, work_dir, output_name=None):
+    """Six steps of pretraining under `spec` into WORK_DIR/`output_name` (default: `spec`)."""
     import keras
 
     from bert_keras.pretraining.pretraining_run import PretrainingConfig
@@ -44,7 +50,7 @@ def pretrain(spec, work_dir):
 
     config = PretrainingConfig(
         input_file=os.path.join(work_dir, "*.tfrecord"),
-        output_dir=os.path.join(work_dir, spec),
+        output_dir=os.path.join(work_dir, output_name or spec),
         backbone_config={
             **TRAINING_BACKBONE,
             "dropout": 0.0,
@@ -71,6 +77,28 @@ def pretrain(spec, work_dir):
         "weights": _weights(run),
         "feed_forward_split": _feed_forward_split(run.model),
     }
+
+
+def copy_first_checkpoint(work_dir, source_name, target_name):
+    """Starts WORK_DIR/`target_name` with the step-3 checkpoint of WORK_DIR/`source_name`."""
+    from bert_keras.pretraining.pretraining_run import CHECKPOINT_DIR
+
+    target = os.path.join(work_dir, target_name, CHECKPOINT_DIR)
+    os.makedirs(target)
+    for path in glob.glob(os.path.join(work_dir, source_name, CHECKPOINT_DIR, "ckpt-00000003.*")):
+        shutil.copy(path, target)
+
+
+def resume_pretraining(spec, work_dir, source_name):
+    """Continues `source_name`'s run from its step-3 checkpoint under `spec`."""
+    target_name = f"{source_name}-then-{spec}"
+    copy_first_checkpoint(work_dir, source_name, target_name)
+    return pretrain(spec, work_dir, target_name)
+
+
+def largest_difference(weights, others):
+    """The largest absolute difference between two lists of arrays."""
+    return float(max(abs(a - b).max() for a, b in zip(weights, others)))
 
 
 def fine_tune(spec, work_dir):
@@ -168,17 +196,16 @@ def main(work_dir, job, spec="data_parallel"):
     make_cpu_devices(os.environ.get("KERAS_BACKEND", "tensorflow"), devices)
     write_job_data(work_dir, job)
     single, parallel = JOBS[job]("none", work_dir), JOBS[job](spec, work_dir)
-    differences = [abs(a - b).max() for a, b in zip(single.pop("weights"), parallel.pop("weights"))]
-    print(
-        json.dumps(
-            {
-                "replicas": parallel.pop("replicas"),
-                "single": single,
-                "parallel": parallel,
-                "max_weight_difference": float(max(differences)),
-            }
-        )
+    result = {"replicas": parallel.pop("replicas"), "resumed_weight_differences": {}}
+    if job == "pretraining":
+        for source, resumed_spec in (("none", spec), (spec, "none")):
+            resumed = resume_pretraining(resumed_spec, work_dir, source)
+            difference = largest_difference(resumed["weights"], single["weights"])
+            result["resumed_weight_differences"][f"{source}-then-{resumed_spec}"] = difference
+    result["max_weight_difference"] = largest_difference(
+        single.pop("weights"), parallel.pop("weights")
     )
+    print(json.dumps({**result, "single": single, "parallel": parallel}))
 
 
 if __name__ == "__main__":
