@@ -15,13 +15,17 @@ then score SST-2 dev.
   epochs, learning rate and shuffling seed, in a child process too.
 
 Prints each program's seconds (start to exit: loading, tokenising,
-training, scoring) and dev accuracy, and the ratio to transformers.
+training, scoring), its first and later training epochs' seconds (the
+difference is what compiling and the first pass cost), dev accuracy, and
+the ratio to transformers. `--sst2_bucket_by_length` adds a run per backend
+with `--bucket_by_length`.
 
     python -m benchmarks.finetuning --parts=sst2
 """
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -40,6 +44,9 @@ _EPOCHS = flags.DEFINE_integer("sst2_epochs", 2, "Fine-tuning epochs.")
 _LEARNING_RATE = flags.DEFINE_float("sst2_learning_rate", 5e-5, "Peak learning rate.")
 _BACKENDS = flags.DEFINE_list(
     "sst2_backends", ["jax", "tensorflow", "torch"], "Keras backends to run tasks.classify on."
+)
+_BUCKET_BY_LENGTH = flags.DEFINE_boolean(
+    "sst2_bucket_by_length", False, "Also run tasks.classify --bucket_by_length per backend."
 )
 _SEQUENCE_LENGTH = 128
 _BATCH_SIZE = 32
@@ -66,26 +73,36 @@ def measure(checkpoint):
             os.path.join(work_dir, "transformers.json"),
         )
         for backend in _BACKENDS.value:
-            output_dir = os.path.join(work_dir, backend)
-            rows[f"bert_keras {backend}"] = _timed(
-                _classify_command(checkpoint, output_dir),
-                os.path.join(output_dir, "eval_results.json"),
-                {"KERAS_BACKEND": backend},
-            )
+            for bucketed in (False, True) if _BUCKET_BY_LENGTH.value else (False,):
+                name = f"bert_keras {backend}" + (" buckets" if bucketed else "")
+                output_dir = os.path.join(work_dir, name.replace(" ", "_"))
+                rows[name] = _timed(
+                    _classify_command(checkpoint, output_dir, bucketed),
+                    os.path.join(output_dir, "eval_results.json"),
+                    {"KERAS_BACKEND": backend},
+                )
     print(
         f"SST-2: {_TRAIN_EXAMPLES.value} train sentences, {_EPOCHS.value} epochs, batch "
         f"{_BATCH_SIZE}, max length {_SEQUENCE_LENGTH}, lr {_LEARNING_RATE.value}; 872 dev "
         f"sentences; {os.cpu_count()} CPU cores"
     )
-    header = f"{'program':<24} {'seconds':>8} {'dev accuracy':>13} {'time / transformers':>20}"
+    header = (
+        f"{'program':<26} {'seconds':>8} {'epoch 1 s':>10} {'later epochs s':>15} "
+        f"{'dev accuracy':>13} {'time / transformers':>20}"
+    )
     print(header)
     print("-" * len(header))
-    reference = rows["transformers (torch)"][0]
-    for name, (seconds, accuracy) in rows.items():
-        print(f"{name:<24} {seconds:>8.1f} {accuracy:>13.4f} {seconds / reference:>20.2f}")
+    reference = rows["transformers (torch)"]["seconds"]
+    for name, row in rows.items():
+        first, *later = row["epoch_seconds"]
+        print(
+            f"{name:<26} {row['seconds']:>8.1f} {first:>10.1f} "
+            f"{statistics.median(later) if later else float('nan'):>15.1f} "
+            f"{row['accuracy']:>13.4f} {row['seconds'] / reference:>20.2f}"
+        )
 
 
-def _classify_command(checkpoint, output_dir):
+def _classify_command(checkpoint, output_dir, bucket_by_length):
     return [
         sys.executable,
         "-m",
@@ -103,11 +120,16 @@ def _classify_command(checkpoint, output_dir):
         f"--max_seq_length={_SEQUENCE_LENGTH}",
         f"--learning_rate={_LEARNING_RATE.value}",
         "--seed=0",
+        f"--bucket_by_length={bucket_by_length}",
     ]
 
 
 def _timed(command, results_file, environment=None):
-    """(seconds, dev accuracy) of a program that writes `results_file`."""
+    """Seconds, dev accuracy and epoch seconds of a program that writes `results_file`.
+
+    The epoch seconds are `results_file`'s own, or else those of the
+    history.jsonl beside it.
+    """
     start = time.perf_counter()
     completed = subprocess.run(
         command,
@@ -120,7 +142,11 @@ def _timed(command, results_file, environment=None):
     if completed.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} failed:\n{completed.stderr[-3000:]}")
     with open(results_file, encoding="utf-8") as file:
-        return seconds, json.load(file)["accuracy"]
+        results = json.load(file)
+    if "epoch_seconds" not in results:  # ours: one JSON line per epoch (no Keras import here)
+        with open(os.path.join(os.path.dirname(results_file), "history.jsonl")) as file:
+            results["epoch_seconds"] = [json.loads(line)["seconds"] for line in file]
+    return {key: results[key] for key in ("accuracy", "epoch_seconds")} | {"seconds": seconds}
 
 
 def _read_sst2(split, limit=None):
@@ -165,7 +191,9 @@ def transformers_program(checkpoint, work_dir):
 
     generator = torch.Generator().manual_seed(0)
     model.train()
+    epoch_seconds = []
     for _ in range(_EPOCHS.value):
+        start_of_epoch = time.perf_counter()
         order = torch.randperm(len(texts), generator=generator).tolist()
         for start in range(0, len(order), _BATCH_SIZE):
             encoded, batch_labels = batch(order[start : start + _BATCH_SIZE], texts, labels)
@@ -174,6 +202,7 @@ def transformers_program(checkpoint, work_dir):
             optimizer.step()
             schedule.step()
             optimizer.zero_grad(set_to_none=True)
+        epoch_seconds.append(time.perf_counter() - start_of_epoch)
     model.eval()
     dev_texts, dev_labels = _read_sst2("dev")
     correct = 0
@@ -183,7 +212,7 @@ def transformers_program(checkpoint, work_dir):
             encoded, batch_labels = batch(indices, dev_texts, dev_labels)
             correct += int((model(**encoded).logits.argmax(-1) == batch_labels).sum())
     with open(os.path.join(work_dir, "transformers.json"), "w", encoding="utf-8") as file:
-        json.dump({"accuracy": correct / len(dev_texts)}, file)
+        json.dump({"accuracy": correct / len(dev_texts), "epoch_seconds": epoch_seconds}, file)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ import json
 from absl import app
 from absl import flags
 
+from bert_keras.finetuning.flags import define_bucket_by_length_flag
 from bert_keras.training.execution import define_execution_flags
 from bert_keras.training.host_memory import restart_with_huge_page_malloc
 from bert_keras.training.output_lock import OutputLockedError
@@ -47,6 +48,7 @@ _NULL_SCORE_DIFF_THRESHOLD = flags.DEFINE_float(
     "null_score_diff_threshold", 0.0, "Predict no answer when null score - best span > this."
 )
 _SEED = flags.DEFINE_integer("seed", 12345, "Random seed.")
+_BUCKET_BY_LENGTH = define_bucket_by_length_flag()
 _EXECUTION = define_execution_flags()
 
 
@@ -67,6 +69,7 @@ def main(argv):
                 version_2_with_negative=_VERSION_2.value,
                 seed=_SEED.value,
                 execution=_EXECUTION.execution(),
+                bucket_by_length=_BUCKET_BY_LENGTH.value,
             )
         except (OutputLockedError, ValueError) as error:
             raise app.UsageError(str(error)) from error

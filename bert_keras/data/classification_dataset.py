@@ -6,7 +6,7 @@ from bert_keras.data.length_batching import batch_by_length
 
 
 def classification_dataset(
-    preprocessor, examples, batch_size, shuffle=False, seed=0, with_labels=True
+    preprocessor, examples, batch_size, shuffle=False, seed=0, with_labels=True, bucket=False
 ):
     """Batches of `(features, labels)` for `model.fit`, tokenized in-graph and cached.
 
@@ -22,6 +22,8 @@ def classification_dataset(
         shuffle: reshuffle the examples every epoch.
         seed: shuffle seed.
         with_labels: yield `(features, labels)`; otherwise features only.
+        bucket: batch texts of one rounded length together (see
+            `batch_by_length`).
 
     Example:
     >>> from bert_keras.data.glue import ClassificationExamples
@@ -56,4 +58,4 @@ def classification_dataset(
     dataset = dataset.cache()
     if shuffle:
         dataset = dataset.shuffle(len(examples), seed=seed, reshuffle_each_iteration=True)
-    return batch_by_length(dataset, batch_size).prefetch(tf.data.AUTOTUNE)
+    return batch_by_length(dataset, batch_size, bucket=bucket).prefetch(tf.data.AUTOTUNE)

@@ -7,7 +7,9 @@ each batch to its longest one, rounded up to a multiple of
 `pad_to_multiple_of` so that backends compiling one program per shape (JAX,
 TensorFlow with XLA) compile at most `sequence_length / pad_to_multiple_of`
 of them. Padding is masked, so the model's outputs and losses are the
-padded-to-the-maximum ones.
+padded-to-the-maximum ones. With `bucket=True`, examples of one rounded
+length are also batched together (tf.data's `bucket_by_sequence_length`),
+so a shuffled stream's batches carry almost no padding at all.
 """
 
 import numpy as np
@@ -23,6 +25,7 @@ def batch_by_length(
     pad_to_multiple_of=PAD_TO_MULTIPLE_OF,
     token_labels_fill=None,
     drop_remainder=False,
+    bucket=False,
 ):
     """Batches `dataset`, each batch as long as its longest example (rounded up).
 
@@ -39,6 +42,12 @@ def batch_by_length(
             (`[sequence_length]`, token tagging), the label that pads them;
             their weights are padded with 0. None: labels are per example.
         drop_remainder: drop a last, smaller batch.
+        bucket: batch each example with others of its rounded length: a
+            batch fills from the examples of one length bucket, in stream
+            order, and a pass ends with each bucket's partial batch (so it
+            has up to one batch per bucket more). The stream's shuffling
+            decides which examples meet; the order of batches follows it
+            too, as each batch leaves when it is full.
 
     Returns:
         A batched `tf.data.Dataset` of the same structure.
@@ -55,6 +64,9 @@ def batch_by_length(
     >>> batches = batch_by_length(dataset, batch_size=2, pad_to_multiple_of=2)
     >>> [batch["token_ids"].numpy().tolist() for batch, _ in batches]
     [[[7, 7, 0, 0], [7, 7, 7, 0]], [[7, 0]]]
+    >>> buckets = batch_by_length(dataset, batch_size=2, pad_to_multiple_of=2, bucket=True)
+    >>> [batch["token_ids"].numpy().tolist() for batch, _ in buckets]
+    [[[7, 7], [7, 0]], [[7, 7, 7, 0]]]
     """
     features_spec = _features_spec(dataset.element_spec)
     sequence_length = features_spec["padding_mask"].shape[-1]
@@ -84,11 +96,22 @@ def batch_by_length(
         )
 
     padding_values = _padding_values(dataset.element_spec, per_token, token_labels_fill)
-    return (
-        dataset.map(trimmed, num_parallel_calls=tf.data.AUTOTUNE)
-        .padded_batch(batch_size, padding_values=padding_values, drop_remainder=drop_remainder)
-        .map(widened, num_parallel_calls=tf.data.AUTOTUNE)
-    )
+    dataset = dataset.map(trimmed, num_parallel_calls=tf.data.AUTOTUNE)
+    if bucket:
+        # Bucket k holds the lengths (k-1)*m+1 ... k*m; 0 and 1..m share one.
+        boundaries = list(range(pad_to_multiple_of + 1, sequence_length + 1, pad_to_multiple_of))
+        dataset = dataset.bucket_by_sequence_length(
+            lambda *element: tf.shape(element[0]["padding_mask"])[-1],
+            boundaries,
+            [batch_size] * (len(boundaries) + 1),
+            padding_values=padding_values,
+            drop_remainder=drop_remainder,
+        )
+    else:
+        dataset = dataset.padded_batch(
+            batch_size, padding_values=padding_values, drop_remainder=drop_remainder
+        )
+    return dataset.map(widened, num_parallel_calls=tf.data.AUTOTUNE)
 
 
 def _features_spec(element_spec):

@@ -30,6 +30,7 @@ class ClassificationRun(FineTuningRun):
         max_seq_length: tokens per packed input.
         seed: seeds Keras, shuffling and dropout.
         execution: an `Execution` (see `FineTuningRun`).
+        bucket_by_length: batch training texts by length (see `FineTuningRun`).
 
     Example:
     >>> from bert_keras.models.bert_backbone import BertBackbone
@@ -53,11 +54,10 @@ class ClassificationRun(FineTuningRun):
         init_checkpoint,
         output_dir,
         max_seq_length=128,
-        seed=0,
-        execution=None,
+        **options,
     ):
         self.task_name = task_name.lower()
-        super().__init__(data_dir, init_checkpoint, output_dir, max_seq_length, seed, execution)
+        super().__init__(data_dir, init_checkpoint, output_dir, max_seq_length, **options)
         label_names = self._read("train").label_names if self._has("train") else None
         self.preprocessor = BertPreprocessor(self.tokenizer, sequence_length=max_seq_length)
         self.label_names = label_names or GLUE_TASKS[self.task_name].labels
@@ -95,7 +95,12 @@ class ClassificationRun(FineTuningRun):
         """
         examples = self._read("train", limit=limit)
         dataset = classification_dataset(
-            self.preprocessor, examples, batch_size, shuffle=True, seed=self.seed
+            self.preprocessor,
+            examples,
+            batch_size,
+            shuffle=True,
+            seed=self.seed,
+            bucket=self.bucket_by_length,
         )
         history = self.fit(
             self.model,

@@ -39,6 +39,7 @@ class FineTuningFlags:
     warmup_proportion: flags.FlagHolder
     train_limit: flags.FlagHolder
     seed: flags.FlagHolder
+    bucket_by_length: flags.FlagHolder
     execution: ExecutionFlags
 
     def run_arguments(self):
@@ -49,6 +50,7 @@ class FineTuningFlags:
             "output_dir": self.output_dir.value,
             "max_seq_length": self.max_seq_length.value,
             "seed": self.seed.value,
+            "bucket_by_length": self.bucket_by_length.value,
             "execution": self.execution.execution(),
         }
 
@@ -99,7 +101,28 @@ def define_flags(flag_values=flags.FLAGS, learning_rate=5e-5, max_seq_length=128
             "integer", "train_limit", None, "Use only the first N training examples."
         ),
         seed=define("integer", "seed", 12345, "Random seed."),
+        bucket_by_length=define_bucket_by_length_flag(flag_values),
         execution=define_execution_flags(flag_values),
+    )
+
+
+def define_bucket_by_length_flag(flag_values=flags.FLAGS):
+    """Defines --bucket_by_length (see `FineTuningRun`'s `bucket_by_length`).
+
+    Example:
+    >>> from absl import flags
+    >>> flag_values = flags.FlagValues()
+    >>> bucket_by_length = define_bucket_by_length_flag(flag_values)
+    >>> _ = flag_values(["program", "--bucket_by_length"])
+    >>> bucket_by_length.value
+    True
+    """
+    return flags.DEFINE_boolean(
+        "bucket_by_length",
+        False,
+        "Train on batches of texts of one length bucket (multiples of 16 tokens): less "
+        "padding; a pass has up to one batch per bucket more.",
+        flag_values=flag_values,
     )
 
 

@@ -32,6 +32,7 @@ class MultipleChoiceRun(FineTuningRun):
         max_seq_length: tokens per packed choice.
         seed: seeds Keras, shuffling and dropout.
         execution: an `Execution` (see `FineTuningRun`).
+        bucket_by_length: batch training texts by length (see `FineTuningRun`).
 
     Example:
     >>> from bert_keras.models.bert_backbone import BertBackbone
@@ -49,10 +50,8 @@ class MultipleChoiceRun(FineTuningRun):
     ['accuracy', 'examples']
     """
 
-    def __init__(
-        self, data_dir, init_checkpoint, output_dir, max_seq_length=128, seed=0, execution=None
-    ):
-        super().__init__(data_dir, init_checkpoint, output_dir, max_seq_length, seed, execution)
+    def __init__(self, data_dir, init_checkpoint, output_dir, max_seq_length=128, **options):
+        super().__init__(data_dir, init_checkpoint, output_dir, max_seq_length, **options)
         self.preprocessor = BertPreprocessor(self.tokenizer, sequence_length=max_seq_length)
         self.num_choices = self._num_choices()
         self.model = self.build_model(
@@ -89,6 +88,7 @@ class MultipleChoiceRun(FineTuningRun):
                 (features, np.asarray(examples.labels, np.int32))
             ).shuffle(len(examples), seed=self.seed, reshuffle_each_iteration=True),
             batch_size,
+            bucket=self.bucket_by_length,
         )
         history = self.fit(
             self.model,

@@ -7,12 +7,15 @@ program defines and checks its flags with `bert_keras.finetuning.flags`
 builds its run from `run_arguments` and hands it to `run_steps`.
 """
 
+import contextlib
 import json
 import math
 import os
+import statistics
 
 import keras
 import tensorflow as tf
+from absl import logging
 
 from bert_keras.atomic_files import write_text
 from bert_keras.checkpoints import read_checkpoint
@@ -22,6 +25,8 @@ from bert_keras.models.bert_task import checkpoint_tokenizer
 from bert_keras.models.checkpoint_weights import apply_checkpoint
 from bert_keras.models.checkpoint_weights import model_checkpoint
 from bert_keras.models.layout_map import bert_layout_map
+from bert_keras.training.callbacks import JsonLinesHistory
+from bert_keras.training.callbacks import TrainingProgress
 from bert_keras.training.data_parallel import DataParallel
 from bert_keras.training.execution import Execution
 from bert_keras.training.optimizers import GLOBAL_CLIPNORM
@@ -29,6 +34,7 @@ from bert_keras.training.optimizers import create_optimizer
 
 EVAL_RESULTS_FILE = "eval_results.json"
 EXPORT_DIR = "export"
+HISTORY_FILE = "history.jsonl"
 
 
 class FineTuningRun:
@@ -48,6 +54,9 @@ class FineTuningRun:
         seed: seeds Keras (weights of new heads, dropout) and shuffling.
         execution: an `Execution` (distribution, mixed precision, XLA,
             steps per execution); the default trains in float32 on one device.
+        bucket_by_length: train on batches of texts of one rounded length
+            (see `batch_by_length`'s `bucket`): less padding, and a pass
+            has up to one batch per length bucket more.
 
     Example:
     >>> import tempfile
@@ -63,7 +72,14 @@ class FineTuningRun:
     """
 
     def __init__(
-        self, data_dir, init_checkpoint, output_dir, max_seq_length=128, seed=0, execution=None
+        self,
+        data_dir,
+        init_checkpoint,
+        output_dir,
+        max_seq_length=128,
+        seed=0,
+        execution=None,
+        bucket_by_length=False,
     ):
         self.execution = execution or Execution()
         self.execution.validate()
@@ -75,6 +91,7 @@ class FineTuningRun:
         self.output_dir = output_dir
         self.max_seq_length = max_seq_length
         self.seed = seed
+        self.bucket_by_length = bucket_by_length
         os.makedirs(output_dir, exist_ok=True)
         self.checkpoint = read_checkpoint(init_checkpoint)
         self.tokenizer = checkpoint_tokenizer(self.checkpoint)
@@ -114,6 +131,11 @@ class FineTuningRun:
     ):
         """Fine-tunes `model` with the paper's AdamW recipe; returns the history.
 
+        Each epoch's logs (loss, metrics, `step`, `learning_rate`,
+        `examples_per_second`, `seconds`) also go to OUTPUT_DIR/history.jsonl,
+        replacing an earlier run's; the first epoch's excess seconds over the
+        others (compilation, the first pass's tokenizing) are logged.
+
         Args:
             model: a `BertTask` (compiled here with its own loss and metrics).
             dataset: a finite, batched `tf.data.Dataset` of `(features,
@@ -135,6 +157,12 @@ class FineTuningRun:
         if self.replicas.num_replicas > 1:  # each replica takes an equal share of every batch
             dataset = dataset.filter(lambda *batch: _batch_size(batch) == batch_size)
             dataset = self.replicas.local_share(dataset)
+        callbacks = [TrainingProgress(batch_size)]
+        if self.replicas.is_chief:
+            history_file = os.path.join(self.output_dir, HISTORY_FILE)
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(history_file)
+            callbacks.append(JsonLinesHistory(history_file))
         with self.replicas.scope():
             model.compile(
                 optimizer=create_optimizer(
@@ -152,7 +180,9 @@ class FineTuningRun:
                 steps_per_epoch=steps_per_epoch,
                 shuffle=False,  # the dataset reshuffles itself each pass
                 verbose=verbose,
+                callbacks=callbacks,
             )
+        _log_first_epoch_overhead(history.history["seconds"])
         return history.history
 
     def _fit_plan(self, num_examples, batch_size, num_epochs):
@@ -206,6 +236,18 @@ class FineTuningRun:
         """Writes `text` to OUTPUT_DIR/`name`, atomically (in the first of several processes)."""
         if self.replicas.is_chief:
             write_text(os.path.join(self.output_dir, name), text)
+
+
+def _log_first_epoch_overhead(seconds):
+    if len(seconds) < 2:
+        return
+    later = statistics.median(seconds[1:])
+    logging.info(
+        "First epoch %.1f s, later ones %.1f s: %.1f s of compiling and first-pass work.",
+        seconds[0],
+        later,
+        seconds[0] - later,
+    )
 
 
 def _batch_size(batch):

@@ -220,6 +220,7 @@ class SquadRun(FineTuningRun):
         version_2_with_negative: SQuAD v2.0 (unanswerable questions).
         seed: seeds Keras, shuffling and dropout.
         execution: an `Execution` (see `FineTuningRun`).
+        bucket_by_length: batch training texts by length (see `FineTuningRun`).
 
     Example:
     >>> from bert_keras.models.bert_backbone import BertBackbone
@@ -246,10 +247,9 @@ class SquadRun(FineTuningRun):
         doc_stride=128,
         max_query_length=64,
         version_2_with_negative=False,
-        seed=0,
-        execution=None,
+        **options,
     ):
-        super().__init__(None, init_checkpoint, output_dir, max_seq_length, seed, execution)
+        super().__init__(None, init_checkpoint, output_dir, max_seq_length, **options)
         positions = self.checkpoint.backbone_config["max_sequence_length"]
         if max_seq_length > positions:
             raise ValueError(
@@ -296,7 +296,7 @@ class SquadRun(FineTuningRun):
         dataset = dataset.shuffle(len(features), seed=self.seed, reshuffle_each_iteration=True)
         history = self.fit(
             self.model,
-            batch_by_length(dataset, batch_size),
+            batch_by_length(dataset, batch_size, bucket=self.bucket_by_length),
             len(features),
             batch_size,
             learning_rate,

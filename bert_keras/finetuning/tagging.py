@@ -38,6 +38,7 @@ class TaggingRun(FineTuningRun):
         max_seq_length: tokens per window.
         seed: seeds Keras, shuffling and dropout.
         execution: an `Execution` (see `FineTuningRun`).
+        bucket_by_length: batch training texts by length (see `FineTuningRun`).
 
     Example:
     >>> from bert_keras.models.bert_backbone import BertBackbone
@@ -58,10 +59,8 @@ class TaggingRun(FineTuningRun):
     (1, 2, 'IOB2')
     """
 
-    def __init__(
-        self, data_dir, init_checkpoint, output_dir, max_seq_length=128, seed=0, execution=None
-    ):
-        super().__init__(data_dir, init_checkpoint, output_dir, max_seq_length, seed, execution)
+    def __init__(self, data_dir, init_checkpoint, output_dir, max_seq_length=128, **options):
+        super().__init__(data_dir, init_checkpoint, output_dir, max_seq_length, **options)
         data_tags = self._data_tags()
         checkpoint_labels = self._checkpoint_label_names()
         uses_head = bool(checkpoint_labels) and data_tags <= set(checkpoint_labels)
@@ -112,6 +111,7 @@ class TaggingRun(FineTuningRun):
             ),
             batch_size,
             token_labels_fill=IGNORED_LABEL,
+            bucket=self.bucket_by_length,
         )
         history = self.fit(
             self.model,

@@ -48,6 +48,28 @@ def test_batches_are_as_long_as_their_longest_example_rounded_up():
     assert batches[-1][1].numpy().tolist() == [9, 10, 11]  # per-example labels as they were
 
 
+def test_buckets_batch_each_example_once_per_pass_with_others_of_its_rounded_length():
+    lengths = np.random.default_rng(2).integers(1, SEQUENCE_LENGTH + 1, 96).tolist()
+    dataset = tf.data.Dataset.from_tensor_slices((_packed_examples(lengths), np.arange(96)))
+    shuffled = dataset.shuffle(96, seed=0, reshuffle_each_iteration=True)
+    buckets = batch_by_length(shuffled, batch_size=4, pad_to_multiple_of=8, bucket=True)
+    passes = [list(buckets), list(buckets)]
+    for batches in passes:
+        indices = np.concatenate([labels.numpy() for _, labels in batches])
+        assert sorted(indices.tolist()) == list(range(96))
+        assert len(batches) <= 96 // 4 + 3  # a partial batch per bucket, at most
+        for features, labels in batches:
+            rounded = {-(-lengths[index] // 8) * 8 for index in labels.numpy()}
+            assert rounded == {features["token_ids"].shape[1]}
+    first, second = ([labels.numpy().tolist() for _, labels in batches] for batches in passes)
+    assert first != second  # each pass meets the examples in a new order
+    padding = [
+        sum(int(tf.size(f["padding_mask"]) - tf.reduce_sum(f["padding_mask"])) for f, _ in b)
+        for b in (passes[0], list(batch_by_length(shuffled, 4, pad_to_multiple_of=8)))
+    ]
+    assert padding[0] < padding[1] / 2
+
+
 def test_per_token_labels_and_weights_are_padded_with_their_fill():
     features = _packed_examples([2, 3])
     labels = np.where(features["padding_mask"] == 1, 4, IGNORED_LABEL).astype("int32")

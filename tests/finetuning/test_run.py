@@ -13,6 +13,7 @@ from bert_keras.finetuning.tagging import TaggingRun
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_classifier import BertClassifier
 from bert_keras.models.bert_token_classifier import BertTokenClassifier
+from bert_keras.training.callbacks import read_history
 from bert_keras.training.execution import Execution
 
 WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad", "paris", "is", "fine"]
@@ -39,9 +40,9 @@ def sentiment_data(tmp_path):
     return str(data)
 
 
-def _trained(data, checkpoint, output_dir, execution, num_epochs=1):
+def _trained(data, checkpoint, output_dir, execution, num_epochs=1, **options):
     run = ClassificationRun(
-        "csv", data, checkpoint, str(output_dir), max_seq_length=8, execution=execution
+        "csv", data, checkpoint, str(output_dir), max_seq_length=8, execution=execution, **options
     )
     history = run.train(batch_size=2, learning_rate=1e-3, num_epochs=num_epochs, verbose=0)
     weights = [keras.ops.convert_to_numpy(variable) for variable in run.model.weights]
@@ -131,6 +132,31 @@ def test_mixed_precision_keeps_float32_weights_and_the_float32_losses(
     assert np.all(np.isfinite(mixed["loss"]))
     np.testing.assert_allclose(mixed["loss"], full["loss"], rtol=0.03)
     assert max(np.abs(a - b).max() for a, b in zip(mixed_weights, full_weights)) < 0.05
+
+
+def test_each_epoch_goes_to_the_history_file_which_a_new_run_replaces(
+    checkpoint, sentiment_data, tmp_path
+):
+    _, history, _ = _trained(sentiment_data, checkpoint, tmp_path, None, 3)
+    records = read_history(tmp_path / "history.jsonl")
+    assert [record["step"] for record in records] == [2, 4, 6]  # 4 examples, batches of 2
+    assert [record["loss"] for record in records] == pytest.approx(history["loss"])
+    assert all(record["seconds"] > 0 and record["examples_per_second"] > 0 for record in records)
+    _trained(sentiment_data, checkpoint, tmp_path, None, 1)
+    assert [record["step"] for record in read_history(tmp_path / "history.jsonl")] == [2]
+
+
+def test_length_buckets_train_as_plain_batches_when_every_text_shares_one(
+    checkpoint, sentiment_data, tmp_path
+):
+    # Texts of 3 and 4 tokens, one bucket (1..16): the same batches, in order.
+    _, plain, plain_weights = _trained(sentiment_data, checkpoint, tmp_path / "plain", None, 2)
+    _, bucketed, bucketed_weights = _trained(
+        sentiment_data, checkpoint, tmp_path / "bucketed", None, 2, bucket_by_length=True
+    )
+    np.testing.assert_allclose(bucketed["loss"], plain["loss"], rtol=1e-6)
+    for a, b in zip(bucketed_weights, plain_weights):
+        np.testing.assert_allclose(a, b, atol=1e-7)
 
 
 @pytest.mark.skipif(keras.backend.backend() == "torch", reason="torch runs one batch per call")

@@ -76,6 +76,7 @@ def test_a_run_writes_history_checkpoints_and_an_export(finished_run):
         "next_sentence_accuracy",
         "learning_rate",
         "examples_per_second",
+        "seconds",
     }
     assert all(record["examples_per_second"] > 0 for record in history)
     # Linear decay to 0 at step 5 from the peak reached at step 2.

@@ -61,7 +61,7 @@ def test_history_appends_each_step_once_across_resumptions(tmp_path):
     fit(compiled_model(), [TrainingProgress(batch_size=2), JsonLinesHistory(path)])
     first = read_history(path)
     assert [record["step"] for record in first] == [3, 6]
-    assert set(first[0]) == {"step", "loss", "learning_rate", "examples_per_second"}
+    assert set(first[0]) == {"step", "loss", "learning_rate", "examples_per_second", "seconds"}
     # Resumed from a checkpoint at step 3: step 6 is trained again but not written twice.
     with open(path, "a") as file:
         file.write('{"step": 6, "lo')  # a line cut short by a kill
