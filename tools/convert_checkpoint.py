@@ -1,17 +1,22 @@
 """Converts a BERT checkpoint between formats.
 
 Reads a Hugging Face directory (config.json + safetensors), an original
-google-research release (bert_config.json + bert_model.ckpt.*), a
-`bert_keras` directory or a `.keras` file. Writes the project's format by
-default (config.json, model.safetensors with the heads, bert_keras.json and
-the tokenizer files; transformers loads it), or with --output_format=original
-the google-research release's bert_config.json, bert_model.ckpt.* and vocab.txt.
+google-research release (bert_config.json + bert_model.ckpt.*), a keras-hub
+BERT preset (config.json + model.weights.h5), a `bert_keras` directory or a
+`.keras` file. Writes the project's format by default (config.json,
+model.safetensors with the heads, bert_keras.json and the tokenizer files;
+transformers loads it), with --output_format=original the google-research
+release's bert_config.json, bert_model.ckpt.* and vocab.txt, or with
+--output_format=keras_hub a keras-hub preset (`keras_hub.models.BertBackbone`,
+`BertTokenizer` and, with a classifier head, `BertTextClassifier` load it).
 
 Example:
     python -m tools.convert_checkpoint \
         --source uncased_L-12_H-768_A-12 --output_dir bert_base_uncased
     python -m tools.convert_checkpoint --output_format=original \
         --source bert_base_uncased --output_dir uncased_L-12_H-768_A-12
+    python -m tools.convert_checkpoint --output_format=keras_hub \
+        --source bert_base_uncased --output_dir bert_base_en_uncased_keras_hub
 """
 
 import sys
@@ -34,7 +39,7 @@ _OUTPUT_FORMAT = flags.DEFINE_enum(
     "output_format",
     "bert_keras",
     OUTPUT_FORMATS,
-    "bert_keras (Hugging Face compatible) or original.",
+    "bert_keras (Hugging Face compatible), original or keras_hub (a keras-hub preset).",
 )
 _OVERWRITE = flags.DEFINE_bool("overwrite", False, "Replace a non-empty --output_dir.")
 

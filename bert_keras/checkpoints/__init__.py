@@ -2,13 +2,13 @@
 
 `reading` recognises a directory's format and reads it into a `Checkpoint`
 (config, arrays by weight path, heads, vocabulary, tokenizer settings, label
-names); `writing` writes one back; `huggingface` and `original` hold each
-format's name tables and files, and `name_tables` runs those tables both
+names); `writing` writes one back; `huggingface`, `original` and `keras_hub` hold
+each format's name tables and files, and `name_tables` runs those tables both
 ways. `bert_keras.models.checkpoint_weights` puts a `Checkpoint` onto a model.
 
 Example:
 >>> FORMATS, OUTPUT_FORMATS
-(('bert_keras', 'huggingface', 'original', 'keras'), ('bert_keras', 'original'))
+(('bert_keras', 'huggingface', 'original', 'keras_hub', 'keras'), ('bert_keras', 'original', 'keras_hub'))
 """
 
 from bert_keras.checkpoints.checkpoint import HEAD_NAMES

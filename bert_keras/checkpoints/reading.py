@@ -9,6 +9,9 @@ Formats, recognised by what a directory holds:
   present.
 - "huggingface": config.json + model.safetensors (or a sharded index).
 - "original": the google-research release, bert_config.json + a TF checkpoint.
+- "keras_hub": a keras-hub BERT preset (config.json naming
+  "keras_hub>BertBackbone" + model.weights.h5, read with h5py), with the
+  classifier head of a BertTextClassifier task preset.
 - "keras": a `.keras` file of a `BertBackbone`, loaded with `safe_mode=True`.
 
 Reading is strict: a missing, unexpected or wrongly shaped tensor is an error
@@ -24,6 +27,7 @@ import os
 import keras
 
 from bert_keras.checkpoints import huggingface
+from bert_keras.checkpoints import keras_hub
 from bert_keras.checkpoints import original
 from bert_keras.checkpoints.checkpoint import HUGGING_FACE_MAX_CHARS_PER_WORD
 from bert_keras.checkpoints.checkpoint import ORIGINAL_MAX_CHARS_PER_WORD
@@ -32,7 +36,7 @@ from bert_keras.checkpoints.checkpoint import Checkpoint
 from bert_keras.checkpoints.checkpoint import tokenizer_settings
 from bert_keras.checkpoints.name_tables import read_tables
 
-FORMATS = ("bert_keras", "huggingface", "original", "keras")
+FORMATS = ("bert_keras", "huggingface", "original", "keras_hub", "keras")
 # keras.saving's registered name of the one class a "keras" checkpoint holds.
 _BACKBONE_CLASS = "bert_keras>BertBackbone"
 
@@ -65,6 +69,8 @@ def detect_format(path):
         return "bert_keras" if own else "huggingface"
     if original.is_checkpoint(path):
         return "original"
+    if keras_hub.is_checkpoint(path):
+        return "keras_hub"
     if _keras_files(path):
         return "keras"
     if huggingface.has_pickled_weights(path):
@@ -74,7 +80,8 @@ def detect_format(path):
         f"{huggingface.CONFIG_FILE} and {huggingface.WEIGHTS_FILE} (bert_keras); "
         f"{huggingface.CONFIG_FILE} with {huggingface.WEIGHTS_FILE} or "
         f"{huggingface.WEIGHTS_INDEX_FILE} (Hugging Face); {original.CONFIG_FILE} "
-        "with a *.ckpt.index (original BERT); a *.keras file. "
+        f"with a *.ckpt.index (original BERT); {keras_hub.CONFIG_FILE} naming "
+        f"{keras_hub.BACKBONE_CLASS} with {keras_hub.WEIGHTS_FILE} (keras-hub); a *.keras file. "
         f"Found: {sorted(os.listdir(path))[:20]}."
     )
 
@@ -117,6 +124,7 @@ def read_checkpoint(path, format="auto"):
         "bert_keras": _read_own,
         "huggingface": _read_huggingface,
         "original": _read_original,
+        "keras_hub": keras_hub.read_preset,
         "keras": _read_keras,
     }
     return readers[format](path)
@@ -129,8 +137,9 @@ def read_tokenizer_settings(directory):
     its name implies and the original's 200-character word limit; otherwise
     Hugging Face's tokenizer_config.json and tokenizer.json (casing, accents,
     Chinese characters, the WordPiece word limit: 100 unless tokenizer.json
-    says otherwise). A directory with only a vocab.txt gets the original's
-    defaults.
+    says otherwise); a keras-hub preset's tokenizer.json (casing, accents,
+    CJK splitting, its 100-byte word limit). A directory with only a
+    vocab.txt gets the original's defaults.
 
     Example:
     >>> import os, tempfile
@@ -149,6 +158,9 @@ def read_tokenizer_settings(directory):
             **original.tokenizer_casing(directory),
             max_input_chars_per_word=ORIGINAL_MAX_CHARS_PER_WORD,
         )
+    keras_hub_settings = keras_hub.read_tokenizer_settings(directory)
+    if keras_hub_settings is not None:
+        return keras_hub_settings
     config = _read_json(_existing(directory, "tokenizer_config.json"))
     fast = _read_json(_existing(directory, "tokenizer.json"))
     if config is None and fast is None:

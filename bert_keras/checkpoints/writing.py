@@ -1,6 +1,6 @@
-"""Writes a `Checkpoint` in the project's format or in the original release's.
+"""Writes a `Checkpoint` in the project's format, the original release's or keras-hub's.
 
-Both go through `bert_keras.atomic_files.atomic_directory`: an interrupted
+All go through `bert_keras.atomic_files.atomic_directory`: an interrupted
 write leaves no partial directory.
 """
 
@@ -10,16 +10,17 @@ import shutil
 
 from bert_keras.atomic_files import atomic_directory
 from bert_keras.checkpoints import huggingface
+from bert_keras.checkpoints import keras_hub
 from bert_keras.checkpoints import original
 from bert_keras.checkpoints.checkpoint import HEAD_NAMES
 from bert_keras.checkpoints.checkpoint import OWN_CONFIG_FILE
 from bert_keras.checkpoints.name_tables import checkpoint_tensors
 
-OUTPUT_FORMATS = ("bert_keras", "original")
+OUTPUT_FORMATS = ("bert_keras", "original", "keras_hub")
 
 
 def write_checkpoint(checkpoint, directory, overwrite=False, format="bert_keras"):
-    """Writes a `Checkpoint` in the project's format, or in the original's.
+    """Writes a `Checkpoint` in the project's format, the original's or keras-hub's.
 
     "bert_keras" writes config.json (the transformers class that holds
     exactly the checkpoint's heads, and id2label for named labels),
@@ -29,19 +30,23 @@ def write_checkpoint(checkpoint, directory, overwrite=False, format="bert_keras"
     present, else a tokenizer_config.json from the tokenizer settings.
     "original" writes the google-research release's bert_config.json,
     bert_model.ckpt.* (variables named as modeling.py's scopes) and vocab.txt.
+    "keras_hub" writes a keras-hub BERT preset that
+    `keras_hub.models.BertBackbone.from_preset` and `BertTokenizer.from_preset`
+    load (`BertTextClassifier.from_preset` too with a classifier head); see
+    `bert_keras.checkpoints.keras_hub`.
 
     Args:
         checkpoint: a `Checkpoint`, e.g. from `read_checkpoint`.
         directory: the output directory; must not exist or be empty unless
             `overwrite`.
         overwrite: replace an existing non-empty `directory`.
-        format: "bert_keras" or "original".
+        format: one of `OUTPUT_FORMATS`: "bert_keras", "original" or "keras_hub".
 
     Raises:
         FileExistsError: `directory` is not empty and not `overwrite`.
         ValueError: a set of heads no transformers class holds, label names
-            that do not fit the head, or (original) a head, activation or
-            epsilon the original format lacks.
+            that do not fit the head, or (original, keras_hub) a head,
+            activation, epsilon or dropout the format lacks, naming it.
 
     Example:
     >>> import tempfile
@@ -57,6 +62,8 @@ def write_checkpoint(checkpoint, directory, overwrite=False, format="bert_keras"
         _write_original(checkpoint, directory, overwrite)
     elif format == "bert_keras":
         _write_own(checkpoint, directory, overwrite)
+    elif format == "keras_hub":
+        _write_keras_hub(checkpoint, directory, overwrite)
     else:
         raise ValueError(
             f"Unknown output format {format!r}; expected one of {list(OUTPUT_FORMATS)}."
@@ -100,6 +107,11 @@ def _write_original(checkpoint, directory, overwrite):
             shutil.copyfile(
                 checkpoint.vocabulary_file, os.path.join(staging, original.VOCABULARY_FILE)
             )
+
+
+def _write_keras_hub(checkpoint, directory, overwrite):
+    with atomic_directory(directory, overwrite) as staging:
+        keras_hub.write_preset(checkpoint, staging)
 
 
 def _architecture(head_weights):

@@ -12,7 +12,7 @@ from bert_keras.models.checkpoint_weights import apply_checkpoint
 def convert_checkpoint(
     source, output_dir, format="auto", overwrite=False, output_format="bert_keras"
 ):
-    """Reads any supported checkpoint and writes it in the project's format (or the original's).
+    """Reads any supported checkpoint and writes it in the project's format, the original's or keras-hub's.
 
     The backbone weights are checked against a `BertBackbone` built from the
     config before anything is written; heads are carried over.
@@ -23,8 +23,9 @@ def convert_checkpoint(
             `overwrite`.
         format: the source's format, "auto" or one of `FORMATS`.
         overwrite: replace a non-empty `output_dir`.
-        output_format: "bert_keras" (Hugging Face compatible) or "original"
-            (the google-research release's TF checkpoint).
+        output_format: "bert_keras" (Hugging Face compatible), "original"
+            (the google-research release's TF checkpoint) or "keras_hub"
+            (a keras-hub preset directory).
 
     Returns:
         The `Checkpoint` that was written.

@@ -60,6 +60,7 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from bert_keras.checkpoints import keras_hub
 from bert_keras.checkpoints.reading import read_tokenizer_settings
 
 # The methods have no Python control flow on tensors, so AutoGraph would only
@@ -280,14 +281,14 @@ class BertTokenizer(keras.layers.Layer):
     def from_preset(cls, directory, **kwargs):
         """Builds the tokenizer of a checkpoint directory.
 
-        Reads `vocab.txt`, and the settings the directory's tokenizer files
+        Reads `vocab.txt` (a keras-hub preset's vocabulary.txt), and the settings the directory's tokenizer files
         give (see `bert_keras.checkpoints.read_tokenizer_settings`: casing,
         accent stripping, Chinese characters, and the word-length limit of
         the checkpoint's format); without any the tokenizer is uncased with
         the original's limit. `kwargs` override them.
 
         Args:
-            directory: a directory holding `vocab.txt`.
+            directory: a checkpoint directory (see `bert_keras.checkpoints`).
             **kwargs: other arguments of `BertTokenizer`.
 
         Example:
@@ -303,9 +304,11 @@ class BertTokenizer(keras.layers.Layer):
         """
         vocabulary_path = os.path.join(directory, "vocab.txt")
         if not tf.io.gfile.exists(vocabulary_path):
+            vocabulary_path = keras_hub.vocabulary_file(directory)
+        if vocabulary_path is None:
             raise FileNotFoundError(
-                f"Checkpoint directory {directory!r} has no vocab.txt "
-                f"(looked for {vocabulary_path!r})."
+                f"Checkpoint directory {directory!r} has no vocab.txt (nor a keras-hub preset's "
+                "assets/tokenizer/vocabulary.txt)."
             )
         return cls(vocabulary_path, **{**read_tokenizer_settings(directory), **kwargs})
 
