@@ -5,7 +5,7 @@ Layout of `output_dir`:
 - `checkpoints/ckpt-{step}.weights.h5` + `.json`: model and optimizer state
   every `save_checkpoints_steps` (see `CheckpointManager`), the last
   `keep_checkpoint_max` kept;
-- `history.jsonl`: a line per checkpoint interval (step, loss, masked-LM
+- `history.jsonl`, `history.png`: a line per checkpoint interval (step, loss, masked-LM
   loss and accuracy, next-sentence loss and accuracy, learning rate,
   examples/s), appended across resumptions, each step once;
 - `tensorboard/`: the same scalars for TensorBoard, at the training step;
@@ -48,15 +48,16 @@ from bert_keras.models.checkpoint_weights import apply_checkpoint
 from bert_keras.models.checkpoint_weights import model_checkpoint
 from bert_keras.models.layout_map import bert_layout_map
 from bert_keras.models.presets import backbone_preset_config
+from bert_keras.training.callbacks import HistoryPlot
 from bert_keras.training.callbacks import JsonLinesHistory
 from bert_keras.training.callbacks import PeriodicCheckpoint
 from bert_keras.training.callbacks import StepTensorBoard
 from bert_keras.training.callbacks import TrainingProgress
-from bert_keras.training.callbacks import read_history
 from bert_keras.training.checkpoint_manager import CheckpointManager
 from bert_keras.training.checkpoint_manager import check_same
 from bert_keras.training.data_parallel import DataParallel
 from bert_keras.training.execution import Execution
+from bert_keras.training.history_records import read_history
 from bert_keras.training.optimizers import GLOBAL_CLIPNORM
 from bert_keras.training.optimizers import OPTIMIZERS
 from bert_keras.training.optimizers import create_optimizer
@@ -420,6 +421,7 @@ class PretrainingRun:
         if self.replicas.is_chief:  # one process writes the logs
             callbacks += [
                 JsonLinesHistory(os.path.join(config.output_dir, HISTORY_FILE)),
+                HistoryPlot(config.output_dir),
                 StepTensorBoard(log_dir=os.path.join(config.output_dir, TENSORBOARD_DIR)),
             ]
         else:
@@ -443,6 +445,7 @@ class PretrainingRun:
                 steps_per_epoch=steps_per_epoch * accumulation,
                 callbacks=callbacks,
                 verbose=verbose,
+                shuffle=False,  # the records pipeline shuffles
             )
 
     def export(self):

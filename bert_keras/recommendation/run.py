@@ -9,7 +9,8 @@ ranks each user's last item after the rest of the history, both against every
 unseen item and against 100 popularity-sampled negatives.
 
 Files in OUTPUT_DIR: `item_ids.json` (id → raw item id), `model.keras`,
-`history.json`, `eval_results.json` and `predictions.tsv`, each written whole.
+`history.json` (drawn to `history.png`), `eval_results.json` and
+`predictions.tsv`, each written whole.
 """
 
 import json
@@ -31,6 +32,7 @@ from bert_keras.evaluation.ranking_metrics import popularity_negatives
 from bert_keras.evaluation.ranking_metrics import ranking_metrics
 from bert_keras.models.bert4rec import Bert4Rec
 from bert_keras.models.presets import bert4rec_preset_config
+from bert_keras.training.history_plots import write_history_plot
 from bert_keras.training.optimizers import create_optimizer
 
 MODEL_FILE = "model.keras"
@@ -169,10 +171,17 @@ class RecommendationRun:
                 EARLY_STOPPING_METRIC, mode="max", patience=patience, restore_best_weights=True
             ),
         ]
-        history = self.model.fit(dataset, epochs=num_epochs, callbacks=callbacks, verbose=verbose)
+        history = self.model.fit(
+            dataset,
+            epochs=num_epochs,
+            callbacks=callbacks,
+            verbose=verbose,
+            shuffle=False,  # the windows' pipeline shuffles
+        )
         with atomic_file(os.path.join(self.output_dir, MODEL_FILE)) as path:
             self.model.save(path)
         self._write(HISTORY_FILE, json.dumps(_plain(history.history), indent=2))
+        write_history_plot(self.output_dir)
         return history.history
 
     def load_model(self):

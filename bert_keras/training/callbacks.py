@@ -1,4 +1,4 @@
-"""Callbacks of a long training run: step-numbered logs, a history file, checkpoints, TensorBoard.
+"""Callbacks of a training run: step-numbered logs, a history file and its plot, checkpoints, TensorBoard.
 
 A run is fitted with one Keras epoch per checkpoint interval, so the
 epoch-end logs hold the means of the interval. `TrainingProgress` (first in
@@ -11,7 +11,9 @@ import os
 import time
 
 import keras
-from absl import logging
+
+from bert_keras.training.history_plots import write_history_plot
+from bert_keras.training.history_records import read_history
 
 
 class TrainingProgress(keras.callbacks.Callback):
@@ -124,29 +126,33 @@ class JsonLinesHistory(keras.callbacks.Callback):
             os.fsync(file.fileno())
 
 
-def read_history(path):
-    """The records of a JSON-lines history file, in file order ([] when it is missing).
+class HistoryPlot(keras.callbacks.Callback):
+    """Redraws OUTPUT_DIR/history.png from OUTPUT_DIR's history after every epoch.
 
-    A line cut short by a killed process is skipped with a warning.
+    Put it after the callback that writes the history (`JsonLinesHistory`).
+
+    Args:
+        output_dir: the run's directory (see `history_plots.write_history_plot`).
 
     Example:
-    >>> read_history("/no/such/history.jsonl")
-    []
+    >>> import numpy as np, tempfile
+    >>> directory = tempfile.mkdtemp()
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> model.compile(optimizer="sgd", loss="mse")
+    >>> callbacks = [TrainingProgress(batch_size=4),
+    ...              JsonLinesHistory(directory + "/history.jsonl"), HistoryPlot(directory)]
+    >>> _ = model.fit(np.zeros((8, 2)), np.zeros(8), batch_size=4, epochs=2, verbose=0,
+    ...               callbacks=callbacks)
+    >>> sorted(os.listdir(directory))
+    ['history.jsonl', 'history.png']
     """
-    if not os.path.exists(path):
-        return []
-    records = []
-    with open(path, encoding="utf-8") as file:
-        for number, line in enumerate(file, start=1):
-            if not line.strip():
-                continue
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError:
-                logging.warning(
-                    "%s:%d is not a JSON record (a cut-off write?); skipped.", path, number
-                )
-    return records
+
+    def __init__(self, output_dir):
+        super().__init__()
+        self.output_dir = os.fspath(output_dir)
+
+    def on_epoch_end(self, epoch, logs=None):
+        write_history_plot(self.output_dir)
 
 
 class PeriodicCheckpoint(keras.callbacks.Callback):

@@ -90,6 +90,8 @@ def test_a_run_writes_history_checkpoints_and_an_export(finished_run):
         "ckpt-00000005.json",
         "ckpt-00000005.weights.h5",
     ]
+    with open(os.path.join(output_dir, "history.png"), "rb") as plot:
+        assert plot.read(4) == b"\x89PNG"
     exported = read_checkpoint(os.path.join(output_dir, "export"))
     assert sorted(exported.head_weights) == ["masked_lm", "next_sentence"]
     backbone = BertBackbone.from_preset(os.path.join(output_dir, "export"))

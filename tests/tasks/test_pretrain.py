@@ -13,7 +13,7 @@ from absl import flags
 from bert_keras.pretraining.pretraining_run import PretrainingConfig
 from bert_keras.pretraining.pretraining_run import PretrainingRun
 from bert_keras.pretraining.pretraining_run import resolve_backbone_config
-from bert_keras.training.callbacks import read_history
+from bert_keras.training.history_records import read_history
 from tasks import pretrain
 from tests.pretraining.synthetic_records import write_bert_config
 from tests.pretraining.synthetic_records import write_records

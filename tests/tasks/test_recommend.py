@@ -52,6 +52,7 @@ def test_trains_evaluates_and_predicts(tmp_path):
     expected_keys = {"test/full/ndcg@10", "test/full/hr@10", "test/pop20/ndcg@10", "test/pop20/mrr"}
     assert expected_keys <= set(results)
     assert len(json.loads((output_dir / "history.json").read_text())["loss"]) == 2
+    assert (output_dir / "history.png").read_bytes()[:4] == b"\x89PNG"
     assert len((output_dir / "predictions.tsv").read_text().splitlines()) == 1 + 40 * 3
     assert json.loads((output_dir / "item_ids.json").read_text())["item_ids"][0].startswith("item")
     # A later run evaluates the saved model, with the same answer.

@@ -10,8 +10,8 @@ from bert_keras.training.callbacks import JsonLinesHistory
 from bert_keras.training.callbacks import PeriodicCheckpoint
 from bert_keras.training.callbacks import StepTensorBoard
 from bert_keras.training.callbacks import TrainingProgress
-from bert_keras.training.callbacks import read_history
 from bert_keras.training.checkpoint_manager import CheckpointManager
+from bert_keras.training.history_records import read_history
 
 
 def compiled_model(**compile_arguments):

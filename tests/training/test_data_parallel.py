@@ -14,9 +14,9 @@ import pytest
 
 from bert_keras.checkpoints import read_checkpoint
 from bert_keras.models.layout_map import bert_layout_map
-from bert_keras.training.callbacks import read_history
 from bert_keras.training.data_parallel import DataParallel
 from bert_keras.training.execution import Execution
+from bert_keras.training.history_records import read_history
 from tests.pretraining.synthetic_records import write_bert_config
 from tests.pretraining.synthetic_records import write_records
 from tests.training.two_device_run import JOBS

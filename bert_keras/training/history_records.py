@@ -1,0 +1,71 @@
+"""Reading a run's history files, without Keras: what the programs log per epoch or interval.
+
+- `history.jsonl` (pretraining, fine-tuning): a JSON record per line, each
+  with its `step`, appended as the run goes (`callbacks.JsonLinesHistory`);
+- `history.json` (BERT4Rec): a list of values per metric, one per epoch.
+"""
+
+import json
+import os
+
+from absl import logging
+
+HISTORY_FILES = ("history.jsonl", "history.json")
+
+
+def read_history(path):
+    """The records of a JSON-lines history file, in file order ([] when it is missing).
+
+    A line cut short by a killed process is skipped with a warning.
+
+    Example:
+    >>> read_history("/no/such/history.jsonl")
+    []
+    """
+    if not os.path.exists(path):
+        return []
+    records = []
+    with open(path, encoding="utf-8") as file:
+        for number, line in enumerate(file, start=1):
+            if not line.strip():
+                continue
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                logging.warning(
+                    "%s:%d is not a JSON record (a cut-off write?); skipped.", path, number
+                )
+    return records
+
+
+def read_history_records(output_dir):
+    """The history records of a run's OUTPUT_DIR, each a dict with a `step`.
+
+    Reads `history.jsonl`, or else `history.json` (whose epochs are the
+    steps).
+
+    Raises:
+        FileNotFoundError: neither file is in `output_dir`.
+
+    Example:
+    >>> import tempfile
+    >>> directory = tempfile.mkdtemp()
+    >>> _ = open(directory + "/history.json", "w").write('{"loss": [0.9, 0.5]}')
+    >>> read_history_records(directory)
+    [{'loss': 0.9, 'step': 1}, {'loss': 0.5, 'step': 2}]
+    """
+    lines_path, lists_path = (os.path.join(output_dir, name) for name in HISTORY_FILES)
+    if os.path.exists(lines_path):
+        return read_history(lines_path)
+    if os.path.exists(lists_path):
+        with open(lists_path, encoding="utf-8") as file:
+            columns = json.load(file)
+        epochs = max((len(values) for values in columns.values()), default=0)
+        return [
+            {
+                **{name: values[epoch] for name, values in columns.items() if epoch < len(values)},
+                "step": epoch + 1,
+            }
+            for epoch in range(epochs)
+        ]
+    raise FileNotFoundError(f"No {' or '.join(HISTORY_FILES)} in {output_dir}.")

@@ -1,0 +1,66 @@
+"""tools.plot_history redraws a run's curves; the plots hold what the history holds."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from bert_keras.training.history_plots import panels
+from bert_keras.training.history_plots import plot_history
+from bert_keras.training.history_records import read_history_records
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def _png_size(path):
+    """(width, height) from the PNG header."""
+    header = path.read_bytes()[:24]
+    assert header[:8] == PNG_SIGNATURE
+    return int.from_bytes(header[16:20], "big"), int.from_bytes(header[20:24], "big")
+
+
+def test_the_tool_redraws_each_directory_and_names_one_without_history(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    records = [{"step": step, "loss": 1 / step, "learning_rate": 1e-4} for step in (1, 2, 3)]
+    (run / "history.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    completed = subprocess.run(
+        [sys.executable, "-m", "tools.plot_history", str(run)], capture_output=True, text=True
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.strip() == str(run / "history.png")
+    assert _png_size(run / "history.png") == (2 * 420, 340)  # two panels
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    completed = subprocess.run(
+        [sys.executable, "-m", "tools.plot_history", str(empty)], capture_output=True, text=True
+    )
+    assert completed.returncode != 0
+    assert f"No history.jsonl or history.json in {empty}" in completed.stderr
+
+
+def test_validation_metrics_share_their_training_metric_panel():
+    records = [
+        {"step": 1, "loss": 1.0, "val_loss": 1.1, "accuracy": 0.6, "val_accuracy": 0.5},
+        {"step": 2, "loss": 0.5, "masked_lm_loss": 2.0, "examples_per_second": 7.0},
+    ]
+    assert panels(records) == {
+        "loss": ["loss", "masked_lm_loss", "val_loss"],
+        "accuracy and ranking": ["accuracy", "val_accuracy"],
+        "examples per second": ["examples_per_second"],
+    }
+
+
+def test_a_bert4rec_history_plots_its_epochs_as_steps(tmp_path):
+    (tmp_path / "history.json").write_text(json.dumps({"loss": [3.0, 2.0], "val_ndcg@10": [0.1]}))
+    assert read_history_records(tmp_path) == [
+        {"loss": 3.0, "val_ndcg@10": 0.1, "step": 1},
+        {"loss": 2.0, "step": 2},  # a metric missing from an epoch is left out of it
+    ]
+
+
+def test_a_history_without_numbers_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="no records"):
+        plot_history([], tmp_path / "history.png")
+    assert not (tmp_path / "history.png").exists()

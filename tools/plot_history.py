@@ -1,0 +1,32 @@
+"""Redraws the training curves of one or more runs: OUTPUT_DIR/history.png from its history.
+
+Every training program (tasks.pretrain, tasks.classify, tasks.tag,
+tasks.squad, tasks.multiple_choice, tasks.recommend, tasks.demo) draws
+OUTPUT_DIR/history.png as it trains; this tool redraws it, for example
+after a run was killed or while one is still going (see
+`bert_keras.training.history_plots`). Imports neither TensorFlow nor Keras.
+
+Example:
+    python -m tools.plot_history /runs/sst2 /runs/pretraining
+"""
+
+import sys
+
+from absl import app
+
+from bert_keras.training.history_plots import write_history_plot
+
+
+def main(argv):
+    output_dirs = argv[1:]
+    if not output_dirs:
+        raise app.UsageError("Give one or more OUTPUT_DIRs of training runs.")
+    for output_dir in output_dirs:
+        try:
+            print(write_history_plot(output_dir))
+        except (FileNotFoundError, ValueError) as error:
+            raise app.UsageError(str(error)) from error
+
+
+if __name__ == "__main__":
+    app.run(main, argv=sys.argv)
