@@ -18,9 +18,11 @@ __version__ = "0.1.0"
 _PUBLIC_NAMES = {
     "BertBackbone": "bert_keras.models.bert_backbone",
     "BertClassifier": "bert_keras.models.bert_classifier",
+    "BertMaskedLM": "bert_keras.models.bert_masked_lm",
     "BertMultipleChoice": "bert_keras.models.bert_multiple_choice",
     "BertPretrainer": "bert_keras.models.bert_pretrainer",
     "BertQuestionAnswerer": "bert_keras.models.bert_question_answerer",
+    "BertSentenceEncoder": "bert_keras.models.bert_sentence_encoder",
     "BertTokenClassifier": "bert_keras.models.bert_token_classifier",
     "BertPreprocessor": "bert_keras.text.preprocessor",
     "BertTokenizer": "bert_keras.text.tokenizer",

@@ -40,6 +40,7 @@ class FineTuningFlags:
     train_limit: flags.FlagHolder
     seed: flags.FlagHolder
     bucket_by_length: flags.FlagHolder
+    freeze_backbone: flags.FlagHolder
     execution: ExecutionFlags
 
     def run_arguments(self):
@@ -51,6 +52,7 @@ class FineTuningFlags:
             "max_seq_length": self.max_seq_length.value,
             "seed": self.seed.value,
             "bucket_by_length": self.bucket_by_length.value,
+            "freeze_backbone": self.freeze_backbone.value,
             "execution": self.execution.execution(),
         }
 
@@ -102,6 +104,7 @@ def define_flags(flag_values=flags.FLAGS, learning_rate=5e-5, max_seq_length=128
         ),
         seed=define("integer", "seed", 12345, "Random seed."),
         bucket_by_length=define_bucket_by_length_flag(flag_values),
+        freeze_backbone=define_freeze_backbone_flag(flag_values),
         execution=define_execution_flags(flag_values),
     )
 
@@ -122,6 +125,25 @@ def define_bucket_by_length_flag(flag_values=flags.FLAGS):
         False,
         "Train on batches of texts of one length bucket (multiples of 16 tokens): less "
         "padding; a pass has up to one batch per bucket more.",
+        flag_values=flag_values,
+    )
+
+
+def define_freeze_backbone_flag(flag_values=flags.FLAGS):
+    """Defines --freeze_backbone (see `FineTuningRun`'s `freeze_backbone`).
+
+    Example:
+    >>> from absl import flags
+    >>> flag_values = flags.FlagValues()
+    >>> freeze_backbone = define_freeze_backbone_flag(flag_values)
+    >>> _ = flag_values(["program", "--freeze_backbone"])
+    >>> freeze_backbone.value
+    True
+    """
+    return flags.DEFINE_boolean(
+        "freeze_backbone",
+        False,
+        "Keep the checkpoint's backbone weights fixed and train only the task's head.",
         flag_values=flag_values,
     )
 

@@ -25,6 +25,7 @@ from bert_keras.models.bert_task import checkpoint_tokenizer
 from bert_keras.models.checkpoint_weights import apply_checkpoint
 from bert_keras.models.checkpoint_weights import model_checkpoint
 from bert_keras.models.layout_map import bert_layout_map
+from bert_keras.training.callbacks import HistoryPlot
 from bert_keras.training.callbacks import JsonLinesHistory
 from bert_keras.training.callbacks import TrainingProgress
 from bert_keras.training.data_parallel import DataParallel
@@ -57,6 +58,8 @@ class FineTuningRun:
         bucket_by_length: train on batches of texts of one rounded length
             (see `batch_by_length`'s `bucket`): less padding, and a pass
             has up to one batch per length bucket more.
+        freeze_backbone: keep the backbone's weights as the checkpoint has
+            them (non-trainable) and train only the task's head.
 
     Example:
     >>> import tempfile
@@ -80,6 +83,7 @@ class FineTuningRun:
         seed=0,
         execution=None,
         bucket_by_length=False,
+        freeze_backbone=False,
     ):
         self.execution = execution or Execution()
         self.execution.validate()
@@ -92,12 +96,16 @@ class FineTuningRun:
         self.max_seq_length = max_seq_length
         self.seed = seed
         self.bucket_by_length = bucket_by_length
+        self.freeze_backbone = freeze_backbone
         os.makedirs(output_dir, exist_ok=True)
         self.checkpoint = read_checkpoint(init_checkpoint)
         self.tokenizer = checkpoint_tokenizer(self.checkpoint)
 
     def build_model(self, build_task, head_name, output_layer="logits"):
         """The task model on the checkpoint's backbone, with its head when one fits.
+
+        With `freeze_backbone`, the backbone is made non-trainable: the
+        optimizer then sees only the head's weights.
 
         Args:
             build_task: backbone -> task model (e.g. a `BertTokenClassifier`).
@@ -115,6 +123,8 @@ class FineTuningRun:
         apply_checkpoint(
             model, self.checkpoint, heads={head_name: output_layer}, skip_mismatched_heads=True
         )
+        if self.freeze_backbone:
+            model.backbone.trainable = False
         self.replicas.prepare(model)
         return model
 
@@ -133,8 +143,9 @@ class FineTuningRun:
 
         Each epoch's logs (loss, metrics, `step`, `learning_rate`,
         `examples_per_second`, `seconds`) also go to OUTPUT_DIR/history.jsonl,
-        replacing an earlier run's; the first epoch's excess seconds over the
-        others (compilation, the first pass's tokenizing) are logged.
+        replacing an earlier run's, drawn to OUTPUT_DIR/history.png; the
+        first epoch's excess seconds over the others (compilation, the
+        first pass's tokenizing) are logged.
 
         Args:
             model: a `BertTask` (compiled here with its own loss and metrics).
@@ -162,7 +173,7 @@ class FineTuningRun:
             history_file = os.path.join(self.output_dir, HISTORY_FILE)
             with contextlib.suppress(FileNotFoundError):
                 os.remove(history_file)
-            callbacks.append(JsonLinesHistory(history_file))
+            callbacks += [JsonLinesHistory(history_file), HistoryPlot(self.output_dir)]
         with self.replicas.scope():
             model.compile(
                 optimizer=create_optimizer(

@@ -181,6 +181,48 @@ class BertBackbone(keras.Model):
         self._check_inputs(inputs)
         return _encode(self.embeddings, self.encoder_blocks, inputs, output_positions=positions)
 
+    def encoder_layer_outputs(self, inputs):
+        """Every encoder block's output, first to last, for feature-based use (§5.3).
+
+        The paper's feature-based approach feeds, e.g., the concatenation of
+        the last four layers' vectors to a task network instead of
+        fine-tuning. Element `i` is block `i`'s sequence output; the last one
+        equals `self(inputs)["sequence_output"]`. (transformers'
+        `output_hidden_states=True` gives the same list after the embedding
+        output, its `hidden_states[1:]`.) The backbone's own outputs and
+        config stay as they are; call this on symbolic inputs (see
+        `bert_keras.models.bert_task.backbone_inputs`) to build a feature
+        model from the same layers and weights.
+
+        Args:
+            inputs: the backbone's input dict.
+
+        Returns:
+            A list of `num_layers` float tensors `[batch, seq, hidden_dim]`.
+
+        Example:
+        >>> import numpy as np
+        >>> from keras import ops
+        >>> backbone = BertBackbone(vocabulary_size=50, num_layers=4, num_heads=2,
+        ...                         hidden_dim=8, intermediate_dim=16)
+        >>> inputs = {"token_ids": np.array([[2, 7, 8, 3]]), "segment_ids": np.zeros((1, 4)),
+        ...           "padding_mask": np.ones((1, 4))}
+        >>> layers = backbone.encoder_layer_outputs(inputs)
+        >>> features = ops.concatenate(layers[-4:], axis=-1)  # the last four layers
+        >>> len(layers), tuple(features.shape)
+        (4, (1, 4, 32))
+        >>> last = ops.convert_to_numpy(backbone(inputs)["sequence_output"])
+        >>> bool(np.allclose(ops.convert_to_numpy(layers[-1]), last, atol=1e-6))
+        True
+        """
+        self._check_inputs(inputs)
+        sequence = self.embeddings(inputs["token_ids"], inputs["segment_ids"])
+        layer_outputs = []
+        for block in self.encoder_blocks:
+            sequence = block(sequence, padding_mask=inputs["padding_mask"])
+            layer_outputs.append(sequence)  # [batch, seq, hidden_dim]
+        return layer_outputs
+
     def _check_inputs(self, inputs):
         if not isinstance(inputs, dict) or set(inputs) != set(INPUT_NAMES):
             received = sorted(inputs) if isinstance(inputs, dict) else type(inputs).__name__

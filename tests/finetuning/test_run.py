@@ -5,16 +5,18 @@ import json
 import keras
 import numpy as np
 import pytest
+from absl import flags
 
 from bert_keras.checkpoints import read_checkpoint
 from bert_keras.checkpoints import write_checkpoint
 from bert_keras.finetuning.classification import ClassificationRun
+from bert_keras.finetuning.flags import define_flags
 from bert_keras.finetuning.tagging import TaggingRun
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_classifier import BertClassifier
 from bert_keras.models.bert_token_classifier import BertTokenClassifier
-from bert_keras.training.callbacks import read_history
 from bert_keras.training.execution import Execution
+from bert_keras.training.history_records import read_history
 
 WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad", "paris", "is", "fine"]
 
@@ -142,6 +144,7 @@ def test_each_epoch_goes_to_the_history_file_which_a_new_run_replaces(
     assert [record["step"] for record in records] == [2, 4, 6]  # 4 examples, batches of 2
     assert [record["loss"] for record in records] == pytest.approx(history["loss"])
     assert all(record["seconds"] > 0 and record["examples_per_second"] > 0 for record in records)
+    assert (tmp_path / "history.png").read_bytes()[:4] == b"\x89PNG"
     _trained(sentiment_data, checkpoint, tmp_path, None, 1)
     assert [record["step"] for record in read_history(tmp_path / "history.jsonl")] == [2]
 
@@ -182,3 +185,34 @@ def test_torch_refuses_several_batches_per_call(checkpoint, sentiment_data, tmp_
             str(tmp_path),
             execution=Execution(steps_per_execution=2),
         )
+
+
+def test_a_frozen_backbone_keeps_the_checkpoints_weights_while_the_head_trains(
+    checkpoint, sentiment_data, tmp_path
+):
+    flag_values = flags.FlagValues()
+    program_flags = define_flags(flag_values)
+    flag_values(
+        [
+            "program",
+            f"--data_dir={sentiment_data}",
+            f"--init_checkpoint={checkpoint}",
+            f"--output_dir={tmp_path}",
+            "--max_seq_length=8",
+            "--freeze_backbone",
+        ]
+    )
+    run = ClassificationRun("csv", **program_flags.run_arguments())
+    backbone_before = [keras.ops.convert_to_numpy(w).copy() for w in run.model.backbone.weights]
+    head_before = keras.ops.convert_to_numpy(run.model.get_layer("logits").kernel).copy()
+    run.train(batch_size=2, learning_rate=1e-2, num_epochs=2, verbose=0)
+
+    assert sorted(w.path for w in run.model.trainable_weights) == ["logits/bias", "logits/kernel"]
+    for variable, before in zip(run.model.backbone.weights, backbone_before):
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(variable), before, variable.path)
+    exported = read_checkpoint(str(tmp_path / "export")).backbone_weights
+    initial = read_checkpoint(checkpoint).backbone_weights
+    for path, value in initial.items():
+        np.testing.assert_array_equal(exported[path], value, path)
+    head_after = keras.ops.convert_to_numpy(run.model.get_layer("logits").kernel)
+    assert np.abs(head_after - head_before).max() > 1e-4

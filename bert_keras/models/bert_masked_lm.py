@@ -1,0 +1,274 @@
+"""Masked-LM predictions on raw text: the tokens a checkpoint would put at each [MASK]."""
+
+import keras
+import tensorflow as tf
+from keras import ops
+
+from bert_keras.checkpoints import read_checkpoint
+from bert_keras.data.length_batching import PAD_TO_MULTIPLE_OF
+from bert_keras.layers.masked_lm_head import MaskedLMHead
+from bert_keras.models.bert_backbone import INPUT_NAMES
+from bert_keras.models.bert_backbone import BertBackbone
+from bert_keras.models.bert_task import BertTask
+from bert_keras.models.bert_task import backbone_inputs
+from bert_keras.models.bert_task import checkpoint_tokenizer
+from bert_keras.models.checkpoint_weights import apply_checkpoint
+from bert_keras.models.text_inputs import DEFAULT_BATCH_SIZE
+from bert_keras.text.preprocessor import BertPreprocessor
+from bert_keras.text.tokenizer import MASK_TOKEN
+
+# The checkpoint head (`Checkpoint.head_weights`) this model needs, and its layer.
+MASKED_LM_HEAD = "masked_lm"
+MASKED_LM_LAYER = "masked_lm_head"
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class BertMaskedLM(BertTask):
+    """Backbone + tied masked-LM head: token scores at masked positions (Devlin et al. §3.1).
+
+    A Functional model. Inputs: the backbone's `token_ids`, `segment_ids`,
+    `padding_mask` plus `masked_positions` `[batch, num_predictions]`.
+    Output: float32 `masked_lm_logits` `[batch, num_predictions,
+    vocabulary_size]`, computed by the same `MaskedLMHead` (dense +
+    activation + layer norm, then the transposed word embeddings plus an
+    output bias) as `BertPretrainer`'s, so the masked-LM head of a Hugging
+    Face `BertForMaskedLM` or `BertForPreTraining` directory, or of a
+    pretraining run's export, loads into it. The last encoder block
+    computes only the masked rows.
+
+    `fill_mask` is the text path, as transformers' `pipeline("fill-mask")`.
+    Its preprocessor's tokenizer must keep "[MASK]" written in the text as
+    one token (`BertTokenizer(..., special_tokens_in_strings=True)`, which
+    `from_preset` builds); a plain tokenizer splits it into "[", "mask", "]".
+    `fit` takes ids with labels `[batch, num_predictions]` (the original
+    token ids) and sample weights (0 for padded predictions); its loss is
+    the cross-entropy over the vocabulary.
+
+    Args:
+        backbone: a `BertBackbone`.
+        preprocessor: optional `BertPreprocessor` whose tokenizer keeps
+            special tokens whole; needed by `fill_mask`.
+        **kwargs: standard `keras.Model` arguments.
+
+    Example:
+    >>> import numpy as np
+    >>> backbone = BertBackbone(vocabulary_size=30, num_layers=1, num_heads=2,
+    ...                         hidden_dim=8, intermediate_dim=16)
+    >>> model = BertMaskedLM(backbone)
+    >>> logits = model({"token_ids": np.array([[2, 4, 9, 3]]), "segment_ids": np.zeros((1, 4)),
+    ...                 "padding_mask": np.ones((1, 4)), "masked_positions": np.array([[1]])})
+    >>> tuple(logits.shape)
+    (1, 1, 30)
+    """
+
+    checkpoint_head = MASKED_LM_HEAD
+    output_layer_name = MASKED_LM_LAYER
+
+    def __init__(self, backbone, **kwargs):
+        # === Layers ===
+        masked_lm_head = MaskedLMHead(
+            token_embedding=backbone.token_embedding,
+            activation=backbone.activation,
+            layer_norm_epsilon=backbone.layer_norm_epsilon,
+            dtype=backbone.dtype_policy,
+            name=MASKED_LM_LAYER,
+        )
+
+        # === Functional graph ===
+        inputs = backbone_inputs("masked_positions")
+        masked_outputs = backbone.sequence_output_at(
+            {name: inputs[name] for name in INPUT_NAMES}, inputs["masked_positions"]
+        )  # [batch, num_predictions, hidden]
+        masked_lm_logits = masked_lm_head(masked_outputs)  # [batch, num_predictions, vocab]
+        super().__init__(backbone, inputs=inputs, outputs=masked_lm_logits, **kwargs)
+
+        # === Config ===
+        self.masked_lm_head = masked_lm_head
+
+    def default_loss(self):
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def default_metrics(self):
+        return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+
+    @classmethod
+    def from_preset(cls, preset, sequence_length=None, **kwargs):
+        """The model on a checkpoint's backbone, masked-LM head and vocabulary.
+
+        Unlike the other task models, the head is required: a directory
+        without masked-LM weights (e.g. a plain `BertModel`) is refused,
+        since a fresh head would predict noise. The preprocessor keeps
+        "[MASK]" in the text whole and pads each batch to its longest text.
+
+        Args:
+            preset: a checkpoint directory with masked-LM head weights (a
+                Hugging Face `BertForMaskedLM` or `BertForPreTraining`, the
+                original release, a pretraining export).
+            sequence_length: longest packed text (default: the backbone's
+                `max_sequence_length`); longer texts are cut, and `fill_mask`
+                refuses one whose [MASK] is cut off.
+            **kwargs: constructor arguments; `preprocessor=None` attaches
+                none.
+
+        Raises:
+            ValueError: the checkpoint has no masked-LM head, or its head does
+                not fit the backbone.
+
+        Example:
+        >>> import tempfile
+        >>> directory = tempfile.mkdtemp() + "/plain"
+        >>> BertBackbone(6, 1, 2, 8, 16).save_to_preset(directory)
+        >>> BertMaskedLM.from_preset(directory)
+        Traceback (most recent call last):
+        ...
+        ValueError: .../plain has no masked-LM head weights (it holds the heads [])....
+        """
+        checkpoint = read_checkpoint(preset)
+        if MASKED_LM_HEAD not in checkpoint.head_weights:
+            raise ValueError(
+                f"{checkpoint.directory or preset} has no masked-LM head weights (it holds the "
+                f"heads {sorted(checkpoint.head_weights)}); BertMaskedLM needs a checkpoint "
+                "with one, e.g. a Hugging Face BertForMaskedLM or BertForPreTraining directory."
+            )
+        backbone = BertBackbone.from_config(checkpoint.backbone_config)
+        if "preprocessor" not in kwargs and checkpoint.vocabulary_file is not None:
+            kwargs["preprocessor"] = BertPreprocessor(
+                checkpoint_tokenizer(checkpoint, special_tokens_in_strings=True),
+                sequence_length=sequence_length or backbone.max_sequence_length,
+                padding="longest",
+                pad_to_multiple_of=PAD_TO_MULTIPLE_OF,
+            )
+        model = cls(backbone, **kwargs)
+        apply_checkpoint(model, checkpoint, heads={MASKED_LM_HEAD: MASKED_LM_LAYER})
+        return model
+
+    def preprocess_text(self, texts):
+        """The preprocessor's inputs plus `masked_positions`: each text's [MASK]s, padded with 0.
+
+        Example:
+        >>> from bert_keras.text.tokenizer import BertTokenizer
+        >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi"],
+        ...                           special_tokens_in_strings=True)
+        >>> backbone = BertBackbone(6, 1, 2, 8, 16)
+        >>> model = BertMaskedLM(backbone, preprocessor=BertPreprocessor(tokenizer, 8))
+        >>> model.preprocess_text(["hi [MASK]", "[MASK] hi [MASK]"])["masked_positions"].numpy()
+        array([[2, 0],
+               [1, 3]], dtype=int32)
+        """
+        features = dict(self.preprocessor(texts))
+        token_ids = features["token_ids"]  # [batch, seq]
+        positions = tf.broadcast_to(tf.range(tf.shape(token_ids)[-1]), tf.shape(token_ids))
+        is_mask = tf.equal(token_ids, self.preprocessor.tokenizer.mask_token_id)
+        # [batch, most masks in a text]
+        features["masked_positions"] = tf.ragged.boolean_mask(positions, is_mask).to_tensor()
+        return features
+
+    def fill_mask(self, texts, top_k=5, batch_size=None):
+        """The `top_k` likeliest tokens at each [MASK] of each text, best first.
+
+        What transformers' `pipeline("fill-mask", top_k=top_k)` returns:
+        each [MASK] is scored on its own (the other masks stay [MASK] in the
+        input), with the softmax of its logits over the whole vocabulary.
+
+        Args:
+            texts: a string, or a list of strings, each with at least one
+                "[MASK]".
+            top_k: how many tokens to return per [MASK].
+            batch_size: texts per forward pass (default 32); each batch is
+                padded to its longest text.
+
+        Returns:
+            For each text (for a single string, for it alone) a list with
+            one entry per [MASK], in order, each a list of `top_k` dicts
+            `{"token": str, "token_id": int, "score": float}`, highest score
+            first.
+
+        Raises:
+            ValueError: a text has no [MASK] (or its [MASK]s fall past the
+                packed length), there is no preprocessor, or its tokenizer
+                splits "[MASK]".
+
+        Example:
+        >>> from bert_keras.text.tokenizer import BertTokenizer
+        >>> vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat"]
+        >>> tokenizer = BertTokenizer(vocabulary, special_tokens_in_strings=True)
+        >>> model = BertMaskedLM(BertBackbone(8, 1, 2, 8, 16),
+        ...                      preprocessor=BertPreprocessor(tokenizer, 16))
+        >>> [best] = model.fill_mask("the [MASK] sat", top_k=2)
+        >>> len(best), sorted(best[0])
+        (2, ['score', 'token', 'token_id'])
+        >>> best[0]["score"] >= best[1]["score"]
+        True
+        >>> len(model.fill_mask(["[MASK] cat", "the [MASK] [MASK]"])[1])
+        2
+        >>> model.fill_mask(["the cat"])
+        Traceback (most recent call last):
+        ...
+        ValueError: Text 0 ('the cat') has no [MASK] token to fill.
+        """
+        single = isinstance(texts, (str, bytes))
+        texts = [texts] if single else list(texts)
+        tokenizer = self._fill_mask_tokenizer()
+        vocabulary_size = self.backbone.vocabulary_size
+        if not 1 <= top_k <= vocabulary_size:
+            raise ValueError(f"top_k is {top_k} but must be in [1, {vocabulary_size}].")
+        batch_size = batch_size or DEFAULT_BATCH_SIZE
+        results = []
+        for start in range(0, len(texts), batch_size):
+            batch_texts = texts[start : start + batch_size]
+            features = {
+                name: value.numpy() for name, value in self.preprocess_text(batch_texts).items()
+            }
+            mask_counts = (features["token_ids"] == tokenizer.mask_token_id).sum(-1)
+            self._check_masks(batch_texts, start, mask_counts, tokenizer)
+            logits = self.predict_on_batch(features)  # [batch, most masks, vocabulary_size]
+            scores, token_ids = ops.top_k(ops.softmax(logits, axis=-1), k=top_k)
+            scores, token_ids = ops.convert_to_numpy(scores), ops.convert_to_numpy(token_ids)
+            for text_scores, text_ids, count in zip(scores, token_ids, mask_counts):
+                results.append(
+                    [
+                        [
+                            {
+                                "token": tokenizer.id_to_token(int(token_id)),
+                                "token_id": int(token_id),
+                                "score": float(score),
+                            }
+                            for score, token_id in zip(mask_scores, mask_ids)
+                        ]
+                        for mask_scores, mask_ids in zip(text_scores[:count], text_ids[:count])
+                    ]
+                )
+        return results[0] if single else results
+
+    def _fill_mask_tokenizer(self):
+        if self.preprocessor is None:
+            raise ValueError(
+                "BertMaskedLM.fill_mask needs a preprocessor: build the model with "
+                "BertMaskedLM.from_preset(directory), or pass preprocessor=BertPreprocessor("
+                "BertTokenizer(vocabulary, special_tokens_in_strings=True), sequence_length)."
+            )
+        tokenizer = self.preprocessor.tokenizer
+        if not getattr(tokenizer, "special_tokens_in_strings", False):
+            raise ValueError(
+                "The preprocessor's tokenizer splits [MASK] written in a text into ordinary "
+                "pieces; build it with BertTokenizer(..., special_tokens_in_strings=True)."
+            )
+        return tokenizer
+
+    def _check_masks(self, texts, start, packed_mask_counts, tokenizer):
+        """Every text has a [MASK], and none was cut off by the packing."""
+        token_ids = tokenizer(texts)  # [batch, (tokens)], not truncated
+        mask_counts = tf.reduce_sum(
+            tf.cast(tf.equal(token_ids, tokenizer.mask_token_id), tf.int32), axis=-1
+        ).numpy()
+        for index, (text, count, packed) in enumerate(zip(texts, mask_counts, packed_mask_counts)):
+            shown = text if len(text) <= 60 else text[:57] + "..."
+            if not count:
+                raise ValueError(
+                    f"Text {start + index} ({shown!r}) has no {MASK_TOKEN} token to fill."
+                )
+            if packed < count:
+                raise ValueError(
+                    f"Text {start + index} ({shown!r}) has {count} {MASK_TOKEN} tokens but only "
+                    f"{packed} fit in sequence_length {self.preprocessor.sequence_length}."
+                )

@@ -1,0 +1,101 @@
+"""Sentence embeddings: the mean of a text's token vectors, as sentence-transformers' models use."""
+
+import keras
+import numpy as np
+
+from bert_keras.models.bert_task import BertTask
+from bert_keras.models.bert_task import backbone_inputs
+
+# torch.nn.functional.normalize's floor on the norm, so a zero vector stays zero.
+_NORM_EPSILON = 1e-12
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class BertSentenceEncoder(BertTask):
+    """Backbone → mean of the sequence output over real tokens: one vector per text.
+
+    How sentence-transformers' BERT models (all-MiniLM-L6-v2 and its kind)
+    are meant to be used: the average of the last layer's vectors over the
+    tokens, [CLS] and [SEP] included, padding excluded (`padding_mask`), then
+    (in `encode`) scaled to unit length, so a dot product is a cosine
+    similarity. The pooling is Keras' `GlobalAveragePooling1D` with the
+    padding mask, in float32 under any dtype policy.
+
+    A Functional model: inputs the backbone's, output float32
+    `[batch, hidden_dim]` (not normalised). With a preprocessor
+    (`from_preset` attaches one) `predict` and `encode` take raw text;
+    texts are cut at the preprocessor's `sequence_length` (`from_preset`'s
+    default 128; sentence-transformers cuts all-MiniLM-L6-v2's at 256).
+
+    Args:
+        backbone: a `BertBackbone`.
+        preprocessor: optional `BertPreprocessor`; needed for text.
+        **kwargs: standard `keras.Model` arguments.
+
+    Example:
+    >>> import numpy as np
+    >>> from bert_keras.models.bert_backbone import BertBackbone
+    >>> from bert_keras.text.preprocessor import BertPreprocessor
+    >>> from bert_keras.text.tokenizer import BertTokenizer
+    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"])
+    >>> encoder = BertSentenceEncoder(BertBackbone(7, 1, 2, 8, 16),
+    ...                               preprocessor=BertPreprocessor(tokenizer, 16))
+    >>> embeddings = encoder.encode(["a b", "a", "b b b"])
+    >>> embeddings.shape, bool(np.allclose(np.linalg.norm(embeddings, axis=-1), 1.0))
+    ((3, 8), True)
+    """
+
+    def __init__(self, backbone, **kwargs):
+        # === Layers ===
+        mean_pooling = keras.layers.GlobalAveragePooling1D(dtype="float32", name="mean_pooling")
+
+        # === Functional graph ===
+        inputs = backbone_inputs()
+        sequence_output = backbone(inputs)["sequence_output"]  # [batch, seq, hidden]
+        # The masked mean: sum over real tokens / their number.
+        embeddings = mean_pooling(sequence_output, mask=inputs["padding_mask"])  # [batch, hidden]
+        super().__init__(backbone, inputs=inputs, outputs=embeddings, **kwargs)
+
+        # === Config ===
+        self.mean_pooling = mean_pooling
+
+    def encode(self, texts, normalize=True, batch_size=None):
+        """One embedding per text, as a numpy array.
+
+        Args:
+            texts: a string or a list (or array) of strings.
+            normalize: scale each embedding to unit L2 norm (as
+                `torch.nn.functional.normalize`), so dot products are cosine
+                similarities.
+            batch_size: texts per forward pass (default 32); each batch is
+                padded to its longest text only.
+
+        Returns:
+            float32 numpy array `[len(texts), hidden_dim]` (`[hidden_dim]`
+            for a single string).
+
+        Example:
+        >>> from bert_keras.models.bert_backbone import BertBackbone
+        >>> from bert_keras.text.preprocessor import BertPreprocessor
+        >>> from bert_keras.text.tokenizer import BertTokenizer
+        >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a"])
+        >>> encoder = BertSentenceEncoder(BertBackbone(6, 1, 2, 8, 16),
+        ...                               preprocessor=BertPreprocessor(tokenizer, 16))
+        >>> encoder.encode("a a", normalize=False).shape
+        (8,)
+        """
+        if self.preprocessor is None:
+            raise ValueError(
+                "BertSentenceEncoder.encode needs a preprocessor: build the encoder with "
+                "BertSentenceEncoder.from_preset(directory), or pass "
+                "preprocessor=BertPreprocessor(tokenizer, sequence_length)."
+            )
+        single = isinstance(texts, (str, bytes))
+        embeddings = self.predict(
+            [texts] if single else texts, batch_size=batch_size, verbose=0
+        )  # [num_texts, hidden]
+        embeddings = np.asarray(embeddings, "float32")
+        if normalize:
+            norms = np.linalg.norm(embeddings, axis=-1, keepdims=True)
+            embeddings = embeddings / np.maximum(norms, _NORM_EPSILON)
+        return embeddings[0] if single else embeddings

@@ -1,0 +1,142 @@
+"""BertMaskedLM: fill-mask on raw text equals transformers' fill-mask pipeline."""
+
+import numpy as np
+import pytest
+import torch
+import transformers
+
+from bert_keras.models.bert_backbone import BertBackbone
+from bert_keras.models.bert_masked_lm import BertMaskedLM
+from bert_keras.text.preprocessor import BertPreprocessor
+from bert_keras.text.tokenizer import BertTokenizer
+from tests.test_case import TINY_INPUTS
+from tests.test_case import TestCase
+
+WORDS = [
+    "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+    *"the a an cat dog bird sat ran flew on under over mat tree roof paris london rome is".split(),
+    *"was capital city of france england italy big small old new and but , . ! ? it".split(),
+    *"she he they river ##s ##ing ##ed".split(),
+]  # fmt: skip
+TOLERANCE = 1e-5
+TOP_K = 5
+# One and two [MASK]s, different lengths (a batch is padded to its longest).
+TEXTS = [
+    "Paris is the capital of [MASK].",
+    "the [MASK] sat on the [MASK] .",
+    "a big dog ran under the old tree and [MASK] flew over the river",
+    "[MASK] is small",
+]
+FEATURES = dict(TINY_INPUTS, masked_positions=np.array([[1, 2], [3, 0], [4, 0], [1, 5]], "int32"))
+LABELS = np.array([[7, 9], [11, 0], [5, 0], [20, 21]], "int32")
+
+
+@pytest.fixture(scope="module")
+def masked_lm_directory(tmp_path_factory):
+    """A random transformers BertForMaskedLM (safetensors) with a vocab.txt."""
+    directory = tmp_path_factory.mktemp("masked_lm")
+    (directory / "vocab.txt").write_text("\n".join(WORDS) + "\n")
+    torch.manual_seed(0)
+    config = transformers.BertConfig(
+        vocab_size=len(WORDS),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        hidden_act="gelu",
+        # Weights far from the default 0.02 so the probabilities differ well
+        # beyond the tolerance and the top-k order is unambiguous.
+        initializer_range=0.3,
+    )
+    model = transformers.BertForMaskedLM(config).eval()
+    with torch.no_grad():
+        model.cls.predictions.bias.normal_(0.0, 1.0)
+    model.save_pretrained(directory, safe_serialization=True)
+    return str(directory)
+
+
+@pytest.fixture(scope="module")
+def masked_lm(masked_lm_directory):
+    return BertMaskedLM.from_preset(masked_lm_directory)
+
+
+def _pipeline_results(directory, texts):
+    """transformers' fill-mask results, one list per [MASK] for every text."""
+    fill_mask = transformers.pipeline("fill-mask", model=directory, top_k=TOP_K, device="cpu")
+    results = []
+    for text in texts:
+        result = fill_mask(text)
+        results.append(result if isinstance(result[0], list) else [result])
+    return results, fill_mask.tokenizer
+
+
+def test_fill_mask_matches_the_transformers_pipeline(masked_lm, masked_lm_directory):
+    expected, reference_tokenizer = _pipeline_results(masked_lm_directory, TEXTS)
+    actual = masked_lm.fill_mask(TEXTS, top_k=TOP_K, batch_size=3)  # two batches, both padded
+
+    assert [len(masks) for masks in actual] == [1, 2, 1, 1]
+    differences = []
+    for text_actual, text_expected in zip(actual, expected):
+        assert len(text_actual) == len(text_expected)
+        for mask_actual, mask_expected in zip(text_actual, text_expected):
+            ids = [candidate["token"] for candidate in mask_expected]
+            assert [candidate["token_id"] for candidate in mask_actual] == ids
+            assert [candidate["token"] for candidate in mask_actual] == (
+                reference_tokenizer.convert_ids_to_tokens(ids)
+            )
+            differences += [
+                abs(ours["score"] - theirs["score"])
+                for ours, theirs in zip(mask_actual, mask_expected)
+            ]
+    print("fill-mask max |score difference| vs transformers:", max(differences))
+    assert max(differences) <= TOLERANCE
+
+
+def test_a_single_text_gives_its_masks_alone(masked_lm):
+    [best] = masked_lm.fill_mask(TEXTS[0], top_k=3)
+    assert [candidate["token_id"] for candidate in best] == [
+        candidate["token_id"] for candidate in masked_lm.fill_mask(TEXTS[:1], top_k=3)[0][0]
+    ]
+    scores = [candidate["score"] for candidate in best]
+    assert scores == sorted(scores, reverse=True) and 0 < sum(scores) <= 1
+
+
+def test_mask_in_the_text_stays_one_token(masked_lm, masked_lm_directory):
+    text = "the [MASK] sat on the [MASK] ."
+    features = masked_lm.preprocess_text([text])
+    reference = transformers.AutoTokenizer.from_pretrained(masked_lm_directory)
+    padding_mask = features["padding_mask"].numpy()[0].astype(bool)
+    assert features["token_ids"].numpy()[0][padding_mask].tolist() == reference(text)["input_ids"]
+    assert features["masked_positions"].numpy().tolist() == [[2, 6]]
+
+
+def test_a_text_without_mask_is_named(masked_lm):
+    with pytest.raises(ValueError, match=r"Text 1 \('the cat sat'\) has no \[MASK\] token"):
+        masked_lm.fill_mask(["the [MASK] sat", "the cat sat"])
+
+
+def test_a_mask_cut_off_by_the_packing_is_named(masked_lm_directory):
+    model = BertMaskedLM.from_preset(masked_lm_directory, sequence_length=6)
+    with pytest.raises(ValueError, match=r"has 2 \[MASK\] tokens but only 1 fit"):
+        model.fill_mask(["[MASK] cat sat on the [MASK]"])
+
+
+def test_a_checkpoint_without_masked_lm_head_is_refused(tmp_path):
+    (tmp_path / "vocab.txt").write_text("\n".join(WORDS) + "\n")
+    BertBackbone(len(WORDS), 1, 2, 8, 16).save_to_preset(str(tmp_path / "plain"))
+    with pytest.raises(ValueError, match=r"plain has no masked-LM head weights"):
+        BertMaskedLM.from_preset(str(tmp_path / "plain"))
+
+
+def test_a_tokenizer_that_splits_mask_is_refused():
+    tokenizer = BertTokenizer(WORDS)  # special_tokens_in_strings=False
+    backbone = BertBackbone(len(WORDS), 1, 2, 8, 16)
+    model = BertMaskedLM(backbone, preprocessor=BertPreprocessor(tokenizer, 16))
+    with pytest.raises(ValueError, match="special_tokens_in_strings=True"):
+        model.fill_mask(["the [MASK] sat"])
+
+
+class TestBertMaskedLM(TestCase):
+    def test_shared_checks(self):
+        self.run_task_test(BertMaskedLM, {}, FEATURES, LABELS, unused_weights=("pooler_dense",))
