@@ -9,6 +9,7 @@ from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_masked_lm import BertMaskedLM
 from bert_keras.text.preprocessor import BertPreprocessor
 from bert_keras.text.tokenizer import BertTokenizer
+from tests.checkpoints import save_tiny
 from tests.test_case import TINY_INPUTS
 from tests.test_case import TestCase
 
@@ -36,23 +37,21 @@ def masked_lm_directory(tmp_path_factory):
     """A random transformers BertForMaskedLM (safetensors) with a vocab.txt."""
     directory = tmp_path_factory.mktemp("masked_lm")
     (directory / "vocab.txt").write_text("\n".join(WORDS) + "\n")
-    torch.manual_seed(0)
-    config = transformers.BertConfig(
+    model = save_tiny(
+        "BertForMaskedLM",
+        directory,
         vocab_size=len(WORDS),
         hidden_size=32,
-        num_hidden_layers=2,
         num_attention_heads=4,
         intermediate_size=64,
         max_position_embeddings=64,
-        hidden_act="gelu",
         # Weights far from the default 0.02 so the probabilities differ well
         # beyond the tolerance and the top-k order is unambiguous.
         initializer_range=0.3,
     )
-    model = transformers.BertForMaskedLM(config).eval()
     with torch.no_grad():
         model.cls.predictions.bias.normal_(0.0, 1.0)
-    model.save_pretrained(directory, safe_serialization=True)
+    model.save_pretrained(directory)  # with the bias drawn above
     return str(directory)
 
 
