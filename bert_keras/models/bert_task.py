@@ -1,5 +1,7 @@
 """What every task model shares: a backbone, its dtype, raw text input, its serialisation."""
 
+import inspect
+
 import keras
 
 from bert_keras.checkpoints import read_checkpoint
@@ -147,8 +149,9 @@ class BertTask(keras.Model):
             preset: a checkpoint directory.
             sequence_length: the preprocessor's packed length (the original
                 run_classifier.py's default is 128).
-            **kwargs: the task's constructor arguments (e.g. `num_classes`);
-                `preprocessor=None` attaches none.
+            **kwargs: the task's constructor arguments (e.g. `num_classes`,
+                by default the checkpoint head's outputs when it has the
+                task's head); `preprocessor=None` attaches none.
 
         Example:
         >>> import os, tempfile
@@ -164,6 +167,13 @@ class BertTask(keras.Model):
         (2, 2)
         """
         checkpoint = read_checkpoint(preset)
+        if "num_classes" in inspect.signature(cls).parameters and "num_classes" not in kwargs:
+            kwargs["num_classes"] = checkpoint.num_labels(heads=(cls.checkpoint_head,))
+            if kwargs["num_classes"] is None:
+                raise ValueError(
+                    f"{preset} has no {cls.checkpoint_head} head to take the number of classes "
+                    "from: give num_classes."
+                )
         backbone = BertBackbone.from_config(checkpoint.backbone_config)
         if "preprocessor" not in kwargs:
             kwargs["preprocessor"] = checkpoint_preprocessor(

@@ -220,3 +220,9 @@ def test_from_preset_loads_backbone_head_and_preprocessor(vocabulary_file, tmp_p
     np.testing.assert_array_equal(np.asarray(logits.bias), head["bias"])
     fresh = BertClassifier.from_preset(headed, num_classes=3).get_layer("logits")
     assert not np.any(np.asarray(fresh.bias))  # no head of that shape: freshly initialised
+    # Without num_classes, the checkpoint's head gives it; without a head, it must be given.
+    inferred = BertClassifier.from_preset(headed, preprocessor=None)
+    assert inferred.num_classes == 2
+    np.testing.assert_array_equal(np.asarray(inferred.get_layer("logits").bias), head["bias"])
+    with pytest.raises(ValueError, match="has no classifier head to take the number of classes"):
+        BertClassifier.from_preset(directory)
