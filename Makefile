@@ -8,7 +8,8 @@
 #   make test PYTEST_ARGS='-m "not large"'  the quick subset: leaves out the tests marked large
 #   make test TESTS=tests/layers    a part of tests/
 #   make demo                       python -m tasks.demo
-#   make bench                      python -m benchmarks.backbone
+#   make bench                      every benchmark against its peer: build/bench/report.md, report.json,
+#                                   ratios.png (python -m benchmarks.report); QUICK=1: small sizes, minutes
 #   make serving-compat             every task's SavedModel answers the same under TensorFlow 2.17
 #                                   (TF Serving 2.17-2.19's core) and its tensorflow-text, in .venv-tf217
 #   make bazel-build                bazel build //... (installs Debian's bazel-bootstrap when bazel is missing)
@@ -127,7 +128,7 @@ serving-compat: $(VENV_STAMP) $(TF217_STAMP)
 	  --side_python=$(TF217_VENV)/bin/python
 
 bench: $(VENV_STAMP)
-	env $(TEST_ENV) $(PYTHON) -m benchmarks.backbone
+	env $(TEST_ENV) $(PYTHON) -m benchmarks.report $(if $(filter 1,$(QUICK)),--quick)
 
 # Debian's bazel-bootstrap (4.2.3); third_party/bazel_offline/ lets it build without network.
 bazel-install:

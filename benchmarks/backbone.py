@@ -19,6 +19,7 @@ from absl import app
 from absl import flags
 
 from benchmarks import common
+from benchmarks import measurements
 from bert_keras.training.host_memory import restart_with_huge_page_malloc
 
 BACKENDS = ("tensorflow", "jax", "torch")
@@ -130,6 +131,26 @@ def main(argv):
     for backend in _BACKENDS.value:
         rows += _run_backend(backend)
     _print_table(rows)
+    measurements.write_measurements(_measurement_rows(rows))
+
+
+def _measurement_rows(rows):
+    settings = (
+        f"batch {common.BATCH_SIZE.value}, seq {common.SEQUENCE_LENGTH.value}, {_DTYPE.value}, "
+        f"median of {common.REPEATS.value}"
+    )
+    return [
+        measurements.measurement(
+            "backbone",
+            f"{row['preset']} {row['mode'].replace('_', ' ')} seq/s",
+            row["bert_keras"],
+            "keras-hub",
+            row["keras_hub"],
+            backend=row["backend"],
+            settings=settings,
+        )
+        for row in rows
+    ]
 
 
 if __name__ == "__main__":

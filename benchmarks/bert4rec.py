@@ -28,6 +28,7 @@ from absl import app
 from absl import flags
 
 from benchmarks import common
+from benchmarks import measurements
 from bert_keras.training.host_memory import restart_with_huge_page_malloc
 
 _PARTS = flags.DEFINE_list("parts", ["movielens", "speed"], "Parts to run.")
@@ -112,6 +113,45 @@ def main(argv):
             raise app.UsageError(f"--parts: unknown part {part!r}; known: movielens, speed.")
         results[part] = movielens() if part == "movielens" else speed()
     print(json.dumps(results))
+    measurements.write_measurements(_measurement_rows(results))
+
+
+def _measurement_rows(results):
+    """BERT4Rec's NDCG@10 and HR@10 beside the best baseline's (by NDCG@10); its speed alone."""
+    import keras
+
+    rows = []
+    if "movielens" in results:
+        by_name = results["movielens"]
+        baseline = max(
+            (name for name in by_name if name != "bert4rec"),
+            key=lambda name: by_name[name]["test/full/ndcg@10"],
+        )
+        for metric in ("ndcg@10", "hr@10"):
+            rows.append(
+                measurements.measurement(
+                    "bert4rec",
+                    f"MovieLens-100K {metric.upper()}",
+                    by_name["bert4rec"][f"test/full/{metric}"],
+                    f"{baseline} baseline",
+                    by_name[baseline][f"test/full/{metric}"],
+                    backend=keras.backend.backend(),
+                    settings=f"{_EPOCHS.value} epochs",
+                )
+            )
+    if "speed" in results:
+        rows.append(
+            measurements.measurement(
+                "bert4rec",
+                "ML-1M training windows/s",
+                results["speed"]["windows_per_second"],
+                None,
+                None,
+                backend=results["speed"]["backend"],
+                settings=f"median of {common.REPEATS.value}; no peer in this environment",
+            )
+        )
+    return rows
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ import time
 from absl import app
 from absl import flags
 
+from benchmarks import measurements
 from benchmarks.common import REPOSITORY
 from bert_keras.data.offline_text import docstring_corpus
 from bert_keras.data.offline_text import vocab_file
@@ -230,8 +231,14 @@ def main(argv):
         results["baseline"] = run_measured(
             baseline, {**environment, "PYTHONPATH": _BASELINE.value}, cwd=_BASELINE.value
         )
+    model_garden_missing = "skipped (--skip_model_garden)" if _SKIP_MODEL_GARDEN.value else None
     if not _SKIP_MODEL_GARDEN.value:
-        python, script = ensure_model_garden()
+        try:
+            python, script = ensure_model_garden()
+        except (OSError, subprocess.CalledProcessError) as error:
+            model_garden_missing = f"Model Garden could not be installed: {error}"
+            print(model_garden_missing)
+    if model_garden_missing is None:
         theirs = [
             python,
             script,
@@ -267,6 +274,42 @@ def main(argv):
             f"Same output bytes as the baseline: {_same_files(work_dir, 'ours.tfrecord', 'baseline.tfrecord')}"
         )
     print(results["bert_keras"][-1])
+    measurements.write_measurements(_measurement_rows(results, megabytes, model_garden_missing))
+
+
+def _measurement_rows(results, megabytes, model_garden_missing):
+    """Our MB/min and peak RSS beside each peer's; a missing Model Garden gives rows with its reason."""
+    settings = f"{megabytes:.1f} MB corpus, dupe_factor {_DUPE_FACTOR.value}"
+    ours_seconds, _, ours_largest, *_ = results["bert_keras"]
+    peers = {"model_garden": "Model Garden", "baseline": "baseline checkout"}
+    rows = []
+    for name, label in peers.items():
+        if name not in results and not (name == "model_garden" and model_garden_missing):
+            continue
+        seconds, _, largest, *_ = results.get(name, (None, None, None))
+        pair = [
+            measurements.measurement(
+                "create_pretraining_data",
+                "MB/min",
+                megabytes / ours_seconds * 60,
+                label,
+                seconds and megabytes / seconds * 60,
+                settings=settings,
+            ),
+            measurements.measurement(
+                "create_pretraining_data",
+                "peak RSS MB",
+                ours_largest / 2**20,
+                label,
+                largest and largest / 2**20,
+                higher_is_better=False,
+                settings=settings,
+            ),
+        ]
+        if name not in results:
+            pair = [{**row, "error": model_garden_missing} for row in pair]
+        rows += pair
+    return rows
 
 
 if __name__ == "__main__":

@@ -64,6 +64,7 @@ from absl import logging
 
 # --batch_size, --sequence_length and --repeats are the shared flags of benchmarks.common.
 from benchmarks import common
+from benchmarks import measurements
 from benchmarks import sst2_finetuning
 from bert_keras.data.offline_text import docstring_corpus
 from bert_keras.data.offline_text import vocab_file
@@ -440,6 +441,17 @@ def _measure_squad(checkpoint, work_dir):
         f"First windows: same token ids in {same_ids} of {examples} questions, same answer "
         f"start/end in {same_positions}."
     )
+    return [
+        measurements.measurement(
+            "finetuning",
+            "SQuAD feature building examples/s",
+            num_examples / seconds["bert_keras"],
+            "transformers run_qa.py",
+            results["transformers"][0] / seconds["transformers"],
+            backend=keras.backend.backend(),
+            settings=f"{num_examples} questions, median of {_SQUAD_REPEATS.value}",
+        )
+    ]
 
 
 class BatchEndTimes(keras.callbacks.Callback):
@@ -632,6 +644,22 @@ def _measure_finetuning(checkpoint, description, work_dir):
         f"of the bare train step's speed; ratio bert_keras fit / transformers: "
         f"{seconds['transformers'] / seconds['bert_keras fit']:.2f}"
     )
+    settings = (
+        f"{description}, batch {common.BATCH_SIZE.value}, seq {common.SEQUENCE_LENGTH.value}, "
+        f"median of {common.REPEATS.value} rounds of {_STEPS_PER_ROUND.value} steps"
+    )
+    return [
+        measurements.measurement(
+            "finetuning",
+            f"{name} seq/s",
+            common.BATCH_SIZE.value / seconds[name],
+            "transformers",
+            common.BATCH_SIZE.value / seconds["transformers"],
+            backend=keras.backend.backend(),
+            settings=settings,
+        )
+        for name in ("bert_keras fit", "bert_keras step")
+    ]
 
 
 def _torch_threads():
@@ -668,12 +696,14 @@ def main(argv):
         torch.set_num_threads(_TORCH_THREADS.value)
     with tempfile.TemporaryDirectory(prefix="finetuning_benchmark_") as work_dir:
         checkpoint, description = _checkpoint(work_dir)
+        rows = []
         if "squad" in _PARTS.value:
-            _measure_squad(checkpoint, work_dir)
+            rows += _measure_squad(checkpoint, work_dir)
         if "finetuning" in _PARTS.value:
-            _measure_finetuning(checkpoint, description, work_dir)
+            rows += _measure_finetuning(checkpoint, description, work_dir)
         if "sst2" in _PARTS.value:
-            sst2_finetuning.measure(checkpoint)
+            rows += sst2_finetuning.measure(checkpoint)
+    measurements.write_measurements(rows)
 
 
 if __name__ == "__main__":

@@ -48,6 +48,7 @@ from absl import app
 from absl import flags
 
 from benchmarks import common
+from benchmarks import measurements
 from bert_keras.training.host_memory import restart_with_huge_page_malloc
 
 _PRESET = flags.DEFINE_string("preset", "bert_small", "Backbone size.")
@@ -288,6 +289,26 @@ def main(argv):
             f"{name:<14} {rate:>12.1f} {ours / rate:>18.2f} {done[name] / 1e9:>11.2f} "
             f"{done[name] / done['bert_keras']:>11.2f} {mfu:>7}"
         )
+    settings = (
+        f"{_PRESET.value}, batch {common.BATCH_SIZE.value}, seq {common.SEQUENCE_LENGTH.value}, "
+        f"{_PREDICTIONS.value} predictions, precision {_MIXED_PRECISION.value}, "
+        f"median of {common.REPEATS.value}"
+    )
+    measurements.write_measurements(
+        [
+            measurements.measurement(
+                "pretraining",
+                "train step seq/s",
+                ours,
+                peer,
+                common.BATCH_SIZE.value / seconds[peer],
+                backend=keras.backend.backend(),
+                settings=settings,
+            )
+            for peer in seconds
+            if peer != "bert_keras"
+        ]
+    )
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ import tempfile
 from absl import app
 from absl import flags
 
+from benchmarks import measurements
 from benchmarks.common import BATCH_SIZE
 from benchmarks.common import REPOSITORY
 from benchmarks.common import SEQUENCE_LENGTH
@@ -98,10 +99,23 @@ def main(argv):
             two, error = _examples_per_second(directory, records, 2, backend)
     print(f"{backend}: {_PRESET.value}, seq {SEQUENCE_LENGTH.value}, {BATCH_SIZE.value}/replica")
     print(f"  1 replica : {one:8.1f} examples/s")
+    settings = f"{_PRESET.value}, seq {SEQUENCE_LENGTH.value}, {BATCH_SIZE.value}/replica"
     if two is None:
         print(f"  2 replicas: n/a ({error})")
-        return
-    print(f"  2 replicas: {two:8.1f} examples/s   scaling efficiency {two / (2 * one):.2f}")
+    else:
+        print(f"  2 replicas: {two:8.1f} examples/s   scaling efficiency {two / (2 * one):.2f}")
+    row = measurements.measurement(
+        "scaling",
+        "2 replicas examples/s",
+        two or 0.0,
+        "2 x one replica",
+        2 * one,
+        backend=backend,
+        settings=settings,
+    )
+    measurements.write_measurements(
+        [row if two else {**row, "ours": None, "ratio": None, "error": error}]
+    )
 
 
 if __name__ == "__main__":

@@ -29,6 +29,8 @@ import time
 from absl import app
 from absl import flags
 
+from benchmarks import measurements
+
 _REQUESTS = flags.DEFINE_integer("requests", 500, "Single-text requests timed for latency.")
 _BATCH_SIZE = flags.DEFINE_integer("batch_size", 32, "Texts per request for throughput.")
 _BATCHES = flags.DEFINE_integer("batches", 20, "Batched requests timed for throughput.")
@@ -162,6 +164,41 @@ def main(argv):
         f"ours / transformers: throughput {throughput / their_throughput:.2f}x "
         f"({throughput / one_by_one:.2f}x the unbatched pipeline), p50 {p50 / their_p50:.2f}x, "
         f"p99 {p99 / their_p99:.2f}x (latency: lower is better)"
+    )
+    settings = (
+        f"{len(single)} requests, {_BATCHES.value} batches of {_BATCH_SIZE.value}, {source}, "
+        f"sequence_length {_SEQUENCE_LENGTH.value}"
+    )
+    peer = "transformers pipeline"
+    measurements.write_measurements(
+        [
+            measurements.measurement(
+                "serving",
+                "p50 latency ms, batch 1",
+                p50,
+                peer,
+                their_p50,
+                higher_is_better=False,
+                settings=settings,
+            ),
+            measurements.measurement(
+                "serving",
+                "p99 latency ms, batch 1",
+                p99,
+                peer,
+                their_p99,
+                higher_is_better=False,
+                settings=settings,
+            ),
+            measurements.measurement(
+                "serving",
+                f"texts/s at batch {_BATCH_SIZE.value}",
+                throughput,
+                peer,
+                their_throughput,
+                settings=settings,
+            ),
+        ]
     )
     return 0
 

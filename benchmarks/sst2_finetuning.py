@@ -33,6 +33,7 @@ import time
 
 from absl import flags
 
+from benchmarks import measurements
 from benchmarks.common import REPOSITORY
 
 SST2_DIR = os.path.join(os.path.dirname(REPOSITORY), "shared", "data", "sst2")
@@ -53,10 +54,14 @@ _BATCH_SIZE = 32
 
 
 def measure(checkpoint):
-    """Runs every program on the SST-2 subset and prints seconds, accuracy and ratios."""
+    """Runs every program on the SST-2 subset, prints seconds, accuracy and ratios, returns rows.
+
+    The rows (`benchmarks.measurements`) hold each bert_keras run's seconds and dev accuracy
+    beside transformers'.
+    """
     if not os.path.isfile(os.path.join(SST2_DIR, "train.tsv")):
         print(f"sst2: skipped, no SST-2 files in {SST2_DIR}.")
-        return
+        return [measurements.failure("sst2", f"no SST-2 files in {SST2_DIR}")]
     rows = {}
     with tempfile.TemporaryDirectory(prefix="sst2_benchmark_") as work_dir:
         rows["transformers (torch)"] = _timed(
@@ -100,6 +105,28 @@ def measure(checkpoint):
             f"{statistics.median(later) if later else float('nan'):>15.1f} "
             f"{row['accuracy']:>13.4f} {row['seconds'] / reference:>20.2f}"
         )
+    settings = (
+        f"{_TRAIN_EXAMPLES.value} train sentences, {_EPOCHS.value} epochs, batch {_BATCH_SIZE}"
+    )
+    reference_accuracy = rows["transformers (torch)"]["accuracy"]
+    return [
+        measurements.measurement(
+            "sst2",
+            f"{measure}{' (buckets)' if name.endswith('buckets') else ''}",
+            row[key],
+            "transformers (torch)",
+            peer_value,
+            backend=name.split()[1],
+            higher_is_better=higher_is_better,
+            settings=settings,
+        )
+        for name, row in rows.items()
+        if name.startswith("bert_keras")
+        for measure, key, peer_value, higher_is_better in (
+            ("program seconds", "seconds", reference, False),
+            ("dev accuracy", "accuracy", reference_accuracy, True),
+        )
+    ]
 
 
 def _classify_command(checkpoint, output_dir, bucket_by_length):

@@ -30,6 +30,7 @@ import time
 from absl import app
 from absl import flags
 
+from benchmarks import measurements
 from bert_keras.data.offline_text import module_docstrings
 
 _MEGABYTES = flags.DEFINE_float("megabytes", 6.0, "Size of the text.")
@@ -194,6 +195,21 @@ def main(argv):
     ours_seconds = seconds["bert_keras BertTokenizer (tf.function)"]
     transformers_seconds = seconds["transformers fast tokenizer"]
     print(f"\nratio bert_keras / transformers: {transformers_seconds / ours_seconds:.1f}x")
+    settings = f"{megabytes:.2f} MB, batch {_BATCH_SIZE.value}, best of {_REPEATS.value}"
+    measurements.write_measurements(
+        [
+            measurements.measurement(
+                "tokenizer",
+                f"MB/s {name[len('bert_keras BertTokenizer ') :]}",
+                megabytes / seconds[name],
+                "transformers fast tokenizer",
+                megabytes / transformers_seconds,
+                settings=settings,
+            )
+            for name in tokenizers_under_test
+            if name.startswith("bert_keras")
+        ]
+    )
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@ import ast
 import os
 import pathlib
 import shutil
+import subprocess
+import sys
 
 import h5py
 import keras_hub
@@ -27,8 +29,8 @@ from tests.checkpoints import TOLERANCE
 from tests.checkpoints import assert_close
 from tests.checkpoints import max_difference
 from tests.checkpoints import tiny_inputs
-from tests.tools.test_convert_checkpoint import run_in_process
 
+REPOSITORY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 VOCABULARY = [
     "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
     "the", "a", "cat", "dog", "sat", "on", "mat", "ran", "far", "away", "big", "small",
@@ -193,12 +195,15 @@ def test_our_backbone_converted_by_the_tool_loads_in_keras_hub(tmp_path):
     vocabulary = tmp_path / "vocab.txt"
     vocabulary.write_text("\n".join(VOCABULARY) + "\n")
     ours.save_to_preset(str(tmp_path / "ours"), vocabulary_file=str(vocabulary))
-    message = run_in_process(
-        f"--source={tmp_path / 'ours'}",
-        f"--output_dir={tmp_path / 'hub'}",
-        "--output_format=keras_hub",
+    # In a child process: the tool's absl flags would clash with other programs' in this one.
+    completed = subprocess.run(
+        [sys.executable, "-m", "tools.convert_checkpoint", f"--source={tmp_path / 'ours'}"]
+        + [f"--output_dir={tmp_path / 'hub'}", "--output_format=keras_hub"],
+        cwd=REPOSITORY,
+        capture_output=True,
+        text=True,
     )
-    assert message is None
+    assert completed.returncode == 0, completed.stderr[-3000:]
     theirs = keras_hub.models.BertBackbone.from_preset(str(tmp_path / "hub"))
     differences = max_difference(ours, tiny_inputs(), _numpy(theirs(tiny_inputs())))
     print("bert_keras -> keras-hub via the tool, max |difference|:", differences)

@@ -1,0 +1,453 @@
+"""One report of every benchmark: each beside its peer, measured in the same run.
+
+Runs each benchmark of `BENCHMARKS` as a child process (one per Keras
+backend where the benchmark measures the current backend), with its full or,
+with `--quick`, its quick flags and `--json_output`, gathers the rows they
+hand back (`benchmarks.measurements`) and writes to `--output_dir`:
+
+* `report.md`: the machine, the package versions, the date, a table of every
+  measurement (ours, the peer's, the ratio ours / peer) and one of every run
+  (flags, seconds, status);
+* `report.json`: the same as data;
+* `ratios.png`: a bar of ours / peer per measurement, with a line at 1.0.
+
+A benchmark that fails, times out or whose peer is missing shows up as a row
+with its error; the report is written all the same.
+
+    python -m benchmarks.report --quick          # what `make bench QUICK=1` runs
+    python -m benchmarks.report --only=backbone,tokenizer
+"""
+
+import collections
+import datetime
+import importlib.metadata
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+
+from absl import app
+from absl import flags
+
+from benchmarks import measurements
+from benchmarks.common import REPOSITORY
+from bert_keras.atomic_files import atomic_file
+from bert_keras.atomic_files import write_text
+
+BACKENDS = ("tensorflow", "jax", "torch")
+PACKAGES = ("keras", "tensorflow", "jax", "torch", "keras-hub", "transformers")
+
+# backends: None runs the program once (it picks its backends itself, or has none); a tuple
+# runs it once per backend with KERAS_BACKEND set. quick_flags None: left out of --quick.
+Benchmark = collections.namedtuple(
+    "Benchmark", "name module backends quick_backends full_flags quick_flags"
+)
+
+BENCHMARKS = (
+    Benchmark(
+        "backbone",
+        "benchmarks.backbone",
+        None,
+        None,
+        [],
+        [
+            "--backends=jax",
+            "--sizes=bert_tiny",
+            "--batch_size=8",
+            "--sequence_length=64",
+            "--repeats=3",
+        ],
+    ),
+    Benchmark(
+        "pretraining",
+        "benchmarks.pretraining",
+        BACKENDS,
+        ("jax",),
+        [],
+        [
+            "--preset=bert_tiny",
+            "--batch_size=8",
+            "--sequence_length=64",
+            "--predictions=5",
+            "--repeats=3",
+        ],
+    ),
+    Benchmark(
+        "tokenizer",
+        "benchmarks.tokenizer",
+        None,
+        None,
+        [],
+        ["--megabytes=0.5", "--batch_size=1024", "--repeats=2"],
+    ),
+    Benchmark(
+        "create_pretraining_data",
+        "benchmarks.create_pretraining_data",
+        None,
+        None,
+        [],
+        ["--corpus_megabytes=0.5", "--benchmark_dupe_factor=1", "--skip_model_garden"],
+    ),
+    Benchmark(
+        "finetuning",
+        "benchmarks.finetuning",
+        BACKENDS,
+        ("jax",),
+        [],
+        [
+            "--preset=bert_tiny",
+            "--squad_questions=100",
+            "--squad_repeats=1",
+            "--finetuning_examples=64",
+            "--batch_size=8",
+            "--sequence_length=64",
+            "--repeats=2",
+            "--steps_per_round=2",
+        ],
+    ),
+    Benchmark("sst2", "benchmarks.finetuning", None, None, ["--parts=sst2"], None),
+    Benchmark(
+        "serving",
+        "benchmarks.serving",
+        None,
+        None,
+        [],
+        ["--requests=20", "--batches=2", "--batch_size=8"],
+    ),
+    Benchmark(
+        "bert4rec",
+        "benchmarks.bert4rec",
+        BACKENDS,
+        ("jax",),
+        [],
+        ["--parts=movielens", "--movielens_epochs=1"],
+    ),
+    Benchmark("scaling", "benchmarks.scaling", BACKENDS, None, [], None),
+)
+
+_QUICK = flags.DEFINE_bool("quick", False, "Small sizes and few rounds: minutes, not hours.")
+_OUTPUT_DIR = flags.DEFINE_string(
+    "output_dir", os.path.join(REPOSITORY, "build", "bench"), "Where the report goes."
+)
+_ONLY = flags.DEFINE_list("only", [], "Run only these benchmarks (default: all).")
+_TIMEOUT = flags.DEFINE_integer(
+    "timeout_s", None, "Seconds one benchmark run may take (default: 600 quick, 7200 full)."
+)
+
+
+def machine_description():
+    """The CPU model, its cores (and those this process may use) and the memory, in words.
+
+    Example:
+    >>> "cores" in machine_description()
+    True
+    """
+    model = platform.processor() or platform.machine()
+    memory = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            names = [
+                line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")
+            ]
+        model = names[0] if names else model
+        with open("/proc/meminfo", encoding="utf-8") as meminfo:
+            kilobytes = int(
+                next(line for line in meminfo if line.startswith("MemTotal")).split()[1]
+            )
+        memory = f", {kilobytes / 2**20:.1f} GiB memory"
+    except (OSError, StopIteration, ValueError):
+        pass
+    return (
+        f"{model}, {os.cpu_count()} cores ({len(os.sched_getaffinity(0))} usable){memory}, "
+        f"{platform.system()} {platform.release()}"
+    )
+
+
+def package_versions(packages=PACKAGES):
+    """{package: installed version, or "not installed"}, read from the distributions' metadata.
+
+    Example:
+    >>> package_versions(("absl-py", "no-such-package-here"))["no-such-package-here"]
+    'not installed'
+    """
+    versions = {}
+    for package in packages:
+        try:
+            versions[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            versions[package] = "not installed"
+    return versions
+
+
+def runs(quick, only=()):
+    """(benchmark, backend or None, flags) of every child process a report starts.
+
+    Example:
+    >>> [(name, backend) for name, backend, _ in runs(quick=True, only=["pretraining"])]
+    [('pretraining', 'jax')]
+    """
+    planned = []
+    for benchmark in BENCHMARKS:
+        if only and benchmark.name not in only:
+            continue
+        benchmark_flags = benchmark.quick_flags if quick else benchmark.full_flags
+        if benchmark_flags is None:
+            planned.append((benchmark, None, None))
+            continue
+        backends = (benchmark.quick_backends if quick else None) or benchmark.backends or (None,)
+        planned += [(benchmark, backend, benchmark_flags) for backend in backends]
+    return [(benchmark.name, backend, flags_) for benchmark, backend, flags_ in planned]
+
+
+def _error_tail(text, lines=6):
+    kept = [line for line in text.strip().splitlines() if line.strip()][-lines:]
+    return "\n".join(kept) or "no output"
+
+
+def run_benchmark(name, backend, benchmark_flags, timeout_s):
+    """Runs one benchmark in a child process; returns (rows, run record).
+
+    The rows are the child's `--json_output`, or one failure row with the
+    end of its error output when it fails, times out or writes none.
+    """
+    module = next(benchmark.module for benchmark in BENCHMARKS if benchmark.name == name)
+    environment = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    if backend:
+        environment["KERAS_BACKEND"] = backend
+    with tempfile.TemporaryDirectory(prefix="bench_report_") as directory:
+        output = os.path.join(directory, "rows.json")
+        command = [sys.executable, "-m", module, *benchmark_flags, f"--json_output={output}"]
+        start = time.perf_counter()
+        error = None
+        try:
+            completed = subprocess.run(
+                command,
+                cwd=REPOSITORY,
+                env=environment,
+                capture_output=True,
+                text=True,
+                timeout=timeout_s,
+            )
+            if completed.returncode != 0:
+                error = f"exit status {completed.returncode}: {_error_tail(completed.stderr)}"
+            elif not os.path.exists(output):
+                error = f"wrote no measurements: {_error_tail(completed.stdout)}"
+        except subprocess.TimeoutExpired:
+            error = f"timed out after {timeout_s} s"
+        seconds = time.perf_counter() - start
+        if error is None:
+            with open(output, encoding="utf-8") as file:
+                rows = json.load(file)
+        else:
+            rows = [measurements.failure(name, error, backend=backend)]
+    record = {
+        "benchmark": name,
+        "backend": backend,
+        "flags": " ".join(benchmark_flags),
+        "seconds": round(seconds, 1),
+        "status": "failed" if error else "ok",
+    }
+    print(f"{name} ({backend or 'no backend'}): {record['status']} in {seconds:.0f} s", flush=True)
+    return rows, record
+
+
+def _cell(value, digits=2):
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}" if abs(value) < 1e4 else f"{value:.0f}"
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _status(row):
+    if row.get("skipped"):
+        return f"skipped: {row['error']}"
+    return f"FAILED: {row['error']}" if row.get("error") else "ok"
+
+
+def markdown_report(rows, run_records, context):
+    """The report as Markdown: context, a table of the measurements, a table of the runs.
+
+    `context` holds "date", "machine", "versions" ({package: version}) and
+    "mode" ("quick" or "full").
+
+    Example:
+    >>> from benchmarks.measurements import measurement
+    >>> row = measurement("backbone", "train step seq/s", 30.0, "keras-hub", 20.0, backend="jax")
+    >>> context = {"date": "2025-01-01", "machine": "a CPU", "versions": {"keras": "3"}, "mode": "quick"}
+    >>> "| backbone | jax | train step seq/s | 30.00 | keras-hub | 20.00 | 1.50 | higher | ok |" in (
+    ...     markdown_report([row], [], context)
+    ... )
+    True
+    """
+    versions = ", ".join(f"{package} {version}" for package, version in context["versions"].items())
+    lines = [
+        "# bert_keras benchmarks",
+        "",
+        f"- Date: {context['date']}",
+        f"- Mode: {context['mode']}"
+        + (
+            " (small sizes and few rounds: a smoke run, not figures to quote)"
+            if context["mode"] == "quick"
+            else ""
+        ),
+        f"- Machine: {context['machine']}",
+        f"- Packages: {versions}",
+        "",
+        "Ratio is ours / peer, measured in the same run; the `better` column says which way is better.",
+        "",
+        "## Measurements",
+        "",
+        "| benchmark | backend | measure | bert_keras | peer | peer value | ratio | better | status |",
+        "|---|---|---|---:|---|---:|---:|---|---|",
+    ]
+    for row in rows:
+        cells = [
+            row["benchmark"],
+            row.get("backend") or "—",
+            row.get("measure") or "—",
+            _cell(row.get("ours")),
+            row.get("peer") or "—",
+            _cell(row.get("peer_value")),
+            _cell(row.get("ratio")),
+            "higher" if row.get("higher_is_better", True) else "lower",
+            _status(row),
+        ]
+        lines.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
+    settings = sorted(
+        {(row["benchmark"], row.get("settings")) for row in rows if row.get("settings")}
+    )
+    if settings:
+        lines += ["", "## Settings", ""]
+        lines += [f"- {benchmark}: {text}" for benchmark, text in settings]
+    if run_records:
+        lines += [
+            "",
+            "## Runs",
+            "",
+            "| benchmark | backend | flags | seconds | status |",
+            "|---|---|---|---:|---|",
+        ]
+        for record in run_records:
+            cells = [
+                record["benchmark"],
+                record.get("backend") or "—",
+                f"`{record['flags']}`" if record.get("flags") else "—",
+                _cell(record.get("seconds"), digits=1),
+                record["status"],
+            ]
+            lines.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def ratio_chart(rows, path):
+    """Draws a horizontal bar of ours / peer per measurement that has a ratio, a line at 1.0.
+
+    Example:
+    >>> import os, tempfile
+    >>> from benchmarks.measurements import measurement
+    >>> path = os.path.join(tempfile.mkdtemp(), "ratios.png")
+    >>> ratio_chart([measurement("tokenizer", "MB/s", 3.0, "transformers", 2.0)], path)
+    >>> open(path, "rb").read(4)
+    b'\\x89PNG'
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    measured = [row for row in rows if row.get("ratio") is not None]
+    labels = [
+        " ".join(filter(None, (row["benchmark"], row.get("backend"), row["measure"])))
+        + f" vs {row['peer']}"
+        f" ({'higher' if row.get('higher_is_better', True) else 'lower'} is better)"
+        for row in measured
+    ]
+    ratios = [row["ratio"] for row in measured]
+    figure, axes = pyplot.subplots(figsize=(11, 1.5 + 0.35 * max(len(measured), 1)))
+    good = [
+        (ratio >= 1) == row.get("higher_is_better", True) for ratio, row in zip(ratios, measured)
+    ]
+    # Each bar runs from the line at 1.0 to its ratio, on a log axis: 0.5 and 2 look alike.
+    axes.barh(
+        range(len(ratios)),
+        [ratio - 1.0 for ratio in ratios],
+        left=1.0,
+        color=["tab:green" if g else "tab:red" for g in good],
+    )
+    axes.set_xscale("log")
+    axes.axvline(1.0, color="black", linewidth=1)
+    axes.set_yticks(range(len(ratios)), labels, fontsize=8)
+    axes.invert_yaxis()
+    axes.set_xlabel("ours / peer, log scale (green: bert_keras better)")
+    axes.set_title("bert_keras against its peers, same run" if measured else "no ratios measured")
+    figure.tight_layout()
+    with atomic_file(path) as temporary:
+        figure.savefig(temporary, format="png", dpi=100)
+    pyplot.close(figure)
+
+
+def write_report(rows, run_records, context, directory):
+    """Writes report.md, report.json and ratios.png to `directory`, each atomically; returns report.md's path.
+
+    Example:
+    >>> import os, tempfile
+    >>> from benchmarks.measurements import failure
+    >>> context = {"date": "2025-01-01", "machine": "a CPU", "versions": {}, "mode": "full"}
+    >>> directory = tempfile.mkdtemp()
+    >>> _ = write_report([failure("serving", "boom")], [], context, directory)
+    >>> sorted(os.listdir(directory))
+    ['ratios.png', 'report.json', 'report.md']
+    """
+    report = {**context, "measurements": rows, "runs": run_records}
+    write_text(os.path.join(directory, "report.json"), json.dumps(report, indent=1) + "\n")
+    ratio_chart(rows, os.path.join(directory, "ratios.png"))
+    path = os.path.join(directory, "report.md")
+    write_text(path, markdown_report(rows, run_records, context))
+    return path
+
+
+def main(argv):
+    del argv
+    known = {benchmark.name for benchmark in BENCHMARKS}
+    unknown = sorted(set(_ONLY.value) - known)
+    if unknown:
+        raise app.UsageError(f"--only has {unknown}; known benchmarks: {', '.join(sorted(known))}.")
+    mode = "quick" if _QUICK.value else "full"
+    timeout_s = _TIMEOUT.value or (600 if _QUICK.value else 7200)
+    context = {
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "mode": mode,
+        "machine": machine_description(),
+        "versions": package_versions(),
+    }
+    rows, run_records = [], []
+    for name, backend, benchmark_flags in runs(_QUICK.value, _ONLY.value):
+        if benchmark_flags is None:
+            rows.append(_skipped(name, mode))
+            run_records.append(
+                {
+                    "benchmark": name,
+                    "backend": None,
+                    "flags": "",
+                    "seconds": 0.0,
+                    "status": "skipped",
+                }
+            )
+            continue
+        benchmark_rows, record = run_benchmark(name, backend, benchmark_flags, timeout_s)
+        rows += benchmark_rows
+        run_records.append(record)
+    context["total_seconds"] = round(sum(record["seconds"] for record in run_records), 1)
+    print(write_report(rows, run_records, context, _OUTPUT_DIR.value))
+
+
+def _skipped(name, mode):
+    return {**measurements.failure(name, f"not run in {mode} mode"), "skipped": True}
+
+
+if __name__ == "__main__":
+    app.run(main)

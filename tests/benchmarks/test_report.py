@@ -1,0 +1,161 @@
+"""benchmarks.report: the writer on synthetic rows, and its flag table against the benchmarks' flags.
+
+No benchmark runs here. The benchmarks define absl flags whose names clash
+with the programs' (`--output_dir`, `--batch_size`), so the writer runs in a
+child process and the flag table is checked against the benchmarks' sources.
+"""
+
+import ast
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+REPOSITORY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+_WRITE_SYNTHETIC_REPORT = """
+import sys
+from benchmarks import measurements, report
+
+rows = [
+    measurements.measurement(
+        "backbone", "bert_tiny train step seq/s", 30.0, "keras-hub", 20.0,
+        backend="jax", settings="batch 8, seq 64",
+    ),
+    measurements.measurement(
+        "serving", "p50 latency ms, batch 1", 5.0, "transformers pipeline", 10.0,
+        higher_is_better=False,
+    ),
+    measurements.failure("tokenizer", "exit status 1: ImportError: no | tokenizers"),
+]
+runs = [
+    {"benchmark": "backbone", "backend": None, "flags": "--sizes=bert_tiny", "seconds": 12.3,
+     "status": "ok"},
+    {"benchmark": "tokenizer", "backend": None, "flags": "--megabytes=0.5", "seconds": 1.0,
+     "status": "failed"},
+]
+context = {
+    "date": "2025-01-02T03:04:05+00:00",
+    "mode": "quick",
+    "machine": "Some CPU, 2 cores (2 usable), 8.0 GiB memory",
+    "versions": {"keras": "3.0.0", "torch": "not installed"},
+}
+print(report.write_report(rows, runs, context, sys.argv[1]))
+"""
+
+
+@pytest.fixture(scope="module")
+def report_dir(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("bench")
+    completed = subprocess.run(
+        [sys.executable, "-c", _WRITE_SYNTHETIC_REPORT, str(directory)],
+        cwd=REPOSITORY,
+        env={**os.environ, "MPLBACKEND": "Agg"},
+        capture_output=True,
+        text=True,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.strip() == str(directory / "report.md")
+    return directory
+
+
+def test_writes_the_three_files_and_nothing_partial(report_dir):
+    assert sorted(os.listdir(report_dir)) == ["ratios.png", "report.json", "report.md"]
+
+
+def test_markdown_has_context_measurements_and_runs(report_dir):
+    text = (report_dir / "report.md").read_text()
+    assert "- Date: 2025-01-02T03:04:05+00:00" in text
+    assert "- Machine: Some CPU, 2 cores (2 usable), 8.0 GiB memory" in text
+    assert "- Packages: keras 3.0.0, torch not installed" in text
+    assert (
+        "| backbone | jax | bert_tiny train step seq/s | 30.00 | keras-hub | 20.00 | 1.50 "
+        "| higher | ok |" in text
+    )
+    assert (
+        "| serving | — | p50 latency ms, batch 1 | 5.00 | transformers pipeline | 10.00 | 0.50 "
+        "| lower | ok |" in text
+    )
+    assert "- backbone: batch 8, seq 64" in text
+    assert "| backbone | — | `--sizes=bert_tiny` | 12.3 | ok |" in text
+
+
+def test_a_failed_benchmark_is_shown_as_failed(report_dir):
+    text = (report_dir / "report.md").read_text()
+    failed = [line for line in text.splitlines() if line.startswith("| tokenizer |")]
+    # The error's "|" is escaped, so the table keeps its columns.
+    assert failed[0].endswith("| FAILED: exit status 1: ImportError: no \\| tokenizers |")
+    assert failed[1] == "| tokenizer | — | `--megabytes=0.5` | 1.0 | failed |"
+
+
+def test_json_holds_the_rows_and_the_context(report_dir):
+    report = json.loads((report_dir / "report.json").read_text())
+    assert report["mode"] == "quick"
+    assert report["versions"] == {"keras": "3.0.0", "torch": "not installed"}
+    assert [row["ratio"] for row in report["measurements"]] == [1.5, 0.5, None]
+    assert report["measurements"][2]["error"].startswith("exit status 1")
+    assert [run["status"] for run in report["runs"]] == ["ok", "failed"]
+
+
+def test_chart_is_a_png(report_dir):
+    data = (report_dir / "ratios.png").read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    assert width > 500 and height > 100
+
+
+def _defined_flags(module, seen=None):
+    """Flag names (aliases included) that importing `module` defines, from the sources of it
+    and of the benchmarks modules it imports."""
+    seen = set() if seen is None else seen
+    if module in seen:
+        return set()
+    seen.add(module)
+    path = os.path.join(REPOSITORY, *module.split(".")) + ".py"
+    with open(path, encoding="utf-8") as file:
+        tree = ast.parse(file.read())
+    names = set()
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr.startswith("DEFINE_")
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+        ):
+            names.add(node.args[0].value)
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("benchmarks"):
+            imported = [node.module] if node.module != "benchmarks" else []
+            imported += [f"benchmarks.{alias.name}" for alias in node.names]
+            for name in imported:
+                if os.path.exists(os.path.join(REPOSITORY, *name.split(".")) + ".py"):
+                    names |= _defined_flags(name, seen)
+    return names
+
+
+def _benchmarks_table():
+    """BENCHMARKS of benchmarks.report, read in a child process (its flags stay out of this one)."""
+    code = (
+        "import json\nfrom benchmarks import report\n"
+        "print(json.dumps([b._asdict() for b in report.BENCHMARKS]))"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPOSITORY, capture_output=True, text=True
+    )
+    assert completed.returncode == 0, completed.stderr
+    return json.loads(completed.stdout)
+
+
+def test_the_flag_table_names_only_flags_each_benchmark_defines():
+    table = _benchmarks_table()
+    assert {benchmark["name"] for benchmark in table} >= {"backbone", "pretraining", "tokenizer"}
+    for benchmark in table:
+        defined = _defined_flags(benchmark["module"])
+        assert "json_output" in defined, benchmark["module"]
+        for argument in (benchmark["full_flags"] or []) + (benchmark["quick_flags"] or []):
+            name = argument.lstrip("-").split("=")[0]
+            assert name in defined or (name.startswith("no") and name[2:] in defined), (
+                f"{benchmark['name']}: {argument} is not a flag of {benchmark['module']}"
+            )
