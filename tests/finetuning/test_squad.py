@@ -277,6 +277,8 @@ def test_program_learns_a_synthetic_set_far_above_chance(tmp_path):
         ".bert_keras.lock",  # empty: no run holds it
         "eval_results.json",
         "export",
+        "history.jsonl",
+        "history.png",
         "nbest_predictions.json",
         "predictions.json",
     ]
