@@ -262,6 +262,13 @@ def _cell(value, digits=2):
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
+def _table(header, alignment, rows_of_cells):
+    """Markdown table lines: the header, the alignment row, one line per row of cells."""
+    lines = ["| " + " | ".join(header) + " |", alignment]
+    lines += ["| " + " | ".join(_cell(cell) for cell in cells) + " |" for cells in rows_of_cells]
+    return lines
+
+
 def _status(row):
     if row.get("skipped"):
         return f"skipped: {row['error']}"
@@ -301,22 +308,26 @@ def markdown_report(rows, run_records, context):
         "",
         "## Measurements",
         "",
-        "| benchmark | backend | measure | bert_keras | peer | peer value | ratio | better | status |",
-        "|---|---|---|---:|---|---:|---:|---|---|",
     ]
-    for row in rows:
-        cells = [
-            row["benchmark"],
-            row.get("backend") or "—",
-            row.get("measure") or "—",
-            _cell(row.get("ours")),
-            row.get("peer") or "—",
-            _cell(row.get("peer_value")),
-            _cell(row.get("ratio")),
-            "higher" if row.get("higher_is_better", True) else "lower",
-            _status(row),
-        ]
-        lines.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
+    lines += _table(
+        ["benchmark", "backend", "measure", "bert_keras", "peer", "peer value", "ratio", "better"]
+        + ["status"],
+        "|---|---|---|---:|---|---:|---:|---|---|",
+        [
+            [
+                row["benchmark"],
+                row.get("backend") or "—",
+                row.get("measure") or "—",
+                _cell(row.get("ours")),
+                row.get("peer") or "—",
+                _cell(row.get("peer_value")),
+                _cell(row.get("ratio")),
+                "higher" if row.get("higher_is_better", True) else "lower",
+                _status(row),
+            ]
+            for row in rows
+        ],
+    )
     settings = sorted(
         {(row["benchmark"], row.get("settings")) for row in rows if row.get("settings")}
     )
@@ -324,22 +335,21 @@ def markdown_report(rows, run_records, context):
         lines += ["", "## Settings", ""]
         lines += [f"- {benchmark}: {text}" for benchmark, text in settings]
     if run_records:
-        lines += [
-            "",
-            "## Runs",
-            "",
-            "| benchmark | backend | flags | seconds | status |",
+        lines += ["", "## Runs", ""]
+        lines += _table(
+            ["benchmark", "backend", "flags", "seconds", "status"],
             "|---|---|---|---:|---|",
-        ]
-        for record in run_records:
-            cells = [
-                record["benchmark"],
-                record.get("backend") or "—",
-                f"`{record['flags']}`" if record.get("flags") else "—",
-                _cell(record.get("seconds"), digits=1),
-                record["status"],
-            ]
-            lines.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
+            [
+                [
+                    record["benchmark"],
+                    record.get("backend") or "—",
+                    f"`{record['flags']}`" if record.get("flags") else "—",
+                    _cell(record.get("seconds"), digits=1),
+                    record["status"],
+                ]
+                for record in run_records
+            ],
+        )
     return "\n".join(lines) + "\n"
 
 

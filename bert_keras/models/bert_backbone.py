@@ -217,11 +217,7 @@ class BertBackbone(keras.Model):
         """
         self._check_inputs(inputs)
         sequence = self.embeddings(inputs["token_ids"], inputs["segment_ids"])
-        layer_outputs = []
-        for block in self.encoder_blocks:
-            sequence = block(sequence, padding_mask=inputs["padding_mask"])
-            layer_outputs.append(sequence)  # [batch, seq, hidden_dim]
-        return layer_outputs
+        return encoder_block_outputs(self.encoder_blocks, sequence, inputs["padding_mask"])
 
     def _check_inputs(self, inputs):
         if not isinstance(inputs, dict) or set(inputs) != set(INPUT_NAMES):
@@ -349,6 +345,24 @@ def run_encoder_blocks(
     >>> tuple(rows.shape)
     (1, 2, 4)
     """
+    return encoder_block_outputs(
+        encoder_blocks, sequence, padding_mask, output_positions, training
+    )[-1]
+
+
+def encoder_block_outputs(
+    encoder_blocks, sequence, padding_mask, output_positions=None, training=None
+):
+    """Every block's output in turn, first to last; the last one only at `output_positions`.
+
+    Example:
+    >>> import numpy as np
+    >>> blocks = build_encoder_blocks(3, num_heads=2, intermediate_dim=8)
+    >>> outputs = encoder_block_outputs(blocks, np.ones((1, 5, 4), "float32"), np.ones((1, 5)))
+    >>> [tuple(output.shape) for output in outputs]
+    [(1, 5, 4), (1, 5, 4), (1, 5, 4)]
+    """
+    outputs = []
     for index, block in enumerate(encoder_blocks):
         is_last = index == len(encoder_blocks) - 1
         sequence = block(
@@ -357,7 +371,8 @@ def run_encoder_blocks(
             output_positions=output_positions if is_last else None,
             training=training,
         )
-    return sequence
+        outputs.append(sequence)  # [batch, seq or n, hidden_dim]
+    return outputs
 
 
 def with_dtype_policy(config):
