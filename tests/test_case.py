@@ -4,8 +4,8 @@
 one constructor config: config round-trip, calls, weight counts, one `fit`
 step that changes the weights, `.keras` save/load (safe mode) with identical
 outputs (`run_saving_test`), and every mixed-precision policy (float32
-variables, low-precision or float32 outputs as the model promises, a finite
-fit step).
+variables, low-precision or float32 outputs as the model promises; a finite
+fit step under mixed_float16).
 
 Layer, model and task tests build their models from `TINY_BACKBONE` (through
 `tiny_backbone`) or, where a test must learn something, `TRAINING_BACKBONE`.
@@ -117,7 +117,10 @@ class TestCase:
             mixed = model_cls(**init_kwargs, dtype=policy)
             for output in mixed(inputs).values():
                 self._check_precision(mixed, output, policy)
-            self._check_fit_step(mixed, inputs)
+            if policy == "mixed_float16":
+                # The harder case trains; tests/finetuning and tests/pretraining train in
+                # bfloat16.
+                self._check_fit_step(mixed, inputs)
 
     def run_task_test(self, task_cls, init_kwargs, inputs, labels, unused_weights=()):
         """Runs every shared check on `task_cls(tiny_backbone(), **init_kwargs)`.

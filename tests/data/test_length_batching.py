@@ -138,6 +138,7 @@ def test_a_tagger_computes_the_same_loss_with_per_token_labels():
     )
 
 
+@pytest.mark.every_backend
 @pytest.mark.skipif(keras.backend.backend() != "jax", reason="counts XLA compilations of JAX")
 def test_jax_compiles_one_train_step_per_batch_width():
     import jax

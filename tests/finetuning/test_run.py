@@ -162,6 +162,7 @@ def test_length_buckets_train_as_plain_batches_when_every_text_shares_one(
         np.testing.assert_allclose(a, b, atol=1e-7)
 
 
+@pytest.mark.every_backend
 @pytest.mark.skipif(keras.backend.backend() == "torch", reason="torch runs one batch per call")
 def test_two_batches_per_compiled_call_train_as_one_per_call_does(
     checkpoint, sentiment_data, tmp_path
@@ -175,6 +176,7 @@ def test_two_batches_per_compiled_call_train_as_one_per_call_does(
         np.testing.assert_allclose(a, b, atol=1e-6)
 
 
+@pytest.mark.every_backend
 @pytest.mark.skipif(keras.backend.backend() != "torch", reason="torch runs one batch per call")
 def test_torch_refuses_several_batches_per_call(checkpoint, sentiment_data, tmp_path):
     with pytest.raises(ValueError, match="steps_per_execution is 2 but Keras' torch backend"):

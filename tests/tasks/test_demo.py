@@ -46,13 +46,15 @@ def test_the_derived_task_reverses_the_words_of_the_sentences_labelled_0(tmp_pat
 def test_the_demo_goes_from_raw_text_to_a_served_answer_and_recommendations(tmp_path):
     env = {**os.environ, "KERAS_BACKEND": "tensorflow", "PYTHONPATH": REPOSITORY}
     run = subprocess.run(
-        # Two BERT4Rec epochs instead of eight: the test checks the steps, not the ranking.
+        # Half the corpus and one BERT4Rec epoch: the test checks the steps, not the
+        # ranking. Fine-tuning keeps the demo's size, the suite's check of real learning.
         [
             sys.executable,
             "-m",
             "tasks.demo",
             f"--output_dir={tmp_path}",
-            "--recommendation_epochs=2",
+            "--corpus_megabytes=0.5",
+            "--recommendation_epochs=1",
         ],
         cwd=REPOSITORY,
         env=env,
@@ -72,7 +74,12 @@ def test_the_demo_goes_from_raw_text_to_a_served_answer_and_recommendations(tmp_
     text = run.stdout
     first, last = map(float, re.search(r"masked-LM loss ([\d.]+) -> ([\d.]+)", text).groups())
     assert last < first - 1.0
-    assert float(re.search(r"dev accuracy ([\d.]+)", text).group(1)) >= demo.MIN_ACCURACY
+    accuracy = float(re.search(r"dev accuracy ([\d.]+)", text).group(1))
+    assert accuracy >= demo.MIN_ACCURACY
+    if "sentences of SST-2" in text:
+        # MiniLM, 1,000 sentences, two epochs: 0.79 to 0.80 measured on each backend;
+        # chance is 0.51 +- 0.017 on the 872 dev sentences.
+        assert accuracy > 0.72, text
     served = re.search(r'"a gripping, funny film" -> (\S+) \(([\d.]+)\)', text)
     assert served and 0.5 <= float(served.group(2)) <= 1.0
     ours, popular = map(

@@ -143,7 +143,6 @@ def test_corpus_is_large_and_covers_every_category(corpus):
     assert all(token in text for token in SPECIAL_TOKENS)
 
 
-@pytest.mark.one_backend
 @pytest.mark.parametrize("casing", ["uncased", "cased"])
 def test_corpus_matches_reference(casing, corpus, cased_vocabulary):
     vocabulary = _vocabulary_path(casing, cased_vocabulary)
@@ -171,7 +170,6 @@ def test_plain_corpus_is_mostly_plain_and_hard(plain_corpus):
     assert all(token in " ".join(plain_corpus) for token in SPECIAL_TOKENS)
 
 
-@pytest.mark.one_backend
 @pytest.mark.parametrize("casing", ["uncased", "cased"])
 def test_plain_text_matches_reference(casing, plain_corpus, corpus, cased_vocabulary):
     """Plain ASCII text takes one tensorflow-text op; lines of both paths,
@@ -194,7 +192,6 @@ def test_plain_text_matches_reference(casing, plain_corpus, corpus, cased_vocabu
     assert not mismatched, _describe(lines, mismatched, ours, reference)
 
 
-@pytest.mark.one_backend
 @pytest.mark.parametrize("casing", ["uncased", "cased"])
 @pytest.mark.parametrize("special_tokens_in_strings", [True, False])
 def test_every_ascii_character_matches_reference(
@@ -228,7 +225,6 @@ def test_every_ascii_character_matches_reference(
     assert not mismatched, _describe(lines, mismatched, ours, reference)
 
 
-@pytest.mark.one_backend
 @pytest.mark.parametrize("lowercase, strip_accents", [(True, False), (False, True)])
 def test_strip_accents_override_matches_reference(
     lowercase, strip_accents, corpus, cased_vocabulary
@@ -273,7 +269,6 @@ def test_special_tokens_split_like_text_by_default(corpus, plain_corpus):
     assert not mismatched, _describe(lines, mismatched, ours, reference)
 
 
-@pytest.mark.one_backend
 def test_every_stable_code_point_matches_reference():
     """Each code point the corpus may draw from, between two letters.
 
@@ -539,7 +534,6 @@ def test_in_tf_data_under_every_backend(uncased, corpus):
     assert [ids.numpy().tolist() for ids in single] == expected
 
 
-@pytest.mark.one_backend
 def test_graph_uses_only_core_and_tf_text_2_12_ops():
     # With special tokens in strings every op of the other path runs too.
     tokenizer = BertTokenizer(UNCASED_VOCABULARY, special_tokens_in_strings=True)
