@@ -5,7 +5,10 @@
 #   make format                     ruff format and ruff's safe fixes, in place
 #   make test BACKENDS=jax          one backend only
 #   make test PYTEST_ARGS='-k encoder -x'   extra pytest options
-#   make test PYTEST_ARGS='-m "not large"'  the quick subset: leaves out the tests marked large
+#   make test TEST_MARKERS='not slow and not large'  the quick subset
+#   make test-slow                  only the learning runs of many minutes (marked slow), which
+#                                   `make test` (and so CI) leaves out: the whole demo, MiniLM on
+#                                   CoNLL, BERT4Rec on MovieLens, the SQuAD program's learning run
 #   make test TESTS=tests/layers    a part of tests/
 #   make demo                       python -m tasks.demo
 #   make bench                      every benchmark against its peer: build/bench/report.md, report.json,
@@ -36,6 +39,7 @@ NO_DEPS := requirements-no-deps.txt
 
 BACKENDS ?= tensorflow jax torch
 PYTEST_ARGS ?=
+TEST_MARKERS ?= not slow
 TESTS ?= tests
 
 # Offline, quiet and reproducible test runs: no hub downloads, no TF start-up chatter.
@@ -48,7 +52,7 @@ TEST_XLA_FLAGS := XLA_FLAGS="--xla_backend_optimization_level=0 --xla_llvm_disab
 # left alone, one thread made its tests slower).
 SUITE_THREADS := OMP_NUM_THREADS=1 TF_NUM_INTRAOP_THREADS=1 TF_NUM_INTEROP_THREADS=1
 
-.PHONY: test lint format demo bench serving-compat bazel-install bazel-build lock clean distclean venv
+.PHONY: test test-slow lint format demo bench serving-compat bazel-install bazel-build lock clean distclean venv
 
 venv: $(VENV_STAMP)
 
@@ -91,7 +95,7 @@ test: lint
 	@junit_dir=$$(mktemp -d); pids=""; \
 	for backend in $(BACKENDS); do \
 	  ( env $(TEST_ENV) $(TEST_XLA_FLAGS) $(SUITE_THREADS) KERAS_BACKEND=$$backend $(PYTHON) -m pytest -p no:cacheprovider \
-	      --basetemp=$$junit_dir/tmp-$$backend --junitxml=$$junit_dir/$$backend.xml $(PYTEST_ARGS) $(TESTS) \
+	      --basetemp=$$junit_dir/tmp-$$backend --junitxml=$$junit_dir/$$backend.xml -m "$(TEST_MARKERS)" $(PYTEST_ARGS) $(TESTS) \
 	      2>&1 | sed -u "s/^/[$$backend] /" ) & pids="$$pids $$!"; \
 	done; \
 	failed=""; set -- $(BACKENDS); \
@@ -100,6 +104,9 @@ test: lint
 	$(PYTHON) -c "$$JUNIT_SUMMARY_PY" $$junit_dir $(BACKENDS); \
 	rm -rf $$junit_dir; \
 	[ -z "$$failed" ]
+
+test-slow:
+	$(MAKE) test TEST_MARKERS=slow
 
 # The checks `make test` runs first; `make format` fixes what ruff can fix by itself.
 lint: $(VENV_STAMP)

@@ -4,45 +4,47 @@
 the machine's cores. What a backend changes (layers, models, the training
 engines, checkpoint numerics, exports of a model trained on the backend)
 runs under all three. What it does not change runs under one suite only:
-- the files in `RUNS_ONCE` (data, text, tools, whole programs and pipelines),
-  each under the suite named there; a test among them that checks
-  backend-specific behaviour is marked `every_backend` and runs everywhere;
-- a test marked `one_backend`, under torch's suite unless the mark names
-  another (`@pytest.mark.one_backend("jax")`).
-The suites are picked so that the three runs take about as long.
+- the files in `RUNS_ONCE` (data, text, tools, whole programs and pipelines);
+  a test among them that checks backend-specific behaviour is marked
+  `every_backend` and runs everywhere;
+- a test marked `one_backend`.
+They run under torch's suite, which compiles no XLA and so has the most room,
+unless the mark names another (`@pytest.mark.one_backend("jax")`).
 """
 
 import keras
 import pytest
 
 DEFAULT_ONE_BACKEND = "torch"
-RUNS_ONCE = {
-    "tests/checkpoints/test_keras_hub.py": "tensorflow",
-    "tests/checkpoints/test_original.py": "tensorflow",
-    "tests/checkpoints/test_question_answering_head.py": "jax",
-    "tests/checkpoints/test_reading.py": "tensorflow",
-    "tests/checkpoints/test_tokenizer_settings.py": "jax",
-    "tests/checkpoints/test_writing.py": "jax",
-    "tests/data/test_cloze_instances.py": "torch",
-    "tests/data/test_dynamic_masking.py": "torch",
-    "tests/data/test_length_batching.py": "torch",
-    "tests/data/test_pretraining_instances.py": "tensorflow",
-    "tests/data/test_pretraining_records.py": "torch",
-    "tests/data/test_squad.py": "jax",
-    "tests/finetuning/test_flags.py": "tensorflow",
-    "tests/finetuning/test_multiple_choice.py": "tensorflow",
-    "tests/finetuning/test_run.py": "torch",
-    "tests/finetuning/test_squad.py": "jax",
-    "tests/recommendation/test_run.py": "torch",
-    "tests/tasks/test_pretrain.py": "jax",
-    "tests/tasks/test_recommend.py": "tensorflow",
-    "tests/test_build_file.py": "jax",
-    "tests/test_readme.py": "torch",
-    "tests/text/test_preprocessor.py": "jax",
-    "tests/text/test_tokenizer.py": "tensorflow",
-    "tests/tools/test_convert_checkpoint.py": "jax",
-    "tests/tools/test_plot_history.py": "tensorflow",
-}
+RUNS_ONCE = (
+    "tests/checkpoints/test_keras_hub.py",
+    "tests/checkpoints/test_original.py",
+    "tests/checkpoints/test_question_answering_head.py",
+    "tests/checkpoints/test_reading.py",
+    "tests/checkpoints/test_tokenizer_settings.py",
+    "tests/checkpoints/test_writing.py",
+    "tests/data/test_cloze_instances.py",
+    "tests/data/test_dynamic_masking.py",
+    "tests/data/test_length_batching.py",
+    "tests/data/test_pretraining_instances.py",
+    "tests/data/test_pretraining_records.py",
+    "tests/data/test_squad.py",
+    "tests/finetuning/test_flags.py",
+    "tests/finetuning/test_multiple_choice.py",
+    "tests/finetuning/test_run.py",
+    "tests/finetuning/test_squad.py",
+    "tests/recommendation/test_run.py",
+    "tests/tasks/test_pretrain.py",
+    "tests/tasks/test_recommend.py",
+    "tests/test_build_file.py",
+    "tests/test_readme.py",
+    "tests/text/test_preprocessor.py",
+    "tests/text/test_tokenizer.py",
+    "tests/tools/test_build_vocab.py",
+    "tests/tools/test_convert_checkpoint.py",
+    "tests/tools/test_create_pretraining_data.py",
+    "tests/tools/test_plot_history.py",
+)
 
 
 def runs_under(item):
@@ -52,7 +54,7 @@ def runs_under(item):
     marker = item.get_closest_marker("one_backend")
     if marker is not None:
         return marker.args[0] if marker.args else DEFAULT_ONE_BACKEND
-    return RUNS_ONCE.get(item.nodeid.split("::")[0])
+    return DEFAULT_ONE_BACKEND if item.nodeid.split("::")[0] in RUNS_ONCE else None
 
 
 def pytest_collection_modifyitems(config, items):

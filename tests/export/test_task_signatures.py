@@ -64,7 +64,11 @@ def test_a_classifier_of_pairs_labels_as_the_classification_program(checkpoint, 
         assert answers[path]["serving_default"]["label"] == written, path
 
 
-def _trained_tagger(checkpoint, tmp_path):
+@pytest.fixture(scope="module")
+def exported_tagger(checkpoint, tmp_path_factory):
+    """A tagging run and its export, shared by the tagger tests."""
+    keras.utils.set_random_seed(1234)  # module fixtures start before tests/conftest.py seeds
+    tmp_path = tmp_path_factory.mktemp("tagger")
     data = tmp_path / "conll"
     data.mkdir()
     (data / "train.txt").write_text(CONLL)
@@ -75,12 +79,11 @@ def _trained_tagger(checkpoint, tmp_path):
     logits = run.model.get_layer("logits")
     logits.kernel.assign(np.random.default_rng(0).normal(size=logits.kernel.shape) * 3)
     run.export(run.model, HEAD_NAME, label_names=run.label_names)
-    return run
+    return run, export_saved_model(tmp_path / "out" / "export", tmp_path / "base")
 
 
-def test_a_tagger_export_tags_each_word_as_the_tagging_program(checkpoint, tmp_path):
-    run = _trained_tagger(checkpoint, tmp_path)
-    exported = export_saved_model(tmp_path / "out" / "export", tmp_path / "base")
+def test_a_tagger_export_tags_each_word_as_the_tagging_program(exported_tagger):
+    run, exported = exported_tagger
     assert not unservable_ops(exported)
     sentences = [["the", "film", "was", "good"], ["Plot", "!"], ["a"], ["été", "films", "\x00"]]
     texts = [" ".join(words).encode() for words in sentences] + [b"  the \t film\n", b""]
@@ -101,9 +104,8 @@ def test_a_tagger_export_tags_each_word_as_the_tagging_program(checkpoint, tmp_p
         assert sum(served["mask"][-1]) == 0  # the empty text has no words
 
 
-def test_a_long_text_is_tagged_on_the_words_that_fit(checkpoint, tmp_path):
-    run = _trained_tagger(checkpoint, tmp_path)
-    exported = export_saved_model(tmp_path / "out" / "export", tmp_path / "base")
+def test_a_long_text_is_tagged_on_the_words_that_fit(exported_tagger):
+    run, exported = exported_tagger
     words = ["the", "films", "was", "dull"] * 4  # "films" takes two pieces
     served = serve(exported, {"serving_default": {"text": [" ".join(words)]}})["eager"]
     served = served["serving_default"]

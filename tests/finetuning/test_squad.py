@@ -241,7 +241,7 @@ def _run_program(*flags):
 
 
 @pytest.mark.one_backend
-@pytest.mark.large
+@pytest.mark.slow
 def test_program_learns_a_synthetic_set_far_above_chance(tmp_path):
     checkpoint = _tiny_checkpoint(tmp_path)
     train_file = _synthetic_squad(tmp_path / "train.json", 160, seed=0)

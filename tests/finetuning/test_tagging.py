@@ -142,7 +142,7 @@ def test_hugging_face_token_classification_head_predicts_as_transformers(tmp_pat
     assert [list(s.tags) for s in predicted] == expected
 
 
-@pytest.mark.large
+@pytest.mark.slow
 @pytest.mark.skipif(not (CONLL / "valid.txt").exists(), reason=f"CoNLL-2003 dev is not at {CONLL}")
 @pytest.mark.skipif(
     keras.backend.backend() != "torch",

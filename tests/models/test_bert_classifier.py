@@ -1,5 +1,6 @@
 import keras
 import numpy as np
+import pytest
 from keras import ops
 
 from bert_keras.models.bert_classifier import BertClassifier
@@ -24,6 +25,7 @@ class TestBertClassifier(TestCase):
             ops.convert_to_numpy(classifier(TINY_INPUTS)), expected, atol=1e-5
         )
 
+    @pytest.mark.one_backend  # a learning run; every backend's fit is in the shared checks
     def test_learns_a_separable_task(self):
         backbone = tiny_backbone(dropout=0.0, hidden_dim=32, intermediate_dim=64)
         classifier = BertClassifier(backbone, num_classes=3, dropout=0.0)

@@ -112,6 +112,7 @@ def test_padded_predictions_do_not_count():
     np.testing.assert_allclose(ops.convert_to_numpy(before), ops.convert_to_numpy(after), rtol=1e-6)
 
 
+@pytest.mark.one_backend  # a learning run; every backend's fit is in the shared checks
 def test_fit_learns_and_reports_the_pretraining_metrics():
     model = _pretrainer(dropout=0.0)
     model.compile(optimizer=keras.optimizers.Adam(1e-2))

@@ -53,6 +53,7 @@ def _classifier(vocabulary_file, **overrides):
     )
 
 
+@pytest.mark.one_backend  # text in tf.data, then a plain fit
 def test_fit_on_strings_learns_a_toy_task(vocabulary_file):
     texts, labels = _toy_sentiment(64)
     classifier = _classifier(vocabulary_file, dropout=0.0)
@@ -64,6 +65,7 @@ def test_fit_on_strings_learns_a_toy_task(vocabulary_file):
     assert accuracy > 0.9
 
 
+@pytest.mark.one_backend  # text in tf.data, then a plain fit
 def test_fit_on_sentence_pairs_with_validation(vocabulary_file):
     texts, labels = _toy_sentiment(8)
     pairs = (texts, np.array(texts[::-1]))
@@ -84,6 +86,7 @@ def test_fit_on_sentence_pairs_with_validation(vocabulary_file):
     assert set(history) >= {"loss", "val_loss", "val_accuracy"}
 
 
+@pytest.mark.one_backend  # text in tf.data, then a plain fit
 def test_predict_on_strings_equals_predict_on_the_preprocessors_ids(vocabulary_file):
     texts, _ = _toy_sentiment(5)
     classifier = _classifier(vocabulary_file)
@@ -101,6 +104,7 @@ def test_predict_on_strings_equals_predict_on_the_preprocessors_ids(vocabulary_f
     )
 
 
+@pytest.mark.one_backend  # text in tf.data, then a plain fit
 def test_datasets_of_strings_labels_and_pairs(vocabulary_file):
     texts, labels = _toy_sentiment(6)
     classifier = _classifier(vocabulary_file)
@@ -161,6 +165,7 @@ def test_a_compiled_model_reloads_compiled_with_its_optimizer_state(vocabulary_f
     assert int(restored.optimizer.iterations) == 4
 
 
+@pytest.mark.one_backend  # text in tf.data, then a plain fit
 def test_multiple_choice_takes_contexts_and_choices(vocabulary_file):
     chooser = BertMultipleChoice(
         _backbone(), num_choices=3, preprocessor=_preprocessor(vocabulary_file)

@@ -145,6 +145,7 @@ def test_truncation_keeps_labels_on_their_words(tokenizer, sequence_length, kept
     assert features["token_ids"][0, -1] == 3  # [SEP] closes the truncated sentence
 
 
+@pytest.mark.one_backend  # text in tf.data, then a plain fit
 def test_fit_on_words_learns_a_toy_tagging_rule(tokenizer):
     words, tags = _toy_tagging(80)
     tagger = _tagger(tokenizer, dropout=0.0)
@@ -164,6 +165,7 @@ def test_fit_on_words_learns_a_toy_tagging_rule(tokenizer):
     assert accuracy > 0.9, accuracy
 
 
+@pytest.mark.one_backend  # text in tf.data, then a plain fit
 def test_evaluate_and_validation_data_on_words(tokenizer):
     words, tags = _toy_tagging(8)
     tagger = _tagger(tokenizer)

@@ -145,7 +145,13 @@ def test_resumed_batches_are_those_an_uninterrupted_run_sees_next(finished_run):
     "mixed_precision, extra, iterations",
     [
         # Each precision also exercises one of the step-counting settings.
-        ("bfloat16", {"gradient_accumulation_steps": 2}, 4),
+        # bfloat16 and accumulation take no backend-specific path: one suite runs them.
+        pytest.param(
+            "bfloat16",
+            {"gradient_accumulation_steps": 2},
+            4,
+            marks=pytest.mark.one_backend,
+        ),
         ("float16", {"steps_per_execution": 1 if ON_TORCH else 2}, 4),
     ],
 )
@@ -165,6 +171,7 @@ def test_mixed_precision_trains_without_nan(mixed_precision, extra, iterations, 
     assert config["dtype"] == "float32"
 
 
+@pytest.mark.one_backend  # a pipeline of two runs; each run is checked on every backend
 def test_phase_two_starts_from_phase_one_export_with_longer_sequences(finished_run, tmp_path):
     write_records(
         tmp_path / "long" / "records.tfrecord", 16, max_seq_length=32, max_predictions_per_seq=5

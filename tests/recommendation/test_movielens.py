@@ -9,7 +9,7 @@ from bert_keras.recommendation.baselines import most_popular_scores
 from bert_keras.recommendation.run import RecommendationRun
 
 pytestmark = [
-    pytest.mark.large,
+    pytest.mark.slow,
     # Learning on real data is measured once; tests/models/test_bert4rec.py and
     # test_run.py check the model and training on every backend.
     pytest.mark.skipif(keras.backend.backend() != "torch", reason="one backend suffices"),

@@ -37,7 +37,7 @@ def test_the_derived_task_reverses_the_words_of_the_sentences_labelled_0(tmp_pat
     assert directory == str(tmp_path / "task")
 
 
-@pytest.mark.large
+@pytest.mark.slow
 @pytest.mark.skipif(
     keras.backend.backend() != "torch",
     reason="the whole demo (minutes) runs once, in a subprocess on the tensorflow backend that "

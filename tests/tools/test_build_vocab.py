@@ -2,17 +2,11 @@ import os
 import subprocess
 import sys
 
-import keras
 import pytest
 import tensorflow as tf
 
 from bert_keras.text.tokenizer import BertTokenizer
 from bert_keras.text.vocabulary_learner import learn_vocabulary
-
-# The tool and its modules import no Keras: the same run under every backend.
-pytestmark = pytest.mark.skipif(
-    keras.backend.backend() != "tensorflow", reason="backend-independent (no Keras)"
-)
 
 CORPUS = [
     "The Quick brown fox jumps over the lazy dog.",

@@ -7,7 +7,6 @@ import subprocess
 import sys
 import time
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -22,11 +21,6 @@ from bert_keras.data.pretraining_instances import num_predictions
 from bert_keras.data.pretraining_records import original_feature_spec
 from bert_keras.data.pretraining_records import pretraining_dataset
 from tools import create_pretraining_data
-
-# The tool and its modules import no Keras: the same run under every backend.
-pytestmark = pytest.mark.skipif(
-    keras.backend.backend() != "tensorflow", reason="backend-independent (no Keras)"
-)
 
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SEQ_LENGTH, PREDICTIONS = 128, 20
