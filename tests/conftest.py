@@ -10,6 +10,12 @@ runs under all three. What it does not change runs under one suite only:
 - a test marked `one_backend`.
 They run under torch's suite, which compiles no XLA and so has the most room,
 unless the mark names another (`@pytest.mark.one_backend("jax")`).
+
+Export tests (`tests/export/`) run under the TensorFlow suite: an export is
+traced on Keras' TensorFlow backend whatever backend the test runs (under jax
+or torch, `export_saved_model` starts a TensorFlow child process). Those
+marked `every_backend` export a model built or trained on the backend under
+test and compare the served answers with that model's own.
 """
 
 import keras
@@ -54,7 +60,10 @@ def runs_under(item):
     marker = item.get_closest_marker("one_backend")
     if marker is not None:
         return marker.args[0] if marker.args else DEFAULT_ONE_BACKEND
-    return DEFAULT_ONE_BACKEND if item.nodeid.split("::")[0] in RUNS_ONCE else None
+    path = item.nodeid.split("::")[0]
+    if path.startswith("tests/export/"):
+        return "tensorflow"
+    return DEFAULT_ONE_BACKEND if path in RUNS_ONCE else None
 
 
 def pytest_collection_modifyitems(config, items):
@@ -64,10 +73,7 @@ def pytest_collection_modifyitems(config, items):
         chosen = runs_under(item)
         if chosen not in (None, backend):
             item.add_marker(
-                pytest.mark.skip(
-                    reason=f"backend-independent: runs once, under the {chosen} suite "
-                    "(tests/conftest.py)"
-                )
+                pytest.mark.skip(reason=f"runs once, under the {chosen} suite (tests/conftest.py)")
             )
 
 

@@ -18,7 +18,7 @@ BACKENDS = ("tensorflow", "jax", "torch")
 def _marked(module_name):
     """Each module's examples run under one suite: the model tests cover every backend.
 
-    Exports trace on TensorFlow (see tests/export/conftest.py); the other
+    Exports trace on TensorFlow (see tests/conftest.py); the other
     modules are spread over the three suites by a stable hash of the name.
     """
     if module_name.startswith("bert_keras.export"):
