@@ -40,6 +40,12 @@ _TEXT_PAIR = flags.DEFINE_bool(
 )
 _OVERWRITE = flags.DEFINE_bool("overwrite", False, "Replace an existing version directory.")
 _TOP_K = flags.DEFINE_integer("top_k", None, "Items a recommender returns per history (10).")
+_NULL_SCORE_DIFF_THRESHOLD = flags.DEFINE_float(
+    "null_score_diff_threshold",
+    None,
+    'SQuAD 2.0 question answerers: answer "" when the null score beats the best span by more '
+    "than this (tasks.squad's flag; 0.0 if unset).",
+)
 
 
 def main(argv):
@@ -59,6 +65,7 @@ def main(argv):
             text_pair=_TEXT_PAIR.value,
             overwrite=_OVERWRITE.value,
             top_k=_TOP_K.value,
+            null_score_diff_threshold=_NULL_SCORE_DIFF_THRESHOLD.value,
         )
     except (FileNotFoundError, FileExistsError, ValueError) as error:
         sys.exit(f"export_saved_model: {error}")

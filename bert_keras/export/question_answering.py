@@ -5,7 +5,9 @@ the windows `squad_features` makes (the original run_squad.py's doc-stride
 rule, each token predicted from the window that gives it the most context),
 every window of the batch runs through the model at once, and each question
 takes the best span over all its windows, chosen as
-`bert_keras.finetuning.squad.best_answers` chooses it for SQuAD v1.1.
+`bert_keras.finetuning.squad.best_answers` chooses it: for SQuAD v1.1 always
+a span, for v2.0 "" when the null ([CLS]) score beats the best span by more
+than a threshold.
 """
 
 import dataclasses
@@ -31,6 +33,7 @@ def question_answering_signatures(
     max_query_length=64,
     n_best_size=20,
     max_answer_length=30,
+    null_score_diff_threshold=None,
 ):
     """`serving_default` and `serve_ids` of a `BertQuestionAnswerer`.
 
@@ -42,6 +45,13 @@ def question_answering_signatures(
     replaced by U+FFFD, and offsets count in the replaced text. `serve_ids`
     gives `start_logits` and `end_logits` `[batch, length]`.
 
+    With a `null_score_diff_threshold` (SQuAD v2.0), `serving_default` also
+    gives `null_odds` float32 `[batch]`, the null score (the lowest [CLS]
+    start plus end logit over the windows) minus the best span's score, as
+    `tasks.squad` writes it to null_odds.json (the largest float32 when no
+    span qualifies). The answer is "" (with `start` = `end` = 0 and the null
+    score as `score`) when `null_odds` exceeds the threshold.
+
     Args:
         model: a `BertQuestionAnswerer`.
         tokenizer: its `BertTokenizer`.
@@ -50,6 +60,9 @@ def question_answering_signatures(
         max_query_length: most question tokens kept.
         n_best_size: start and end candidates per window.
         max_answer_length: longest answer, in tokens.
+        null_score_diff_threshold: None for SQuAD v1.1 (always a span);
+            for v2.0, how much the null score must beat the best span by
+            for no answer.
 
     Raises:
         ValueError: a sequence length with no room for context.
@@ -81,7 +94,11 @@ def question_answering_signatures(
             tokenizer, question, context, sequence_length, doc_stride, max_query_length
         )
         logits = model(windows.features, training=False)
-        return _best_spans(windows, logits, context, n_best_size, max_answer_length)
+        spans, best, found = _best_spans(windows, logits, context, n_best_size, max_answer_length)
+        if null_score_diff_threshold is None:
+            return spans
+        null = _null_scores(windows, logits)
+        return _null_or_span(spans, best, found, null, null_score_diff_threshold)
 
     def span_logits(outputs):
         return {name: outputs[name] for name in ("start_logits", "end_logits")}
@@ -212,7 +229,12 @@ def _max_context(positions, example, index_in_example, num_windows, window_start
 
 
 def _best_spans(windows, logits, context, n_best_size, max_answer_length):
-    """Each question's best span over its windows: `answer`, `score`, byte `start`, `end`."""
+    """Each question's best span over its windows.
+
+    Returns:
+        `(spans, best, found)`: `answer`, `score`, byte `start`, `end`
+        `[batch]`; the best span's float64 score; whether any span qualified.
+    """
     start_logits, end_logits = logits["start_logits"], logits["end_logits"]  # [windows, length]
     in_context = windows.byte_starts >= 0
     k = tf.minimum(n_best_size, tf.shape(start_logits)[1])
@@ -264,12 +286,13 @@ def _best_spans(windows, logits, context, n_best_size, max_answer_length):
     end = tf.gather_nd(windows.byte_ends, tf.stack([window, tf.cast(end_position, tf.int64)], 1))
     start, end = tf.where(found, start, 0), tf.where(found, end, 0)
     end = end + _combining_marks_after(context, end)
-    return {
+    spans = {
         "answer": tf.where(found, tf.strings.substr(context, start, end - start), ""),
         "score": tf.where(found, tf.cast(best, tf.float32), tf.float32.min),
         "start": start,
         "end": end,
     }
+    return spans, best, found
 
 
 def _combining_marks_after(texts, offsets):
@@ -282,3 +305,29 @@ def _combining_marks_after(texts, offsets):
     rest = tf.strings.substr(texts, offsets, tf.cast(tf.strings.length(texts), tf.int64) - offsets)
     marks = tf.strings.regex_replace(rest, r"(?s)^(\p{Mn}*).*$", r"\1")
     return tf.cast(tf.strings.length(marks), tf.int64)
+
+
+def _null_scores(windows, logits):
+    """float64 `[batch]`: the lowest [CLS] start plus end logit over each question's windows."""
+    window_null = tf.cast(logits["start_logits"][:, 0], tf.float64) + tf.cast(
+        logits["end_logits"][:, 0], tf.float64
+    )
+    return tf.math.unsorted_segment_min(window_null, windows.example, windows.batch_size)
+
+
+def _null_or_span(spans, best, found, null, null_score_diff_threshold):
+    """SQuAD v2.0: `spans` with "" where the null score beats the best span by enough.
+
+    As `best_answers` with `version_2_with_negative`. (Its n-best list
+    never ranks the null entry above the best span when it holds only one
+    entry: the best span's logits are each window's highest.)
+    """
+    answered = found & (null - best <= null_score_diff_threshold)
+    null_odds = tf.where(found, tf.cast(null - best, tf.float32), tf.float32.max)
+    return {
+        "answer": tf.where(answered, spans["answer"], ""),
+        "score": tf.where(answered, spans["score"], tf.cast(null, tf.float32)),
+        "start": tf.where(answered, spans["start"], 0),
+        "end": tf.where(answered, spans["end"], 0),
+        "null_odds": null_odds,
+    }

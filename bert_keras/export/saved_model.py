@@ -10,8 +10,9 @@ clients that tokenise themselves, so the directory is relocatable. It is
 written as `EXPORT_BASE/<version>/`, the numbered layout TF Serving watches,
 atomically.
 
-Signatures, by the task the checkpoint holds (see `bert_keras.export.signatures`
-and `bert_keras.export.question_answering` for names, dtypes and shapes):
+Signatures, by the task the checkpoint holds (see `bert_keras.export.signatures`,
+`bert_keras.export.tagging` and `bert_keras.export.question_answering` for
+names, dtypes and shapes):
 
 - a classifier (a "classifier" head): `serving_default` (`text`, and
   `text_pair` for sentence pairs -> `label`, `label_id`, `probabilities`,
@@ -61,6 +62,7 @@ from bert_keras.export import signatures as signatures_lib
 from bert_keras.export.question_answering import question_answering_signatures
 from bert_keras.export.recommendation import DEFAULT_TOP_K
 from bert_keras.export.recommendation import recommender_signatures
+from bert_keras.export.tagging import tagger_signatures
 from bert_keras.models.bert4rec import Bert4Rec
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_classifier import BertClassifier
@@ -112,6 +114,7 @@ def export_saved_model(
     text_pair=None,
     overwrite=False,
     top_k=None,
+    null_score_diff_threshold=None,
 ):
     """Writes the SavedModel of a checkpoint directory or .keras file to `export_base/<version>`.
 
@@ -131,6 +134,10 @@ def export_saved_model(
             `tasks.classify` writes).
         overwrite: replace an existing version directory.
         top_k: items a recommender returns per history (default 10).
+        null_score_diff_threshold: for a question answerer fine-tuned with
+            `version_2_with_negative`, how much the null score must beat
+            the best span by for no answer (`tasks.squad`'s flag; 0.0 when
+            None).
 
     Returns:
         The version directory written.
@@ -165,13 +172,17 @@ def export_saved_model(
         text_pair=text_pair,
         overwrite=overwrite,
         top_k=top_k,
+        null_score_diff_threshold=null_score_diff_threshold,
     )
     if keras.backend.backend() != "tensorflow":
         return _export_in_tensorflow_process(arguments)
     recommender_file = _recommender_file(os.fspath(model))
     if recommender_file is not None:
-        if sequence_length is not None or text_pair is not None:
-            raise ValueError("sequence_length and text_pair apply to text models, not Bert4Rec.")
+        if (sequence_length, text_pair, null_score_diff_threshold) != (None,) * 3:
+            raise ValueError(
+                "sequence_length, text_pair and null_score_diff_threshold apply to text models, "
+                "not Bert4Rec."
+            )
         return _export_recommender(recommender_file, export_base, version, overwrite, top_k)
     if top_k is not None:
         raise ValueError("top_k applies to recommenders (Bert4Rec) only.")
@@ -180,6 +191,13 @@ def export_saved_model(
         raise ValueError(f"text_pair applies to classifiers only, not to a {served.task}.")
     if text_pair is not None and served.task == "classifier":
         served.task_config["text_pair"] = text_pair
+    if null_score_diff_threshold is not None:
+        if not served.task_config.get("version_2_with_negative"):
+            raise ValueError(
+                "null_score_diff_threshold applies to question answerers fine-tuned for SQuAD "
+                f"2.0 (--version_2_with_negative), not to {model}."
+            )
+        served.task_config["null_score_diff_threshold"] = null_score_diff_threshold
     version = next_version(export_base) if version is None else _checked_version(version)
     directory = os.path.join(os.fspath(export_base), str(version))
     with atomic_directory(directory, overwrite) as staging:
@@ -295,11 +313,6 @@ def load_served_model(path, sequence_length=None):
         label_names, task_config = checkpoint.label_names, checkpoint.task_config
         default_length = task_config.get("max_seq_length")
     task = _task_of(model)
-    if task == "question_answering" and task_config.get("version_2_with_negative"):
-        raise ValueError(
-            f"{path} was fine-tuned for SQuAD 2.0 (unanswerable questions); the exporter serves "
-            "SQuAD 1.1 answers, the best span, and does not decide when there is none."
-        )
     if task in ("classifier", "tagger") and label_names is None:
         label_names = [str(index) for index in range(model.num_classes)]
     backbone = getattr(model, "backbone", model)
@@ -446,7 +459,7 @@ def _signatures(served):
             model, preprocessor, served.label_names, bool(config.get("text_pair"))
         )
     if served.task == "tagger":
-        return signatures_lib.tagger_signatures(model, preprocessor, served.label_names)
+        return tagger_signatures(model, preprocessor, served.label_names)
     if served.task == "multiple_choice":
         return signatures_lib.multiple_choice_signatures(model, preprocessor)
     if served.task == "question_answering":
@@ -454,6 +467,11 @@ def _signatures(served):
             model,
             preprocessor.tokenizer,
             preprocessor.sequence_length,
+            null_score_diff_threshold=(
+                config.get("null_score_diff_threshold", 0.0)
+                if config.get("version_2_with_negative")
+                else None
+            ),
             **{key: config[key] for key in ("doc_stride", "max_query_length") if key in config},
         )
     return signatures_lib.backbone_signatures(model, preprocessor)

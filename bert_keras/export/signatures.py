@@ -22,7 +22,6 @@ Example:
 
 import keras
 import tensorflow as tf
-import tensorflow_text as tf_text
 
 # The Keras backend the models must run on to be traced into a TensorFlow graph.
 REQUIRED_BACKEND = "tensorflow"
@@ -167,66 +166,6 @@ def multiple_choice_signatures(model, preprocessor):
         "serve_ids": ids_signature(
             model, lambda logits: {"logits": logits}, shape=[None, num_choices, None]
         ),
-    }
-
-
-def tagger_signatures(model, preprocessor, tag_names):
-    """`serving_default` and `serve_ids` of a `BertTokenClassifier`: a tag per word.
-
-    Words are the text's whitespace-separated pieces, as in a CoNLL file;
-    each is tagged on its first word piece, as `tasks.tag` tags them. Words
-    whose first piece is cut off by the sequence length are left out.
-    `serving_default` takes `text` strings `[batch]` and gives, per word
-    `[batch, words]` padded to the batch's most words, `words` and `tags`
-    strings, `start` and `end` int64 byte offsets into the text and `mask`
-    int32 (1 for a word, 0 for padding). Invalid UTF-8 is first replaced by
-    U+FFFD, and offsets count in the replaced text. `serve_ids` gives
-    `logits` `[batch, length, tags]`.
-
-    Example:
-    >>> import tensorflow as tf
-    >>> from bert_keras.models.bert_backbone import BertBackbone
-    >>> from bert_keras.models.bert_token_classifier import BertTokenClassifier
-    >>> from bert_keras.text.preprocessor import BertPreprocessor
-    >>> from bert_keras.text.tokenizer import BertTokenizer
-    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi"])
-    >>> preprocessor = BertPreprocessor(tokenizer, sequence_length=8, padding="longest")
-    >>> model = BertTokenClassifier(BertBackbone(6, 1, 2, 8, 16), num_classes=2)
-    >>> serve = tagger_signatures(model, preprocessor, ["O", "B-X"])["serving_default"]
-    >>> outputs = serve(tf.constant(["hi  there", ""]))
-    >>> outputs["words"].numpy().tolist(), outputs["start"].numpy().tolist()
-    ([[b'hi', b'there'], [b'', b'']], [[0, 4], [0, 0]])
-    """
-    check_backend()
-    names = tf.constant(tag_names)
-    whitespace = tf_text.WhitespaceTokenizer()
-
-    @tf.function(input_signature=text_specs("text"), autograph=False)
-    def serve_text(text):
-        text = tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace")
-        words, starts, ends = whitespace.tokenize_with_offsets(text)  # [batch, (words)]
-        features, word_ids = preprocessor.call_with_word_ids(words)
-        logits = model(features, training=False)  # [batch, length, tags]
-        first_pieces = tf.logical_and(
-            word_ids >= 0,
-            tf.not_equal(word_ids, tf.pad(word_ids[:, :-1], [[0, 0], [1, 0]], constant_values=-1)),
-        )
-        tag_ids = tf.ragged.boolean_mask(tf.argmax(logits, axis=-1), first_pieces)
-        tagged = tf.ragged.range(words.row_lengths()) < tag_ids.row_lengths()[:, tf.newaxis]
-        words, starts, ends = (
-            tf.ragged.boolean_mask(part, tagged) for part in (words, starts, ends)
-        )
-        return {
-            "words": words.to_tensor(""),
-            "tags": tf.gather(names, tag_ids).to_tensor(""),
-            "start": starts.to_tensor(0),
-            "end": ends.to_tensor(0),
-            "mask": tf.ones_like(starts, tf.int32).to_tensor(0),
-        }
-
-    return {
-        "serving_default": serve_text,
-        "serve_ids": ids_signature(model, lambda logits: {"logits": logits}),
     }
 
 

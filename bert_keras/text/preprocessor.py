@@ -209,13 +209,7 @@ class BertPreprocessor(keras.layers.Layer):
         ([[2, 5, 6, 7, 3, 0]], [[-1, 0, 1, 1, -1, -1]])
         """
         words = ragged_words(words)
-        pieces = self.tokenizer.tokenize(words.values)  # [words, (pieces)]
-        no_pieces = tf.cast(tf.equal(pieces.row_lengths(), 0), tf.int64)
-        unknown = tf.RaggedTensor.from_row_lengths(
-            tf.fill([tf.reduce_sum(no_pieces)], tf.cast(self.tokenizer.unk_token_id, pieces.dtype)),
-            no_pieces,
-        )
-        pieces = tf.concat([pieces, unknown], axis=1)
+        pieces = word_pieces(self.tokenizer, words.values)  # [words, (pieces)]
         token_ids = words.with_values(pieces).merge_dims(1, 2)  # [batch, (tokens)]
         word_indices = tf.cast(tf.ragged.range(words.row_lengths()).values, tf.int32)
         # Counted from 1 so that the 0 that packing puts on [CLS], [SEP] and
@@ -340,6 +334,34 @@ def _keep_first(ragged, lengths):
         tf.minimum(ragged.row_lengths(), tf.cast(lengths, tf.int64)),
         validate=False,
     )
+
+
+def word_pieces(tokenizer, words):
+    """The word-piece ids of each word on its own; [UNK] for a word the tokenizer drops.
+
+    A word of only control characters, say, has no pieces; [UNK] gives it a
+    first piece to carry its tag.
+
+    Args:
+        tokenizer: a `BertTokenizer`.
+        words: `[words]` strings.
+
+    Returns:
+        int32 `[words, (pieces)]` `tf.RaggedTensor`, at least one piece a word.
+
+    Example:
+    >>> from bert_keras.text.tokenizer import BertTokenizer
+    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi", "##s"])
+    >>> word_pieces(tokenizer, ["his", "\\x00"]).to_list()
+    [[5, 6], [1]]
+    """
+    pieces = tokenizer.tokenize(words)  # [words, (pieces)]
+    no_pieces = tf.cast(tf.equal(pieces.row_lengths(), 0), tf.int64)
+    unknown = tf.RaggedTensor.from_row_lengths(
+        tf.fill([tf.reduce_sum(no_pieces)], tf.cast(tokenizer.unk_token_id, pieces.dtype)),
+        no_pieces,
+    )
+    return tf.concat([pieces, unknown], axis=1)
 
 
 def ragged_words(words):

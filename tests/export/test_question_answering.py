@@ -8,6 +8,7 @@ from bert_keras.checkpoints import write_checkpoint
 from bert_keras.data.squad import SquadExample
 from bert_keras.data.squad import squad_features
 from bert_keras.export.saved_model import export_saved_model
+from bert_keras.finetuning.squad import NO_NON_NULL_ODDS
 from bert_keras.finetuning.squad import best_answers
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_question_answerer import BertQuestionAnswerer
@@ -92,12 +93,49 @@ def test_bad_batches_get_a_clear_error_or_empty_answers(question_answerer, tmp_p
     assert invalid["end"].numpy()[0] <= len("a \ufffd plot".encode())
 
 
-def test_sequence_length_must_leave_room_for_context_and_squad_2_is_refused(
-    question_answerer, tmp_path
-):
-    model, checkpoint, _ = question_answerer
+def test_sequence_length_must_leave_room_for_context(question_answerer, tmp_path):
+    _, checkpoint, _ = question_answerer
     with pytest.raises(ValueError, match="leaves no room for context"):
         export_saved_model(checkpoint, tmp_path / "squad", sequence_length=9)
+    with pytest.raises(ValueError, match="null_score_diff_threshold applies to question"):
+        export_saved_model(checkpoint, tmp_path / "squad", null_score_diff_threshold=1.0)
+    assert not (tmp_path / "squad").exists()
+
+
+def _squad_2_expected(model, tokenizer, examples):
+    """`tasks.squad`'s v2.0 answers and null odds, at a threshold that answers about half."""
+    features = squad_features(examples, tokenizer, **WINDOWS)
+    logits = model.predict(features.inputs(), verbose=0)
+
+    def chosen(threshold):
+        return best_answers(
+            examples,
+            features,
+            logits["start_logits"],
+            logits["end_logits"],
+            version_2_with_negative=True,
+            null_score_diff_threshold=threshold,
+        )
+
+    odds = sorted(odds for odds in chosen(0.0).null_odds.values() if odds < NO_NON_NULL_ODDS)
+    threshold = (odds[len(odds) // 2 - 1] + odds[len(odds) // 2]) / 2
+    expected = chosen(threshold)
+    ids = [example.question_id for example in examples]
+    answers = [expected.answers[question_id] for question_id in ids]
+    assert 0 < answers.count("") < len(answers) - 1
+    return answers, [expected.null_odds[question_id] for question_id in ids], threshold
+
+
+def _assert_null_odds_equal(served, expected):
+    for odds, want in zip(served, expected):
+        if want == NO_NON_NULL_ODDS:
+            assert odds == np.finfo("float32").max
+        else:
+            assert abs(odds - want) <= 1e-5 * max(1.0, abs(want))
+
+
+def test_a_squad_2_export_answers_nothing_where_the_squad_program_does(question_answerer, tmp_path):
+    model, checkpoint, tokenizer = question_answerer
     squad_2 = model_checkpoint(
         model,
         heads={"question_answering": "span_logits"},
@@ -105,6 +143,17 @@ def test_sequence_length_must_leave_room_for_context_and_squad_2_is_refused(
         task_config={**WINDOWS, "version_2_with_negative": True},
     )
     write_checkpoint(squad_2, tmp_path / "squad_2")
-    with pytest.raises(ValueError, match="fine-tuned for SQuAD 2.0"):
-        export_saved_model(tmp_path / "squad_2", tmp_path / "squad")
-    assert not (tmp_path / "squad").exists()
+    examples = [SquadExample(str(i), q, c) for i, (q, c) in enumerate(PAIRS)]
+    answers, null_odds, threshold = _squad_2_expected(model, tokenizer, examples)
+    exported = export_saved_model(
+        tmp_path / "squad_2", tmp_path / "squad", null_score_diff_threshold=threshold
+    )
+    assert not unservable_ops(exported)
+    request = {"question": [e.question for e in examples], "context": [e.context for e in examples]}
+    served = serve(exported, {"serving_default": request})
+    for path in ("eager", "session"):
+        outputs = served[path]["serving_default"]
+        assert outputs["answer"] == answers, path
+        _assert_null_odds_equal(outputs["null_odds"], null_odds)
+        for answer, start, end in zip(answers, outputs["start"], outputs["end"]):
+            assert answer or start == end == 0

@@ -79,7 +79,9 @@ def test_the_export_needs_only_ops_stock_tf_serving_links(served):
 
 def test_refusals_name_the_problem(run_directory, tmp_path):
     directory, _ = run_directory
-    with pytest.raises(ValueError, match="sequence_length and text_pair apply to text models"):
+    with pytest.raises(
+        ValueError, match="sequence_length, text_pair and null_score_diff_threshold apply to text"
+    ):
         export_saved_model(directory, tmp_path / "a", sequence_length=8)
     lonely = tmp_path / "lonely"
     lonely.mkdir()

@@ -1,5 +1,8 @@
 """What the fine-tuning programs write exports to signatures that answer as the programs predict."""
 
+import os
+import subprocess
+import sys
 from types import SimpleNamespace
 
 import keras
@@ -7,15 +10,19 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert_keras.data.conll import read_conll
 from bert_keras.export.saved_model import export_saved_model
 from bert_keras.export.signatures import ids_signature
 from bert_keras.finetuning.classification import ClassificationRun
 from bert_keras.finetuning.multiple_choice import MultipleChoiceRun
+from bert_keras.finetuning.run import EXPORT_DIR
 from bert_keras.finetuning.tagging import HEAD_NAME
 from bert_keras.finetuning.tagging import TaggingRun
+from bert_keras.finetuning.word_windows import tokenize_words
+from bert_keras.finetuning.word_windows import window_bounds
 from bert_keras.models.bert_backbone import BertBackbone
-from bert_keras.text.preprocessor import BertPreprocessor
 from tests.export import CONFIG
+from tests.export import ROOT
 from tests.export import serve
 from tests.export import transported
 from tests.export import write_vocabulary
@@ -104,18 +111,60 @@ def test_a_tagger_export_tags_each_word_as_the_tagging_program(exported_tagger):
         assert sum(served["mask"][-1]) == 0  # the empty text has no words
 
 
-def test_a_long_text_is_tagged_on_the_words_that_fit(exported_tagger):
+def test_a_text_several_windows_long_is_tagged_on_every_word_as_the_tagging_program(
+    exported_tagger, tmp_path
+):
     run, exported = exported_tagger
-    words = ["the", "films", "was", "dull"] * 4  # "films" takes two pieces
-    served = serve(exported, {"serving_default": {"text": [" ".join(words)]}})["eager"]
-    served = served["serving_default"]
-    preprocessor = BertPreprocessor(run.tokenizer, SEQUENCE_LENGTH)
-    features, word_ids = preprocessor.call_with_word_ids([words])
-    fitted = len(set(word_ids.numpy()[0].tolist()) - {-1})  # words with a first piece
-    assert fitted < len(words) and sum(served["mask"][0]) == fitted
-    tag_ids = np.argmax(run.model.predict(features, verbose=0)[0], axis=-1)
-    first_pieces = [list(word_ids.numpy()[0]).index(word) for word in range(fitted)]
-    assert served["tags"][0] == [run.label_names[tag_ids[index]] for index in first_pieces]
+    sentences = [
+        # "films" takes two pieces, the long word more than a window holds,
+        # "\x00" none (so [UNK]).
+        ["the", "films", "was", "dull", "!"] * 6 + ["films" + "s" * 12, "a", "\x00", "été"] * 3,
+        ["who", "saw", "the", "great", "plot", "?"] * 3,
+        ["a", "film"],
+    ]
+    budget = SEQUENCE_LENGTH - 2
+    pieces = tokenize_words(run.tokenizer, sentences)
+    assert len(window_bounds([len(word) for word in pieces[0]], budget)[0]) > 5
+    assert max(len(word) for word in pieces[0]) > budget
+    expected = _tagging_program_tags(run, sentences, tmp_path)
+    assert len({tag for tags in expected for tag in tags}) > 1
+    texts = [" ".join(words).encode() for words in sentences] + [b""]
+    answers = serve(exported, {"serving_default": {"text": transported(texts)}})
+    for path in ("eager", "session"):
+        served = answers[path]["serving_default"]
+        for row, (words, tags) in enumerate(zip(sentences, expected)):
+            assert sum(served["mask"][row]) == len(words), path
+            assert served["words"][row][: len(words)] == words, path
+            assert served["tags"][row][: len(words)] == tags, (path, row)
+        assert sum(served["mask"][-1]) == 0
+
+
+def _tagging_program_tags(run, sentences, tmp_path):
+    """The tags `tasks.tag --do_predict` writes for these sentences with the run's export."""
+    data, output = tmp_path / "conll", tmp_path / "predicted"
+    data.mkdir()
+    blocks = ["".join(f"{word} O\n" for word in words) for words in sentences]
+    (data / "test.txt").write_text("\n".join(blocks), encoding="utf-8")
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tasks.tag",
+            f"--data_dir={data}",
+            f"--init_checkpoint={os.path.join(run.output_dir, EXPORT_DIR)}",
+            f"--output_dir={output}",
+            "--do_predict",
+            f"--max_seq_length={SEQUENCE_LENGTH}",
+            "--eval_batch_size=2",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    predicted = read_conll(str(output / "predictions_test.txt"))
+    assert [list(sentence.words) for sentence in predicted] == sentences
+    return [list(sentence.tags) for sentence in predicted]
 
 
 def test_a_multiple_choice_export_chooses_as_the_program(checkpoint, tmp_path):
