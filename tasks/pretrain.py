@@ -60,6 +60,9 @@ _GRADIENT_ACCUMULATION_STEPS = _define_integer(
 )
 _SEED = _define_integer("seed", 12345, "Seeds the weights, dropout and the data order.")
 _KEEP_CHECKPOINT_MAX = _define_integer("keep_checkpoint_max", 5, "Checkpoints kept.")
+_BUCKET_BY_LENGTH = _define_bool(
+    "bucket_by_length", False, "Batch records of one rounded length together (mixed lengths)."
+)
 _EXECUTION = define_execution_flags(allow_override=True)
 
 
@@ -102,6 +105,7 @@ def main(argv):
                 keep_checkpoint_max=_KEEP_CHECKPOINT_MAX.value,
                 distribution=_EXECUTION.distribution.value,
                 mesh_shape=_EXECUTION.execution().mesh_shape,
+                bucket_by_length=_BUCKET_BY_LENGTH.value,
             )
             stack.enter_context(output_lock(config.output_dir))
             run = PretrainingRun(config)

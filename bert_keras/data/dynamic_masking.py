@@ -17,6 +17,9 @@ trimmed round-robin to fit. The output has the layout of
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from bert_keras.data.length_batching import PAD_TO_MULTIPLE_OF
+from bert_keras.data.length_batching import trimmed_batch
+
 
 def _sentence_pairs(file_pattern):
     """(A, B) pairs of consecutive non-blank lines of one document."""
@@ -44,6 +47,7 @@ def dynamic_masking_dataset(
     masked_lm_prob=0.15,
     batch_size=32,
     shuffle_buffer=None,
+    pad_to_multiple_of=PAD_TO_MULTIPLE_OF,
 ):
     """Masked pretraining batches from text files (a sentence a line).
 
@@ -56,6 +60,8 @@ def dynamic_masking_dataset(
         masked_lm_prob: fraction of the tokens masked.
         batch_size: examples per batch (the last, smaller one is dropped).
         shuffle_buffer: pairs to shuffle in, or None to keep file order.
+        pad_to_multiple_of: each batch is as long as its longest pair,
+            rounded up to a multiple of this; None pads to `max_seq_length`.
 
     Returns:
         A `tf.data.Dataset` of `(features, labels)` as in
@@ -127,6 +133,8 @@ def dynamic_masking_dataset(
             "masked_lm_weights": tf.cast(weights, tf.float32),
             "next_sentence_labels": tf.cast(is_random_next, tf.int32),  # [batch]
         }
+        if pad_to_multiple_of:
+            features = trimmed_batch(features, pad_to_multiple_of)
         return features, targets
 
     return (

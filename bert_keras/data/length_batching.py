@@ -10,6 +10,8 @@ of them. Padding is masked, so the model's outputs and losses are the
 padded-to-the-maximum ones. With `bucket=True`, examples of one rounded
 length are also batched together (tf.data's `bucket_by_sequence_length`),
 so a shuffled stream's batches carry almost no padding at all.
+`trimmed_batch` does the same to batches already padded to the sequence
+length (pretraining records).
 """
 
 import numpy as np
@@ -17,6 +19,8 @@ import tensorflow as tf
 
 # Widths of batches are multiples of this: 8 shapes for sequences of 128.
 PAD_TO_MULTIPLE_OF = 16
+# The per-token features of packed examples; others (masked positions) keep their length.
+PACKED_FEATURES = ("token_ids", "segment_ids", "padding_mask")
 
 
 def batch_by_length(
@@ -32,7 +36,8 @@ def batch_by_length(
     Args:
         dataset: an unbatched `tf.data.Dataset` of packed features (a dict
             with `token_ids`, `segment_ids`, `padding_mask`, each
-            `[sequence_length]` or `[num_choices, sequence_length]`), or of
+            `[sequence_length]` or `[num_choices, sequence_length]`, and
+            maybe others, such as masked positions, kept as they are), or of
             `(features, labels)` or `(features, labels, sample_weights)`;
             labels may be a dict (e.g. a question answerer's positions).
         batch_size: examples per batch.
@@ -84,7 +89,10 @@ def batch_by_length(
         def trim(tensor):
             return tensor[..., :length]
 
-        features = {name: trim(tensor) for name, tensor in features.items()}
+        features = {
+            name: trim(tensor) if name in PACKED_FEATURES else tensor
+            for name, tensor in features.items()
+        }
         rest = [tf.nest.map_structure(trim, part) if per_token else part for part in rest]
         return (features, *rest) if rest else features
 
@@ -112,6 +120,39 @@ def batch_by_length(
             batch_size, padding_values=padding_values, drop_remainder=drop_remainder
         )
     return dataset.map(widened, num_parallel_calls=tf.data.AUTOTUNE)
+
+
+def trimmed_batch(features, pad_to_multiple_of=PAD_TO_MULTIPLE_OF):
+    """A padded batch cut to its longest example, rounded up to a multiple of `pad_to_multiple_of`.
+
+    Only `PACKED_FEATURES` (`[batch, sequence_length]`) are cut; the cut-off
+    positions are padding of every example, which the model masks.
+
+    Args:
+        features: a dict of batched features with `padding_mask`.
+        pad_to_multiple_of: the width is a multiple of it (or the sequence
+            length).
+
+    Returns:
+        The features, `PACKED_FEATURES` `[batch, width]`.
+
+    Example:
+    >>> import tensorflow as tf
+    >>> mask = tf.constant([[1, 1, 0, 0, 0, 0], [1, 1, 1, 0, 0, 0]])
+    >>> features = {"token_ids": mask * 7, "segment_ids": mask * 0, "padding_mask": mask,
+    ...             "masked_positions": tf.constant([[1], [2]])}
+    >>> batch = trimmed_batch(features, pad_to_multiple_of=2)
+    >>> batch["token_ids"].numpy().tolist(), batch["masked_positions"].shape.as_list()
+    ([[7, 7, 0, 0], [7, 7, 7, 0]], [2, 1])
+    """
+    mask = features["padding_mask"]
+    sequence_length = tf.shape(mask)[-1]
+    longest = tf.reduce_max(tf.reduce_sum(mask, axis=-1))
+    width = tf.minimum(-(-longest // pad_to_multiple_of) * pad_to_multiple_of, sequence_length)
+    return {
+        name: tensor[..., :width] if name in PACKED_FEATURES else tensor
+        for name, tensor in features.items()
+    }
 
 
 def _features_spec(element_spec):
@@ -148,12 +189,18 @@ def _padded_to(element, width, per_token, token_labels_fill):
 
         return pad
 
+    def padded_features(features):
+        return {
+            name: padder(0)(tensor) if name in PACKED_FEATURES else tensor
+            for name, tensor in features.items()
+        }
+
     if not isinstance(element, tuple):
-        return tf.nest.map_structure(padder(0), element)
+        return padded_features(element)
     features, *rest = element
     fills = [token_labels_fill if per_token else 0, 0]
     return (
-        tf.nest.map_structure(padder(0), features),
+        padded_features(features),
         *(
             tf.nest.map_structure(padder(fill), part) if per_token else part
             for part, fill in zip(rest, fills)

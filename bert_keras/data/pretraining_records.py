@@ -19,7 +19,13 @@ program) hold one `tf.train.Example` per sentence pair, zero padded:
 
 import tensorflow as tf
 
+from bert_keras.data.length_batching import PAD_TO_MULTIPLE_OF
+from bert_keras.data.length_batching import batch_by_length
+from bert_keras.data.length_batching import trimmed_batch
+
 _GZIP_MAGIC = b"\x1f\x8b"
+# Records parsed at once before bucketing splits them into examples again.
+_PARSE_BATCH = 256
 
 
 def original_feature_spec(max_seq_length, max_predictions_per_seq):
@@ -94,8 +100,8 @@ def check_record_lengths(paths, max_seq_length, max_predictions_per_seq, compres
             )
 
 
-def _to_model_inputs(examples):
-    """Parsed int64 examples -> (features, labels) with int32 ids."""
+def _to_model_inputs(examples, pad_to_multiple_of):
+    """Parsed int64 examples -> (features, labels) with int32 ids, trimmed to the longest."""
 
     def as_int32(name):
         return tf.cast(examples[name], tf.int32)
@@ -106,6 +112,8 @@ def _to_model_inputs(examples):
         "padding_mask": as_int32("input_mask"),
         "masked_positions": as_int32("masked_lm_positions"),  # [batch, predictions]
     }
+    if pad_to_multiple_of:
+        features = trimmed_batch(features, pad_to_multiple_of)
     labels = {
         "masked_lm_ids": as_int32("masked_lm_ids"),
         "masked_lm_weights": examples["masked_lm_weights"],
@@ -124,13 +132,18 @@ def pretraining_dataset(
     seed=None,
     drop_remainder=True,
     skip_batches=0,
+    pad_to_multiple_of=PAD_TO_MULTIPLE_OF,
+    bucket_by_length=False,
 ):
     """Batches of pretraining records as `(features, labels)`.
 
     `features`: "token_ids", "segment_ids", "padding_mask" [batch, seq] and
     "masked_positions" [batch, predictions], int32. `labels`:
     "masked_lm_ids" (int32) and "masked_lm_weights" (float32)
-    [batch, predictions], "next_sentence_labels" [batch] (int32). Gzip files
+    [batch, predictions], "next_sentence_labels" [batch] (int32). Each batch
+    is only as long as its longest record, rounded up to a multiple of
+    `pad_to_multiple_of` (records of short sequences make short batches; the
+    cut-off positions are padding, so the losses are the full length's). Gzip files
     are recognised by their first bytes. Every file's first record is checked
     against the expected lengths before reading starts.
 
@@ -147,6 +160,13 @@ def pretraining_dataset(
             position). With a `seed` the order is the same on every run
             (the file interleave is made deterministic too), so the batches
             after the skipped ones are those an uninterrupted run would see.
+        pad_to_multiple_of: batch widths are multiples of it; None keeps
+            every batch `max_seq_length` long.
+        bucket_by_length: batch records of one rounded length together
+            (`length_batching.batch_by_length(bucket=True)` after the
+            shuffle), so batches of short records carry little padding.
+            `skip_batches` then skips batches of the bucketed stream, which
+            reads (but does not train on) the records they hold.
 
     Example:
     >>> import os, tempfile
@@ -191,14 +211,26 @@ def pretraining_dataset(
     )
     if shuffle:
         dataset = dataset.shuffle(10_000, seed=seed, reshuffle_each_iteration=False)
+    spec = original_feature_spec(max_seq_length, max_predictions_per_seq)
+    if bucket_by_length:
+        examples = _parsed(dataset.batch(_PARSE_BATCH), spec, None).unbatch()
+        dataset = batch_by_length(
+            examples,
+            batch_size,
+            pad_to_multiple_of or max_seq_length,
+            drop_remainder=drop_remainder,
+            bucket=True,
+        ).skip(skip_batches)
+        return dataset.prefetch(tf.data.AUTOTUNE)
     # Skipped as records, before they are parsed: cheap even deep into a run.
     dataset = dataset.skip(skip_batches * batch_size)
-    spec = original_feature_spec(max_seq_length, max_predictions_per_seq)
-    return (
-        dataset.batch(batch_size, drop_remainder=drop_remainder)
-        .map(
-            lambda records: tf.io.parse_example(records, spec), num_parallel_calls=tf.data.AUTOTUNE
-        )
-        .map(_to_model_inputs, num_parallel_calls=tf.data.AUTOTUNE)
-        .prefetch(tf.data.AUTOTUNE)
+    batches = dataset.batch(batch_size, drop_remainder=drop_remainder)
+    return _parsed(batches, spec, pad_to_multiple_of).prefetch(tf.data.AUTOTUNE)
+
+
+def _parsed(batches, spec, pad_to_multiple_of):
+    """Batches of records -> `(features, labels)`, trimmed unless `pad_to_multiple_of` is None."""
+    return batches.map(
+        lambda records: _to_model_inputs(tf.io.parse_example(records, spec), pad_to_multiple_of),
+        num_parallel_calls=tf.data.AUTOTUNE,
     )

@@ -153,6 +153,9 @@ class PretrainingConfig:
             or "model_parallel" (jax: the weights split as
             `bert_layout_map` says, too); see `DataParallel`.
         mesh_shape: (batch, model) device counts of "model_parallel".
+        bucket_by_length: batch records of one rounded length together
+            (`pretraining_dataset(bucket_by_length=True)`): for records of
+            short and long sequences mixed.
     """
 
     input_file: str
@@ -178,6 +181,7 @@ class PretrainingConfig:
     keep_checkpoint_max: int = 5
     distribution: str = "none"
     mesh_shape: tuple = None
+    bucket_by_length: bool = False
 
     @property
     def execution(self):
@@ -336,6 +340,8 @@ class PretrainingRun:
             "max_seq_length": self.config.max_seq_length,
             "max_predictions_per_seq": self.config.max_predictions_per_seq,
             "seed": self.config.seed,
+            # Only when set: checkpoints of runs before the setting existed still resume.
+            **({"bucket_by_length": True} if self.config.bucket_by_length else {}),
         }
 
     def _check_resumable(self, backbone_config):
@@ -397,6 +403,7 @@ class PretrainingRun:
             repeat=True,
             seed=config.seed,
             skip_batches=skip_batches,
+            bucket_by_length=config.bucket_by_length,
         )
         return self.replicas.local_share(dataset)
 

@@ -2,8 +2,10 @@
 
 import os
 
+import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from bert_keras.data.offline_text import docstring_corpus
 from bert_keras.data.offline_text import vocab_file
@@ -16,11 +18,11 @@ from bert_keras.models.bert_pretrainer import BertPretrainer
 SEQ_LENGTH, PREDICTIONS = 32, 5
 
 
-@pytest.fixture(scope="module")
-def records(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("records")
+def _records(directory, short_documents=False):
     corpus = str(directory / "corpus.txt")
     docstring_corpus(corpus, 20_000)
+    if short_documents:
+        _cut_every_other_document(corpus)
     output = str(directory / "examples.tfrecord")
     options = InstanceOptions(
         max_seq_length=SEQ_LENGTH, max_predictions_per_seq=PREDICTIONS, dupe_factor=1
@@ -29,6 +31,31 @@ def records(tmp_path_factory):
         corpus, output, vocab_file(), options, num_workers=1, input_mb_per_shard=0.01
     )
     return output + "-*"
+
+
+def _cut_every_other_document(corpus):
+    """Documents of two sentences; in every other one, sentences of four words."""
+    with open(corpus, encoding="utf-8") as file:
+        sentences = [line for line in file.read().splitlines() if line.strip()]
+    documents = []
+    for index in range(0, len(sentences) - 1, 2):
+        pair = sentences[index : index + 2]
+        if index % 4 == 0:
+            pair = [" ".join(sentence.split()[:4]) for sentence in pair]
+        documents.append("\n".join(pair))
+    with open(corpus, "w", encoding="utf-8") as file:
+        file.write("\n\n".join(documents) + "\n")
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory):
+    return _records(tmp_path_factory.mktemp("records"))
+
+
+@pytest.fixture(scope="module")
+def mixed_length_records(tmp_path_factory):
+    """Records of which about half hold short sequences, half SEQ_LENGTH long ones."""
+    return _records(tmp_path_factory.mktemp("mixed"), short_documents=True)
 
 
 def test_batches_have_the_pretrainer_layout(records):
@@ -42,7 +69,8 @@ def test_batches_have_the_pretrainer_layout(records):
         "next_sentence_labels": (4,),
     }
     assert all(tensor.dtype == "int32" for tensor in features.values())
-    assert tuple(features["token_ids"].shape) == (4, SEQ_LENGTH)
+    assert features["token_ids"].shape[1] in (16, SEQ_LENGTH)  # the longest, rounded up to 16
+    assert features["padding_mask"].numpy().sum(axis=1).max() > features["token_ids"].shape[1] - 16
     assert labels["masked_lm_weights"].dtype == "float32"
     token_ids = features["token_ids"].numpy()
     assert (token_ids[:, 0] == 101).all()
@@ -87,3 +115,113 @@ def test_a_pretrainer_fits_on_the_records(records):
     )
     history = pretrainer.fit(dataset.take(3), epochs=1, verbose=0)
     assert np.isfinite(history.history["loss"][0])
+
+
+def _pairs_of_batches(records, batch_size):
+    """The same batches, cut to their longest record (rounded up to 8) and padded to SEQ_LENGTH."""
+    return zip(
+        pretraining_dataset(
+            records, SEQ_LENGTH, PREDICTIONS, batch_size, drop_remainder=False, pad_to_multiple_of=8
+        ),
+        pretraining_dataset(
+            records,
+            SEQ_LENGTH,
+            PREDICTIONS,
+            batch_size,
+            drop_remainder=False,
+            pad_to_multiple_of=None,
+        ),
+    )
+
+
+def test_batches_of_short_records_are_cut_to_their_longest_record(mixed_length_records):
+    widths = []
+    for (features, labels), (full, full_labels) in _pairs_of_batches(mixed_length_records, 2):
+        width = features["token_ids"].shape[1]
+        widths.append(width)
+        longest = int(full["padding_mask"].numpy().sum(axis=1).max())
+        assert width % 8 == 0 and longest <= width < longest + 8
+        for name in ("token_ids", "segment_ids", "padding_mask"):
+            np.testing.assert_array_equal(features[name], full[name][:, :width])
+            assert not full[name][:, width:].numpy().any()
+        np.testing.assert_array_equal(features["masked_positions"], full["masked_positions"])
+        for name, tensor in labels.items():
+            np.testing.assert_array_equal(tensor, full_labels[name])
+    assert len(set(widths)) > 1 and min(widths) < SEQ_LENGTH
+
+
+def _pretrainer():
+    backbone = BertBackbone(
+        vocabulary_size=30522,
+        num_layers=2,
+        num_heads=2,
+        hidden_dim=16,
+        intermediate_dim=32,
+        max_sequence_length=SEQ_LENGTH,
+        dropout=0.0,
+    )
+    pretrainer = BertPretrainer(backbone)
+    pretrainer.compile(optimizer=keras.optimizers.SGD(0.5))
+    return pretrainer
+
+
+@pytest.mark.every_backend
+def test_cut_batches_give_the_full_length_losses_and_updates(mixed_length_records):
+    cut, full = next(
+        tf.nest.map_structure(lambda tensor: tensor.numpy(), pair)
+        for pair in _pairs_of_batches(mixed_length_records, 2)
+        if pair[0][0]["token_ids"].shape[1] < SEQ_LENGTH
+    )
+    keras.utils.set_random_seed(3)
+    on_cut = _pretrainer()
+    on_full = _pretrainer()
+    on_full.set_weights(on_cut.get_weights())
+    np.testing.assert_allclose(
+        on_cut.test_on_batch(*cut), on_full.test_on_batch(*full), rtol=1e-5, atol=1e-6
+    )
+    on_cut.train_on_batch(*cut)
+    on_full.train_on_batch(*full)
+    for after_cut, after_full in zip(on_cut.get_weights(), on_full.get_weights()):
+        np.testing.assert_allclose(after_cut, after_full, rtol=1e-4, atol=1e-6)
+
+
+def _bucketed(records, **options):
+    return pretraining_dataset(
+        records,
+        SEQ_LENGTH,
+        PREDICTIONS,
+        batch_size=4,
+        shuffle=True,
+        seed=1,
+        pad_to_multiple_of=8,
+        bucket_by_length=True,
+        **options,
+    )
+
+
+def _rows(features):
+    return [tuple(row[row > 0]) for row in features["token_ids"].numpy()]
+
+
+def test_bucketed_batches_hold_records_of_one_rounded_length_each_once(mixed_length_records):
+    plain = pretraining_dataset(
+        mixed_length_records, SEQ_LENGTH, PREDICTIONS, batch_size=4, drop_remainder=False
+    )
+    bucketed = list(_bucketed(mixed_length_records, drop_remainder=False))
+    for features, labels in bucketed:
+        lengths = features["padding_mask"].numpy().sum(axis=1)
+        width = features["token_ids"].shape[1]
+        assert (-(-lengths // 8) * 8 == width).all(), (lengths, width)
+        assert features["masked_positions"].shape[1] == labels["masked_lm_ids"].shape[1]
+    assert len({features["token_ids"].shape[1] for features, _ in bucketed}) > 2
+    every_record = sorted(row for features, _ in plain for row in _rows(features))
+    assert sorted(row for features, _ in bucketed for row in _rows(features)) == every_record
+
+
+def test_a_resumed_bucketed_stream_goes_on_as_the_uninterrupted_one(mixed_length_records):
+    uninterrupted = list(_bucketed(mixed_length_records, repeat=True).take(9))
+    resumed = list(_bucketed(mixed_length_records, repeat=True, skip_batches=4).take(5))
+    for (features, labels), (expected, expected_labels) in zip(resumed, uninterrupted[4:]):
+        tf.nest.map_structure(
+            np.testing.assert_array_equal, (features, labels), (expected, expected_labels)
+        )
