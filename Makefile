@@ -13,6 +13,8 @@
 #   make demo                       python -m tasks.demo
 #   make bench                      every benchmark against its peer: build/bench/report.md, report.json,
 #                                   ratios.png (python -m benchmarks.report); QUICK=1: small sizes, minutes
+#   make recbole-venv               RecBole's BERT4Rec in .venv-recbole, the peer of benchmarks.bert4rec
+#                                   (make bench builds it first)
 #   make serving-compat             every task's SavedModel answers the same under TensorFlow 2.17
 #                                   (TF Serving 2.17-2.19's core) and its tensorflow-text, in .venv-tf217
 #   make bazel-build                bazel build //... (installs Debian's bazel-bootstrap when bazel is missing)
@@ -52,7 +54,7 @@ TEST_XLA_FLAGS := XLA_FLAGS="--xla_backend_optimization_level=0 --xla_llvm_disab
 # left alone, one thread made its tests slower).
 SUITE_THREADS := OMP_NUM_THREADS=1 TF_NUM_INTRAOP_THREADS=1 TF_NUM_INTEROP_THREADS=1
 
-.PHONY: test test-slow lint format demo bench serving-compat bazel-install bazel-build lock clean distclean venv
+.PHONY: test test-slow lint format demo bench recbole-venv serving-compat bazel-install bazel-build lock clean distclean venv
 
 venv: $(VENV_STAMP)
 
@@ -134,7 +136,22 @@ serving-compat: $(VENV_STAMP) $(TF217_STAMP)
 	env $(TEST_ENV) KERAS_BACKEND=tensorflow $(PYTHON) -m tests.export.compat_exports \
 	  --side_python=$(TF217_VENV)/bin/python
 
+# RecBole 1.2.1 and what its BERT4Rec imports, pinned: the side environment of the BERT4Rec benchmark.
+RECBOLE_VENV := .venv-recbole
+RECBOLE_STAMP := $(RECBOLE_VENV)/.installed
+
+$(RECBOLE_STAMP): requirements-recbole.txt requirements-recbole-lock.txt
+	test -x $(RECBOLE_VENV)/bin/python || $(PYTHON3) -m venv $(RECBOLE_VENV)
+	$(RECBOLE_VENV)/bin/python -m pip install --quiet -r requirements-recbole.txt \
+	  -c requirements-recbole-lock.txt
+	$(RECBOLE_VENV)/bin/python -m pip install --quiet --no-deps recbole==1.2.1
+	touch $@
+
+recbole-venv: $(RECBOLE_STAMP)
+
+# RecBole's environment is built first; if it cannot be (no network), its benchmark row says so.
 bench: $(VENV_STAMP)
+	$(MAKE) recbole-venv || echo "make recbole-venv failed: RecBole's BERT4Rec will not run"
 	env $(TEST_ENV) $(PYTHON) -m benchmarks.report $(if $(filter 1,$(QUICK)),--quick)
 
 # Debian's bazel-bootstrap (4.2.3); third_party/bazel_offline/ lets it build without network.
@@ -168,4 +185,4 @@ clean:
 	rm -rf .pytest_cache build dist *.egg-info benchmark_outputs
 
 distclean: clean
-	rm -rf $(VENV) $(TF217_VENV)
+	rm -rf $(VENV) $(TF217_VENV) $(RECBOLE_VENV)

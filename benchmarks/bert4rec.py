@@ -1,6 +1,6 @@
 """BERT4Rec: quality and training time on MovieLens-100K, and training speed at ML-1M sizes.
 
-Two parts (`--parts`):
+Three parts (`--parts`):
 
 - `movielens`: the ML-100K file of RecBole's wheel, leave-one-out, full
   ranking of each user's last item among the items the user has not seen.
@@ -13,14 +13,17 @@ Two parts (`--parts`):
   random windows, in windows per second (median of `--repeats` rounds, after
   compiling).
 
-RecBole's own BERT4Rec is not run here: its wheel's dependencies are not part
-of this project's pinned environment (the wheel is installed without them,
-for its data file only).
+- `recbole`: RecBole's own BERT4Rec on the same file and protocol
+  (`benchmarks.recbole_bert4rec`, in RecBole's side environment
+  `.venv-recbole` that `make recbole-venv` builds): its NDCG@10, HR@10 and
+  training seconds, and with `movielens` the ratios of ours to it.
 
-    KERAS_BACKEND=jax python -m benchmarks.bert4rec --parts=movielens,speed
+    KERAS_BACKEND=jax python -m benchmarks.bert4rec --parts=movielens,speed,recbole
 """
 
 import json
+import os
+import subprocess
 import tempfile
 import time
 
@@ -31,8 +34,13 @@ from benchmarks import common
 from benchmarks import measurements
 from bert_keras.training.host_memory import restart_with_huge_page_malloc
 
-_PARTS = flags.DEFINE_list("parts", ["movielens", "speed"], "Parts to run.")
+PARTS = ("movielens", "speed", "recbole")
+_PARTS = flags.DEFINE_list("parts", ["movielens", "speed"], f"Parts to run, of {PARTS}.")
 _EPOCHS = flags.DEFINE_integer("movielens_epochs", 12, "Training epochs on ML-100K.")
+_RECBOLE_EPOCHS = flags.DEFINE_integer(
+    "recbole_epochs", 20, "Most epochs of RecBole's BERT4Rec (it stops early on validation)."
+)
+RECBOLE_PYTHON = os.path.join(common.REPOSITORY, ".venv-recbole", "bin", "python")
 
 ML1M_ITEMS, ML1M_LENGTH, ML1M_PREDICTIONS, ML1M_BATCH = 3416, 200, 40, 256
 
@@ -105,13 +113,35 @@ def speed():
     return {"backend": keras.backend.backend(), "windows_per_second": rate}
 
 
+def recbole():
+    """RecBole's BERT4Rec on ML-100K in its side environment: test metrics and seconds."""
+    if not os.path.isfile(RECBOLE_PYTHON):
+        raise RuntimeError(f"{RECBOLE_PYTHON} is missing: run `make recbole-venv` first.")
+    completed = subprocess.run(
+        [RECBOLE_PYTHON, "-m", "benchmarks.recbole_bert4rec", f"--epochs={_RECBOLE_EPOCHS.value}"],
+        cwd=common.REPOSITORY,
+        capture_output=True,
+        text=True,
+    )
+    if completed.returncode:
+        raise RuntimeError(f"RecBole's BERT4Rec failed:\n{completed.stderr[-3000:]}")
+    result = json.loads(completed.stdout.strip().splitlines()[-1])
+    print(
+        f"RecBole BERT4Rec: NDCG@10 {result['test/full/ndcg@10']:.4f}, "
+        f"HR@10 {result['test/full/hr@10']:.4f}, {result['seconds']:.1f} s "
+        f"(best epoch {result['best_epoch']}; {result['users']} users, {result['items']} items)"
+    )
+    return result
+
+
 def main(argv):
     del argv
     results = {}
+    parts = {"movielens": movielens, "speed": speed, "recbole": recbole}
     for part in _PARTS.value:
-        if part not in ("movielens", "speed"):
-            raise app.UsageError(f"--parts: unknown part {part!r}; known: movielens, speed.")
-        results[part] = movielens() if part == "movielens" else speed()
+        if part not in parts:
+            raise app.UsageError(f"--parts: unknown part {part!r}; known: {', '.join(PARTS)}.")
+        results[part] = parts[part]()
     print(json.dumps(results))
     measurements.write_measurements(_measurement_rows(results))
 
@@ -137,6 +167,28 @@ def _measurement_rows(results):
                     by_name[baseline][f"test/full/{metric}"],
                     backend=keras.backend.backend(),
                     settings=f"{_EPOCHS.value} epochs",
+                )
+            )
+    if "movielens" in results and "recbole" in results:
+        ours, theirs = results["movielens"]["bert4rec"], results["recbole"]
+        for name, key, higher_is_better in (
+            ("NDCG@10", "test/full/ndcg@10", True),
+            ("HR@10", "test/full/hr@10", True),
+            ("training seconds", "seconds", False),
+        ):
+            rows.append(
+                measurements.measurement(
+                    "bert4rec",
+                    f"MovieLens-100K {name} vs RecBole",
+                    ours[key],
+                    "RecBole BERT4Rec",
+                    theirs[key],
+                    backend=keras.backend.backend(),
+                    higher_is_better=higher_is_better,
+                    settings=(
+                        f"ours {_EPOCHS.value} epochs; RecBole best of {_RECBOLE_EPOCHS.value} "
+                        f"(epoch {theirs['best_epoch']})"
+                    ),
                 )
             )
     if "speed" in results:

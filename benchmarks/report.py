@@ -125,6 +125,14 @@ BENCHMARKS = (
         [],
         ["--parts=movielens", "--movielens_epochs=1"],
     ),
+    Benchmark(
+        "bert4rec_recbole",
+        "benchmarks.bert4rec",
+        None,
+        None,
+        ["--parts=movielens,recbole"],
+        None,
+    ),
     Benchmark("scaling", "benchmarks.scaling", BACKENDS, None, [], None),
 )
 
