@@ -36,7 +36,7 @@ from bert_keras.training.host_memory import restart_with_huge_page_malloc
 
 PARTS = ("movielens", "speed", "recbole")
 _PARTS = flags.DEFINE_list("parts", ["movielens", "speed"], f"Parts to run, of {PARTS}.")
-_EPOCHS = flags.DEFINE_integer("movielens_epochs", 12, "Training epochs on ML-100K.")
+_EPOCHS = flags.DEFINE_integer("movielens_epochs", 60, "Training epochs on ML-100K.")
 _RECBOLE_EPOCHS = flags.DEFINE_integer(
     "recbole_epochs", 20, "Most epochs of RecBole's BERT4Rec (it stops early on validation)."
 )
