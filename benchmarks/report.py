@@ -311,6 +311,7 @@ def markdown_report(rows, run_records, context):
         ),
         f"- Machine: {context['machine']}",
         f"- Packages: {versions}",
+        f"- Runs finished: {context.get('runs_finished', 'all')}",
         "",
         "Ratio is ours / peer, measured in the same run; the `better` column says which way is better.",
         "",
@@ -442,25 +443,43 @@ def main(argv):
         "machine": machine_description(),
         "versions": package_versions(),
     }
+    output_dir = _OUTPUT_DIR.value
+    planned = runs(_QUICK.value, _ONLY.value)
     rows, run_records = [], []
-    for name, backend, benchmark_flags in runs(_QUICK.value, _ONLY.value):
+    for number, (name, backend, benchmark_flags) in enumerate(planned):
         if benchmark_flags is None:
-            rows.append(_skipped(name, mode))
-            run_records.append(
-                {
-                    "benchmark": name,
-                    "backend": None,
-                    "flags": "",
-                    "seconds": 0.0,
-                    "status": "skipped",
-                }
-            )
-            continue
-        benchmark_rows, record = run_benchmark(name, backend, benchmark_flags, timeout_s)
+            benchmark_rows = [_skipped(name, mode)]
+            record = {
+                "benchmark": name,
+                "backend": None,
+                "flags": "",
+                "seconds": 0.0,
+                "status": "skipped",
+            }
+        else:
+            benchmark_rows, record = run_benchmark(name, backend, benchmark_flags, timeout_s)
         rows += benchmark_rows
         run_records.append(record)
-    context["total_seconds"] = round(sum(record["seconds"] for record in run_records), 1)
-    print(write_report(rows, run_records, context, _OUTPUT_DIR.value))
+        # Rewritten after every run: an interrupted report keeps what it measured.
+        context["runs_finished"] = f"{number + 1} of {len(planned)}"
+        context["total_seconds"] = round(sum(record["seconds"] for record in run_records), 1)
+        path = write_report(
+            rows, run_records + _pending(planned[number + 1 :]), context, output_dir
+        )
+    print(path)
+
+
+def _pending(planned):
+    return [
+        {
+            "benchmark": name,
+            "backend": backend,
+            "flags": " ".join(benchmark_flags or ()),
+            "seconds": None,
+            "status": "not run yet",
+        }
+        for name, backend, benchmark_flags in planned
+    ]
 
 
 def _skipped(name, mode):
