@@ -23,7 +23,9 @@ with `--bucket_by_length`.
     python -m benchmarks.finetuning --parts=sst2
 """
 
+import collections
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -170,10 +172,27 @@ def _timed(command, results_file, environment=None):
         raise RuntimeError(f"{' '.join(command)} failed:\n{completed.stderr[-3000:]}")
     with open(results_file, encoding="utf-8") as file:
         results = json.load(file)
-    if "epoch_seconds" not in results:  # ours: one JSON line per epoch (no Keras import here)
+    if "epoch_seconds" not in results:  # ours: from history.jsonl (no Keras import here)
         with open(os.path.join(os.path.dirname(results_file), "history.jsonl")) as file:
-            results["epoch_seconds"] = [json.loads(line)["seconds"] for line in file]
+            results["epoch_seconds"] = seconds_per_pass([json.loads(line) for line in file])
     return {key: results[key] for key in ("accuracy", "epoch_seconds")} | {"seconds": seconds}
+
+
+def seconds_per_pass(records):
+    """Seconds of each pass over the data, from history records of several intervals per pass.
+
+    A record counts towards the pass its interval ends in (`epoch`, passes
+    so far); an interval that straddles two passes counts towards the later.
+
+    Example:
+    >>> seconds_per_pass([{"epoch": 0.5, "seconds": 9.0}, {"epoch": 1.0, "seconds": 2.0},
+    ...                   {"epoch": 1.5, "seconds": 2.0}, {"epoch": 2.0, "seconds": 2.0}])
+    [11.0, 4.0]
+    """
+    passes = collections.defaultdict(float)
+    for record in records:
+        passes[math.ceil(round(record["epoch"], 6))] += record["seconds"]
+    return [passes[number] for number in sorted(passes)]
 
 
 def _read_sst2(split, limit=None):

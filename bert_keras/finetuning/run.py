@@ -138,14 +138,19 @@ class FineTuningRun:
         num_epochs,
         warmup_proportion=0.1,
         verbose=2,
+        history_points_per_epoch=10,
     ):
         """Fine-tunes `model` with the paper's AdamW recipe; returns the history.
 
-        Each epoch's logs (loss, metrics, `step`, `learning_rate`,
-        `examples_per_second`, `seconds`) also go to OUTPUT_DIR/history.jsonl,
-        replacing an earlier run's, drawn to OUTPUT_DIR/history.png; the
-        first epoch's excess seconds over the others (compilation, the
-        first pass's tokenizing) are logged.
+        Each pass over the data is fitted as `history_points_per_epoch`
+        Keras epochs of equal steps (fewer when a pass has fewer steps), so
+        the training curve has that many points per pass: each interval's
+        logs (mean loss and metrics, `step`, `epoch` (passes so far),
+        `learning_rate`, `examples_per_second`, `seconds`) go to
+        OUTPUT_DIR/history.jsonl, replacing an earlier run's, drawn to
+        OUTPUT_DIR/history.png. The first interval's excess seconds over the
+        later ones' median (compilation, the first batches' tokenizing) are
+        logged.
 
         Args:
             model: a `BertTask` (compiled here with its own loss and metrics).
@@ -157,18 +162,25 @@ class FineTuningRun:
             num_epochs: passes over the data; may be fractional.
             warmup_proportion: fraction of the steps warming up linearly.
             verbose: `keras.Model.fit`'s verbosity.
+            history_points_per_epoch: history records per pass over the data.
 
         Returns:
-            The `History.history` dict.
+            The `History.history` dict: one entry per history interval.
         """
         if num_examples == 0:
             raise ValueError(f"No training examples in {self.data_dir}.")
         self.replicas.check_batch_size(batch_size)
-        epochs, steps_per_epoch = self._fit_plan(num_examples, batch_size, num_epochs)
+        epochs, steps_per_epoch = fit_plan(
+            num_examples,
+            batch_size,
+            num_epochs,
+            history_points_per_epoch,
+            self.execution.steps_per_execution,
+        )
         if self.replicas.num_replicas > 1:  # each replica takes an equal share of every batch
             dataset = dataset.filter(lambda *batch: _batch_size(batch) == batch_size)
             dataset = self.replicas.local_share(dataset)
-        callbacks = [TrainingProgress(batch_size)]
+        callbacks = [TrainingProgress(batch_size, examples_per_epoch=num_examples)]
         if self.replicas.is_chief:
             history_file = os.path.join(self.output_dir, HISTORY_FILE)
             with contextlib.suppress(FileNotFoundError):
@@ -193,15 +205,8 @@ class FineTuningRun:
                 verbose=verbose,
                 callbacks=callbacks,
             )
-        _log_first_epoch_overhead(history.history["seconds"])
+        _log_first_interval_overhead(history.history)
         return history.history
-
-    def _fit_plan(self, num_examples, batch_size, num_epochs):
-        """Keras epochs and steps per epoch: the passes asked for, in whole compiled calls."""
-        total_steps = max(1, int(math.ceil(num_examples / batch_size) * num_epochs))
-        epochs = max(1, math.ceil(num_epochs))
-        calls = self.execution.steps_per_execution
-        return epochs, math.ceil(total_steps / epochs / calls) * calls
 
     def export(self, model, head_name, output_layer="logits", label_names=None, task_config=None):
         """Writes the fine-tuned model to OUTPUT_DIR/export, a checkpoint directory.
@@ -249,12 +254,34 @@ class FineTuningRun:
             write_text(os.path.join(self.output_dir, name), text)
 
 
-def _log_first_epoch_overhead(seconds):
+def fit_plan(num_examples, batch_size, num_epochs, points_per_epoch, steps_per_execution=1):
+    """(Keras epochs, steps per Keras epoch): the passes asked for, cut into history intervals.
+
+    Each pass over the data is cut into about `points_per_epoch` intervals
+    (one per step when a pass has fewer steps), each a whole number of
+    compiled calls; the last interval may run past the passes asked for by
+    less than an interval.
+
+    Example:
+    >>> fit_plan(num_examples=1000, batch_size=10, num_epochs=2, points_per_epoch=10)
+    (20, 10)
+    """
+    steps_per_pass = math.ceil(num_examples / batch_size)
+    total_steps = max(1, int(steps_per_pass * num_epochs))
+    interval = min(steps_per_pass, total_steps) / max(1, points_per_epoch)
+    interval = max(1, math.ceil(interval / steps_per_execution)) * steps_per_execution
+    return math.ceil(total_steps / interval), interval
+
+
+def _log_first_interval_overhead(history):
+    seconds = history["seconds"]
     if len(seconds) < 2:
         return
     later = statistics.median(seconds[1:])
     logging.info(
-        "First epoch %.1f s, later ones %.1f s: %.1f s of compiling and first-pass work.",
+        "The first %d steps took %.1f s, later intervals %.1f s: %.1f s of compiling and "
+        "first-batch work.",
+        history["step"][0],
         seconds[0],
         later,
         seconds[0] - later,

@@ -20,12 +20,16 @@ class TrainingProgress(keras.callbacks.Callback):
     """Adds `step`, `learning_rate`, `examples_per_second` and `seconds` to each epoch's logs.
 
     `seconds` is the epoch's wall-clock time, compilation included: the
-    first epoch's excess over the others is what compiling costs.
+    first epoch's excess over the others is what compiling costs. Given
+    `examples_per_epoch`, it also adds `epoch`: the passes over the data so
+    far (examples trained on / examples per pass), for runs whose Keras
+    epochs are shorter than a pass.
 
     Args:
         batch_size: examples per batch.
         initial_step: the step the run starts from (a resumed run's).
         gradient_accumulation_steps: batches per optimizer step.
+        examples_per_epoch: examples in one pass over the data, or None.
 
     Example:
     >>> import numpy as np
@@ -35,12 +39,19 @@ class TrainingProgress(keras.callbacks.Callback):
     ...                     callbacks=[TrainingProgress(batch_size=2, initial_step=100)])
     >>> history.history["step"], history.history["learning_rate"]
     ([104], [0.5])
+    >>> progress = TrainingProgress(batch_size=2, examples_per_epoch=16)
+    >>> model.fit(np.zeros((8, 2)), np.zeros(8), batch_size=2, epochs=2, verbose=0,
+    ...           callbacks=[progress]).history["epoch"]
+    [0.5, 1.0]
     """
 
-    def __init__(self, batch_size, initial_step=0, gradient_accumulation_steps=1):
+    def __init__(
+        self, batch_size, initial_step=0, gradient_accumulation_steps=1, examples_per_epoch=None
+    ):
         super().__init__()
         self.batch_size = batch_size
         self.gradient_accumulation_steps = gradient_accumulation_steps
+        self.examples_per_epoch = examples_per_epoch
         self.batches = initial_step * gradient_accumulation_steps
         self._epoch_batches = 0
         self._epoch_start = None
@@ -64,6 +75,8 @@ class TrainingProgress(keras.callbacks.Callback):
         )
         logs["examples_per_second"] = self._epoch_batches * self.batch_size / max(seconds, 1e-9)
         logs["seconds"] = seconds
+        if self.examples_per_epoch:
+            logs["epoch"] = self.batches * self.batch_size / self.examples_per_epoch
 
 
 class JsonLinesHistory(keras.callbacks.Callback):

@@ -11,6 +11,7 @@ from bert_keras.checkpoints import read_checkpoint
 from bert_keras.checkpoints import write_checkpoint
 from bert_keras.finetuning.classification import ClassificationRun
 from bert_keras.finetuning.flags import define_flags
+from bert_keras.finetuning.run import fit_plan
 from bert_keras.finetuning.tagging import TaggingRun
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_classifier import BertClassifier
@@ -136,17 +137,36 @@ def test_mixed_precision_keeps_float32_weights_and_the_float32_losses(
     assert max(np.abs(a - b).max() for a, b in zip(mixed_weights, full_weights)) < 0.05
 
 
-def test_each_epoch_goes_to_the_history_file_which_a_new_run_replaces(
+def test_each_history_interval_goes_to_the_history_file_which_a_new_run_replaces(
     checkpoint, sentiment_data, tmp_path
 ):
     _, history, _ = _trained(sentiment_data, checkpoint, tmp_path, None, 3)
     records = read_history(tmp_path / "history.jsonl")
-    assert [record["step"] for record in records] == [2, 4, 6]  # 4 examples, batches of 2
+    # 4 examples in batches of 2: a pass has 2 steps, fewer than the 10 points asked for.
+    assert [record["step"] for record in records] == [1, 2, 3, 4, 5, 6]
+    assert [record["epoch"] for record in records] == [0.5, 1.0, 1.5, 2.0, 2.5, 3.0]
     assert [record["loss"] for record in records] == pytest.approx(history["loss"])
     assert all(record["seconds"] > 0 and record["examples_per_second"] > 0 for record in records)
     assert (tmp_path / "history.png").read_bytes()[:4] == b"\x89PNG"
     _trained(sentiment_data, checkpoint, tmp_path, None, 1)
-    assert [record["step"] for record in read_history(tmp_path / "history.jsonl")] == [2]
+    assert [record["step"] for record in read_history(tmp_path / "history.jsonl")] == [1, 2]
+
+
+@pytest.mark.parametrize(
+    "examples, batch_size, epochs, points, calls, plan",
+    [
+        (1000, 10, 2, 10, 1, (20, 10)),  # 100 steps a pass, 10 intervals of 10 each
+        (1000, 10, 2, 1, 1, (2, 100)),  # one interval a pass: Keras epochs are passes
+        (1000, 10, 0.5, 10, 1, (10, 5)),  # half a pass, still 10 points
+        (1000, 10, 2, 10, 4, (17, 12)),  # whole compiled calls: 204 steps for the 200 asked for
+        (1000, 10, 2, 7, 1, (14, 15)),  # 210 steps: the last interval runs past by 10
+        (6, 8, 3, 10, 1, (3, 1)),  # one step a pass: one point a pass
+    ],
+)
+def test_passes_are_cut_into_history_intervals_of_whole_compiled_calls(
+    examples, batch_size, epochs, points, calls, plan
+):
+    assert fit_plan(examples, batch_size, epochs, points, calls) == plan
 
 
 def test_length_buckets_train_as_plain_batches_when_every_text_shares_one(
