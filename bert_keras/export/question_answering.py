@@ -19,6 +19,7 @@ from bert_keras.export.signatures import check_backend
 from bert_keras.export.signatures import ids_signature
 from bert_keras.export.signatures import same_batch_size
 from bert_keras.export.signatures import text_specs
+from bert_keras.text.preprocessor import packed_rows
 
 __all__ = ["REQUIRED_BACKEND", "question_answering_signatures"]
 # The original breaks ties between windows by this much per token of length.
@@ -154,8 +155,8 @@ def _context_windows(tokenizer, question, context, sequence_length, doc_stride, 
     lengths = query.row_lengths() + window_length + 3
     width = tf.reduce_max(tf.concat([lengths, [3]], axis=0))
     cls, sep, pad = tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id
-    token_ids = _packed((cls, query, sep, windowed(tokens), sep), pad, width)
-    segment_ids = _packed((0, query * 0, 0, positions * 0 + 1, 1), 0, width)
+    token_ids = packed_rows((cls, query, sep, windowed(tokens), sep), pad, width)
+    segment_ids = packed_rows((0, query * 0, 0, positions * 0 + 1, 1), 0, width)
     features = {
         "token_ids": tf.cast(token_ids, tf.int32),
         "segment_ids": tf.cast(segment_ids, tf.int32),
@@ -164,34 +165,13 @@ def _context_windows(tokenizer, question, context, sequence_length, doc_stride, 
     return _Windows(
         features,
         example,
-        byte_starts=_packed((-1, off_query, -1, windowed(starts), -1), -1, width),
-        byte_ends=_packed((-1, off_query, -1, windowed(ends), -1), -1, width),
-        max_context=_packed(
+        byte_starts=packed_rows((-1, off_query, -1, windowed(starts), -1), -1, width),
+        byte_ends=packed_rows((-1, off_query, -1, windowed(ends), -1), -1, width),
+        max_context=packed_rows(
             (False, tf.cast(query * 0, tf.bool), False, max_context, False), False, width
         ),
         batch_size=tf.size(num_tokens, tf.int64),
     )
-
-
-def _packed(pieces, fill, width):
-    """[CLS], question, [SEP], window, [SEP] values: one row per window, `[windows, width]`.
-
-    Args:
-        pieces: a value, `[windows, (query)]`, a value, `[windows, (tokens)]`,
-            a value.
-        fill: the value of padding.
-        width: the rows' length.
-    """
-    first, query, middle, window, last = pieces
-    dtype, count = window.dtype, window.nrows()
-
-    def column(value):
-        return tf.RaggedTensor.from_tensor(tf.fill([count, 1], tf.cast(value, dtype)))
-
-    rows = tf.concat(
-        [column(first), tf.cast(query, dtype), column(middle), window, column(last)], axis=1
-    )
-    return rows.to_tensor(tf.cast(fill, dtype), shape=tf.stack([count, width]))
 
 
 def _max_context(positions, example, index_in_example, num_windows, window_start):

@@ -20,6 +20,7 @@ from bert_keras.export.signatures import REQUIRED_BACKEND
 from bert_keras.export.signatures import check_backend
 from bert_keras.export.signatures import ids_signature
 from bert_keras.export.signatures import text_specs
+from bert_keras.text.preprocessor import packed_rows
 from bert_keras.text.preprocessor import word_pieces
 
 __all__ = ["REQUIRED_BACKEND", "sentence_windows", "tagger_signatures"]
@@ -252,24 +253,18 @@ def _word_windows(tokenizer, words, budget):
     owner_first = tf.gather(firsts.flat_values + sentence_starts, owner)
     pieces_before = tf.cumsum(kept, exclusive=True)
     position = 1 + pieces_before - tf.gather(pieces_before, owner_first)  # after [CLS]
-    return _Windows(_packed(tokens, tokenizer), first_pieces=tf.stack([owner, position], axis=1))
+    return _Windows(
+        _single_segment_features(tokens, tokenizer),
+        first_pieces=tf.stack([owner, position], axis=1),
+    )
 
 
-def _packed(tokens, tokenizer):
+def _single_segment_features(tokens, tokenizer):
     """`[CLS] pieces [SEP]` features of `[windows, (pieces)]`, padded to the longest."""
-    count = tokens.nrows()
-
-    def column(value):  # [windows, 1]
-        return tf.RaggedTensor.from_tensor(tf.fill([count, 1], tf.cast(value, tokens.dtype)))
-
-    tokens = tf.concat(
-        [column(tokenizer.cls_token_id), tokens, column(tokenizer.sep_token_id)], axis=1
-    )
-    lengths = tokens.row_lengths()
-    width = tf.maximum(tokens.bounding_shape(1), 2)
-    token_ids = tokens.to_tensor(
-        tf.cast(tokenizer.pad_token_id, tokens.dtype), shape=tf.stack([count, width])
-    )
+    lengths = tokens.row_lengths() + 2
+    width = tf.reduce_max(tf.concat([lengths, [2]], axis=0))
+    cls, sep, pad = tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id
+    token_ids = packed_rows((cls, tokens, sep), pad, width)
     return {
         "token_ids": tf.cast(token_ids, tf.int32),
         "segment_ids": tf.zeros_like(token_ids, tf.int32),

@@ -401,6 +401,33 @@ def ragged_rows(rows, dtype=None):
     return tf.RaggedTensor.from_tensor(tf.convert_to_tensor(rows, dtype))
 
 
+def packed_rows(pieces, fill, width):
+    """Each row's pieces one after the other, padded with `fill` to `width`: `[rows, width]`.
+
+    Args:
+        pieces: values and `[rows, (values)]` ragged tensors, in order; a
+            value is one column of every row (e.g. [CLS]). The first ragged
+            piece gives the dtype and the number of rows.
+        fill: the value of padding.
+        width: the rows' length, at least the longest row's.
+
+    Example:
+    >>> window = tf.ragged.constant([[7, 8], [9]], tf.int64)
+    >>> packed_rows((101, window, 102), fill=0, width=5).numpy().tolist()
+    [[101, 7, 8, 102, 0], [101, 9, 102, 0, 0]]
+    """
+    ragged = next(piece for piece in pieces if isinstance(piece, tf.RaggedTensor))
+    dtype, count = ragged.dtype, ragged.nrows()
+
+    def column(value):
+        if isinstance(value, tf.RaggedTensor):
+            return tf.cast(value, dtype)
+        return tf.RaggedTensor.from_tensor(tf.fill([count, 1], tf.cast(value, dtype)))
+
+    rows = tf.concat([column(piece) for piece in pieces], axis=1)
+    return rows.to_tensor(tf.cast(fill, dtype), shape=tf.stack([count, width]))
+
+
 def on_first_pieces(word_ids, word_values, fill):
     """Puts each word's value on its first token; `fill` on every other position.
 
