@@ -12,7 +12,8 @@
 #   make test TESTS=tests/layers    a part of tests/
 #   make demo                       python -m tasks.demo
 #   make bench                      every benchmark against its peer: build/bench/report.md, report.json,
-#                                   ratios.png (python -m benchmarks.report); QUICK=1: small sizes, minutes
+#                                   ratios.png (python -m benchmarks.report); QUICK=1: small sizes, minutes;
+#                                   then python -m benchmarks.report --publish: into docs/ and README.md
 #   make recbole-venv               RecBole's BERT4Rec in .venv-recbole, the peer of benchmarks.bert4rec
 #                                   (make bench builds it first)
 #   make serving-compat             every task's SavedModel answers the same under TensorFlow 2.17

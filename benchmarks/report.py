@@ -16,6 +16,7 @@ with its error; the report is written all the same.
 
     python -m benchmarks.report --quick          # what `make bench QUICK=1` runs
     python -m benchmarks.report --only=backbone,tokenizer
+    python -m benchmarks.report --publish        # build/bench -> docs/benchmarks, README.md
 """
 
 import collections
@@ -24,6 +25,7 @@ import importlib.metadata
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -136,11 +138,25 @@ BENCHMARKS = (
     Benchmark("scaling", "benchmarks.scaling", BACKENDS, None, [], None),
 )
 
+# `--publish` copies a report here and into the README, between these markers.
+PUBLISHED_DIR = os.path.join(REPOSITORY, "docs", "benchmarks")
+README = os.path.join(REPOSITORY, "README.md")
+README_BEGIN = (
+    "<!-- From here to the end marker: written by `python -m benchmarks.report --publish`. -->"
+)
+README_END = "<!-- End of the published benchmark report. -->"
+REPORT_FILES = ("report.md", "report.json", "ratios.png")
+
 _QUICK = flags.DEFINE_bool("quick", False, "Small sizes and few rounds: minutes, not hours.")
 _OUTPUT_DIR = flags.DEFINE_string(
     "output_dir", os.path.join(REPOSITORY, "build", "bench"), "Where the report goes."
 )
 _ONLY = flags.DEFINE_list("only", [], "Run only these benchmarks (default: all).")
+_PUBLISH = flags.DEFINE_bool(
+    "publish",
+    False,
+    "Run nothing: copy --output_dir's report to docs/benchmarks/ and its table into README.md.",
+)
 _TIMEOUT = flags.DEFINE_integer(
     "timeout_s", None, "Seconds one benchmark run may take (default: 600 quick, 7200 full)."
 )
@@ -283,42 +299,25 @@ def _status(row):
     return f"FAILED: {row['error']}" if row.get("error") else "ok"
 
 
-def markdown_report(rows, run_records, context):
-    """The report as Markdown: context, a table of the measurements, a table of the runs.
+_RATIO_NOTE = (
+    "Ratio is ours / peer, measured in the same run; the `better` column says which way is better."
+)
 
-    `context` holds "date", "machine", "versions" ({package: version}) and
-    "mode" ("quick" or "full").
 
-    Example:
-    >>> from benchmarks.measurements import measurement
-    >>> row = measurement("backbone", "train step seq/s", 30.0, "keras-hub", 20.0, backend="jax")
-    >>> context = {"date": "2025-01-01", "machine": "a CPU", "versions": {"keras": "3"}, "mode": "quick"}
-    >>> "| backbone | jax | train step seq/s | 30.00 | keras-hub | 20.00 | 1.50 | higher | ok |" in (
-    ...     markdown_report([row], [], context)
-    ... )
-    True
-    """
+def _context_lines(context):
     versions = ", ".join(f"{package} {version}" for package, version in context["versions"].items())
-    lines = [
-        "# bert_keras benchmarks",
-        "",
+    quick_note = " (small sizes and few rounds: a smoke run, not figures to quote)"
+    return [
         f"- Date: {context['date']}",
-        f"- Mode: {context['mode']}"
-        + (
-            " (small sizes and few rounds: a smoke run, not figures to quote)"
-            if context["mode"] == "quick"
-            else ""
-        ),
+        f"- Mode: {context['mode']}" + (quick_note if context["mode"] == "quick" else ""),
         f"- Machine: {context['machine']}",
         f"- Packages: {versions}",
         f"- Runs finished: {context.get('runs_finished', 'all')}",
-        "",
-        "Ratio is ours / peer, measured in the same run; the `better` column says which way is better.",
-        "",
-        "## Measurements",
-        "",
     ]
-    lines += _table(
+
+
+def _measurement_lines(rows):
+    return _table(
         ["benchmark", "backend", "measure", "bert_keras", "peer", "peer value", "ratio", "better"]
         + ["status"],
         "|---|---|---|---:|---|---:|---:|---|---|",
@@ -337,6 +336,25 @@ def markdown_report(rows, run_records, context):
             for row in rows
         ],
     )
+
+
+def markdown_report(rows, run_records, context):
+    """The report as Markdown: context, a table of the measurements, a table of the runs.
+
+    `context` holds "date", "machine", "versions" ({package: version}) and
+    "mode" ("quick" or "full").
+
+    Example:
+    >>> from benchmarks.measurements import measurement
+    >>> row = measurement("backbone", "train step seq/s", 30.0, "keras-hub", 20.0, backend="jax")
+    >>> context = {"date": "2025-01-01", "machine": "a CPU", "versions": {"keras": "3"}, "mode": "quick"}
+    >>> "| backbone | jax | train step seq/s | 30.00 | keras-hub | 20.00 | 1.50 | higher | ok |" in (
+    ...     markdown_report([row], [], context)
+    ... )
+    True
+    """
+    lines = ["# bert_keras benchmarks", "", *_context_lines(context), ""]
+    lines += [_RATIO_NOTE, "", "## Measurements", "", *_measurement_lines(rows)]
     settings = sorted(
         {(row["benchmark"], row.get("settings")) for row in rows if row.get("settings")}
     )
@@ -429,8 +447,76 @@ def write_report(rows, run_records, context, directory):
     return path
 
 
+def readme_section(report):
+    """The README's benchmark lines for a report (report.json's contents), markers included.
+
+    Example:
+    >>> from benchmarks.measurements import measurement
+    >>> report = {"date": "2025-01-01", "machine": "a CPU", "versions": {}, "mode": "full",
+    ...           "measurements": [measurement("tokenizer", "MB/s", 3.0, "transformers", 2.0)]}
+    >>> print(readme_section(report).splitlines()[-6])
+    | tokenizer | — | MB/s | 3.00 | transformers | 2.00 | 1.50 | higher | ok |
+    """
+    lines = [README_BEGIN, "", *_context_lines(report), "", _RATIO_NOTE, ""]
+    lines += _measurement_lines(report["measurements"])
+    lines += [
+        "",
+        "![ours / peer for each measurement](docs/benchmarks/ratios.png)",
+        "",
+        "Each benchmark's settings and runs: [docs/benchmarks/report.md](docs/benchmarks/report.md).",
+        README_END,
+    ]
+    return "\n".join(lines)
+
+
+def with_readme_section(readme_text, section):
+    """`readme_text` with everything from the begin marker to the end marker replaced by `section`.
+
+    Raises:
+        ValueError: the markers are missing or out of order.
+
+    Example:
+    >>> text = f"intro\\n{README_BEGIN}\\nold\\n{README_END}\\noutro\\n"
+    >>> with_readme_section(text, f"{README_BEGIN}\\nnew\\n{README_END}").splitlines()[2]
+    'new'
+    """
+    begin = readme_text.find(README_BEGIN)
+    end = readme_text.find(README_END)
+    if begin < 0 or end < begin:
+        raise ValueError(
+            f"The README has no benchmark report between {README_BEGIN!r} and {README_END!r}."
+        )
+    return readme_text[:begin] + section + readme_text[end + len(README_END) :]
+
+
+def publish(report_dir, published_dir=PUBLISHED_DIR, readme=README):
+    """Copies `report_dir`'s report to `published_dir` and its table into `readme`, each atomically.
+
+    Raises:
+        FileNotFoundError: `report_dir` lacks one of the report's files.
+    """
+    missing = [name for name in REPORT_FILES if not os.path.exists(os.path.join(report_dir, name))]
+    if missing:
+        raise FileNotFoundError(
+            f"{report_dir} has no {', '.join(missing)}: run `make bench` (benchmarks.report) first."
+        )
+    with open(os.path.join(report_dir, "report.json"), encoding="utf-8") as file:
+        section = readme_section(json.load(file))
+    with open(readme, encoding="utf-8") as file:
+        readme_text = with_readme_section(file.read(), section)
+    os.makedirs(published_dir, exist_ok=True)
+    for name in REPORT_FILES:
+        with atomic_file(os.path.join(published_dir, name)) as temporary:
+            shutil.copyfile(os.path.join(report_dir, name), temporary)
+    write_text(readme, readme_text)
+
+
 def main(argv):
     del argv
+    if _PUBLISH.value:
+        publish(_OUTPUT_DIR.value)
+        print(f"{README}: the report of {_OUTPUT_DIR.value}, copied to {PUBLISHED_DIR}")
+        return
     known = {benchmark.name for benchmark in BENCHMARKS}
     unknown = sorted(set(_ONLY.value) - known)
     if unknown:

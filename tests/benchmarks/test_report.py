@@ -159,3 +159,60 @@ def test_the_flag_table_names_only_flags_each_benchmark_defines():
             assert name in defined or (name.startswith("no") and name[2:] in defined), (
                 f"{benchmark['name']}: {argument} is not a flag of {benchmark['module']}"
             )
+
+
+def _child(code, *arguments):
+    completed = subprocess.run(
+        [sys.executable, "-c", code, *map(str, arguments)],
+        cwd=REPOSITORY,
+        env={**os.environ, "MPLBACKEND": "Agg"},
+        capture_output=True,
+        text=True,
+    )
+    return completed
+
+
+_PUBLISH = """
+import sys
+from benchmarks import report
+report.publish(sys.argv[1], published_dir=sys.argv[2], readme=sys.argv[3])
+"""
+
+
+def test_publishing_copies_the_report_and_rewrites_only_the_readme_section(report_dir, tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text(
+        "# intro\n\n<!-- From here to the end marker: written by `python -m "
+        "benchmarks.report --publish`. -->\nold table\n"
+        "<!-- End of the published benchmark report. -->\n\n## Layout\n"
+    )
+    completed = _child(_PUBLISH, report_dir, tmp_path / "published", readme)
+    assert completed.returncode == 0, completed.stderr
+    assert sorted(os.listdir(tmp_path / "published")) == ["ratios.png", "report.json", "report.md"]
+    text = readme.read_text()
+    assert text.startswith("# intro\n\n<!-- From here") and text.endswith(" -->\n\n## Layout\n")
+    assert "old table" not in text
+    assert "| serving | — | p50 latency ms, batch 1 | 5.00 | transformers pipeline |" in text
+    assert "- Date: 2025-01-02T03:04:05+00:00" in text
+
+
+def test_publishing_into_a_readme_without_the_markers_changes_nothing(report_dir, tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("# intro\n")
+    completed = _child(_PUBLISH, report_dir, tmp_path / "published", readme)
+    assert "The README has no benchmark report between" in completed.stderr
+    assert readme.read_text() == "# intro\n"
+    assert not (tmp_path / "published").exists()
+
+
+def test_the_readmes_benchmark_table_is_the_published_reports_output():
+    code = (
+        "import json, os\nfrom benchmarks import report\n"
+        "with open(os.path.join(report.PUBLISHED_DIR, 'report.json')) as file:\n"
+        "    print(report.readme_section(json.load(file)))"
+    )
+    completed = _child(code)
+    assert completed.returncode == 0, completed.stderr
+    with open(os.path.join(REPOSITORY, "README.md"), encoding="utf-8") as file:
+        readme = file.read()
+    assert completed.stdout.strip() in readme
