@@ -25,7 +25,6 @@ import importlib.metadata
 import json
 import os
 import platform
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -145,7 +144,6 @@ README_BEGIN = (
     "<!-- From here to the end marker: written by `python -m benchmarks.report --publish`. -->"
 )
 README_END = "<!-- End of the published benchmark report. -->"
-REPORT_FILES = ("report.md", "report.json", "ratios.png")
 
 _QUICK = flags.DEFINE_bool("quick", False, "Small sizes and few rounds: minutes, not hours.")
 _OUTPUT_DIR = flags.DEFINE_string(
@@ -380,6 +378,9 @@ def markdown_report(rows, run_records, context):
     return "\n".join(lines) + "\n"
 
 
+_RATIO_TICKS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500)
+
+
 def ratio_chart(rows, path):
     """Draws a horizontal bar of ours / peer per measurement that has a ratio, a line at 1.0.
 
@@ -417,6 +418,21 @@ def ratio_chart(rows, path):
     )
     axes.set_xscale("log")
     axes.axvline(1.0, color="black", linewidth=1)
+    for position, ratio in enumerate(ratios):
+        axes.annotate(
+            f"{ratio:.2f}",
+            (ratio, position),
+            xytext=(3 if ratio >= 1 else -3, 0),
+            textcoords="offset points",
+            ha="left" if ratio >= 1 else "right",
+            va="center",
+            fontsize=7,
+        )
+    low, high = min([*ratios, 1.0]) / 1.6, max([*ratios, 1.0]) * 1.6  # room for the labels
+    axes.set_xlim(low, high)
+    ticks = [tick for tick in _RATIO_TICKS if low <= tick <= high]
+    axes.set_xticks(ticks, [f"{tick:g}" for tick in ticks])
+    axes.minorticks_off()
     axes.set_yticks(range(len(ratios)), labels, fontsize=8)
     axes.invert_yaxis()
     axes.set_xlabel("ours / peer, log scale (green: bert_keras better)")
@@ -490,24 +506,22 @@ def with_readme_section(readme_text, section):
 
 
 def publish(report_dir, published_dir=PUBLISHED_DIR, readme=README):
-    """Copies `report_dir`'s report to `published_dir` and its table into `readme`, each atomically.
+    """Writes `report_dir`'s report.json again to `published_dir` (with its report.md and
+    ratios.png) and its table into `readme`, each atomically.
 
     Raises:
-        FileNotFoundError: `report_dir` lacks one of the report's files.
+        FileNotFoundError: `report_dir` has no report.json.
     """
-    missing = [name for name in REPORT_FILES if not os.path.exists(os.path.join(report_dir, name))]
-    if missing:
-        raise FileNotFoundError(
-            f"{report_dir} has no {', '.join(missing)}: run `make bench` (benchmarks.report) first."
-        )
-    with open(os.path.join(report_dir, "report.json"), encoding="utf-8") as file:
-        section = readme_section(json.load(file))
+    source = os.path.join(report_dir, "report.json")
+    if not os.path.exists(source):
+        raise FileNotFoundError(f"{source} is missing: run `make bench` (benchmarks.report) first.")
+    with open(source, encoding="utf-8") as file:
+        report = json.load(file)
     with open(readme, encoding="utf-8") as file:
-        readme_text = with_readme_section(file.read(), section)
+        readme_text = with_readme_section(file.read(), readme_section(report))
+    context = {key: value for key, value in report.items() if key not in ("measurements", "runs")}
     os.makedirs(published_dir, exist_ok=True)
-    for name in REPORT_FILES:
-        with atomic_file(os.path.join(published_dir, name)) as temporary:
-            shutil.copyfile(os.path.join(report_dir, name), temporary)
+    write_report(report["measurements"], report["runs"], context, published_dir)
     write_text(readme, readme_text)
 
 
