@@ -109,7 +109,14 @@ BENCHMARKS = (
             "--steps_per_round=2",
         ],
     ),
-    Benchmark("sst2", "benchmarks.finetuning", None, None, ["--parts=sst2"], None),
+    Benchmark(
+        "sst2",
+        "benchmarks.finetuning",
+        None,
+        None,
+        ["--parts=sst2", "--sst2_bucket_by_length"],
+        None,
+    ),
     Benchmark(
         "serving",
         "benchmarks.serving",
