@@ -23,6 +23,7 @@ import collections
 import datetime
 import importlib.metadata
 import json
+import math
 import os
 import platform
 import subprocess
@@ -291,6 +292,18 @@ def _cell(value, digits=2):
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
+def _measured(value):
+    """A measured value to four significant digits (no exponent), or as `_cell` shows it.
+
+    Example:
+    >>> [_measured(value) for value in (0.08123, 7.3, 139.11, 8309.57, None)]
+    ['0.08123', '7.300', '139.1', '8310', '—']
+    """
+    if not isinstance(value, float) or value == 0 or abs(value) >= 1000:
+        return _cell(value, digits=0)
+    return f"{value:.{3 - math.floor(math.log10(abs(value)))}f}"
+
+
 def _table(header, alignment, rows_of_cells):
     """Markdown table lines: the header, the alignment row, one line per row of cells."""
     lines = ["| " + " | ".join(header) + " |", alignment]
@@ -331,9 +344,9 @@ def _measurement_lines(rows):
                 row["benchmark"],
                 row.get("backend") or "—",
                 row.get("measure") or "—",
-                _cell(row.get("ours")),
+                _measured(row.get("ours")),
                 row.get("peer") or "—",
-                _cell(row.get("peer_value")),
+                _measured(row.get("peer_value")),
                 _cell(row.get("ratio")),
                 "higher" if row.get("higher_is_better", True) else "lower",
                 _status(row),
@@ -478,7 +491,7 @@ def readme_section(report):
     >>> report = {"date": "2025-01-01", "machine": "a CPU", "versions": {}, "mode": "full",
     ...           "measurements": [measurement("tokenizer", "MB/s", 3.0, "transformers", 2.0)]}
     >>> print(readme_section(report).splitlines()[-6])
-    | tokenizer | — | MB/s | 3.00 | transformers | 2.00 | 1.50 | higher | ok |
+    | tokenizer | — | MB/s | 3.000 | transformers | 2.000 | 1.50 | higher | ok |
     """
     lines = [README_BEGIN, "", *_context_lines(report), "", _RATIO_NOTE, ""]
     lines += _measurement_lines(report["measurements"])

@@ -75,7 +75,7 @@ def test_markdown_has_context_measurements_and_runs(report_dir):
         "| higher | ok |" in text
     )
     assert (
-        "| serving | — | p50 latency ms, batch 1 | 5.00 | transformers pipeline | 10.00 | 0.50 "
+        "| serving | — | p50 latency ms, batch 1 | 5.000 | transformers pipeline | 10.00 | 0.50 "
         "| lower | ok |" in text
     )
     assert "- backbone: batch 8, seq 64" in text
@@ -192,7 +192,7 @@ def test_publishing_copies_the_report_and_rewrites_only_the_readme_section(repor
     text = readme.read_text()
     assert text.startswith("# intro\n\n<!-- From here") and text.endswith(" -->\n\n## Layout\n")
     assert "old table" not in text
-    assert "| serving | — | p50 latency ms, batch 1 | 5.00 | transformers pipeline |" in text
+    assert "| serving | — | p50 latency ms, batch 1 | 5.000 | transformers pipeline |" in text
     assert "- Date: 2025-01-02T03:04:05+00:00" in text
 
 
