@@ -200,7 +200,7 @@ def _pretrain(files):
             num_train_steps=steps,
             num_warmup_steps=max(1, steps // 10),
             learning_rate=PRETRAINING_LEARNING_RATE,
-            save_checkpoints_steps=max(1, steps // 4),
+            save_checkpoints_steps=max(1, steps // 10),  # ten points on the curves
         )
     )
     history = run.train(verbose=0)
