@@ -137,7 +137,7 @@ BENCHMARKS = (
     Benchmark(
         "bert4rec_recbole",
         "benchmarks.bert4rec",
-        None,
+        ("jax",),  # ours on one backend, named in the rows, beside RecBole's torch
         None,
         ["--parts=movielens,recbole"],
         None,
