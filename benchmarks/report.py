@@ -273,13 +273,9 @@ def run_benchmark(name, backend, benchmark_flags, timeout_s):
                 rows = json.load(file)
         else:
             rows = [measurements.failure(name, error, backend=backend)]
-    record = {
-        "benchmark": name,
-        "backend": backend,
-        "flags": " ".join(benchmark_flags),
-        "seconds": round(seconds, 1),
-        "status": "failed" if error else "ok",
-    }
+    record = _run_record(
+        name, backend, benchmark_flags, round(seconds, 1), "failed" if error else "ok"
+    )
     print(f"{name} ({backend or 'no backend'}): {record['status']} in {seconds:.0f} s", flush=True)
     return rows, record
 
@@ -549,7 +545,7 @@ def main(argv):
     del argv
     if _PUBLISH.value:
         publish(_OUTPUT_DIR.value)
-        print(f"{README}: the report of {_OUTPUT_DIR.value}, copied to {PUBLISHED_DIR}")
+        print(f"{README} and {PUBLISHED_DIR}: the report of {_OUTPUT_DIR.value}")
         return
     known = {benchmark.name for benchmark in BENCHMARKS}
     unknown = sorted(set(_ONLY.value) - known)
@@ -569,13 +565,7 @@ def main(argv):
     for number, (name, backend, benchmark_flags) in enumerate(planned):
         if benchmark_flags is None:
             benchmark_rows = [_skipped(name, mode)]
-            record = {
-                "benchmark": name,
-                "backend": None,
-                "flags": "",
-                "seconds": 0.0,
-                "status": "skipped",
-            }
+            record = _run_record(name, None, (), 0.0, "skipped")
         else:
             benchmark_rows, record = run_benchmark(name, backend, benchmark_flags, timeout_s)
         rows += benchmark_rows
@@ -591,15 +581,20 @@ def main(argv):
 
 def _pending(planned):
     return [
-        {
-            "benchmark": name,
-            "backend": backend,
-            "flags": " ".join(benchmark_flags or ()),
-            "seconds": None,
-            "status": "not run yet",
-        }
+        _run_record(name, backend, benchmark_flags or (), None, "not run yet")
         for name, backend, benchmark_flags in planned
     ]
+
+
+def _run_record(name, backend, benchmark_flags, seconds, status):
+    """One row of the report's table of runs."""
+    return {
+        "benchmark": name,
+        "backend": backend,
+        "flags": " ".join(benchmark_flags),
+        "seconds": seconds,
+        "status": status,
+    }
 
 
 def _skipped(name, mode):
