@@ -2,6 +2,7 @@
 
 import keras
 
+from bert_keras.training.fused_adamw import FusedAdamW
 from bert_keras.training.schedules import LinearWarmupLinearDecay
 
 # Variable names (not paths) that get no weight decay: layer-norm scale and
@@ -23,7 +24,8 @@ def create_optimizer(
 ):
     """The paper's optimizer: decoupled weight decay, warmup, linear decay, clipping.
 
-    AdamW (beta_1 0.9, beta_2 0.999, epsilon 1e-6) or LAMB for large batches;
+    AdamW (beta_1 0.9, beta_2 0.999, epsilon 1e-6; `FusedAdamW`, Keras' AdamW
+    with torch's fused update on torch) or LAMB for large batches;
     weight decay 0.01 applied to every variable except layer-norm and bias
     variables; learning rate warmed up linearly over `num_warmup_steps`, then
     decayed linearly to 0 at `num_train_steps`; gradients clipped to a global
@@ -47,7 +49,7 @@ def create_optimizer(
     Example:
     >>> optimizer = create_optimizer(1e-4, num_train_steps=1000, num_warmup_steps=100)
     >>> type(optimizer).__name__, optimizer.global_clipnorm
-    ('AdamW', 1.0)
+    ('FusedAdamW', 1.0)
     """
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"optimizer must be one of {list(OPTIMIZERS)}, got {optimizer!r}.")
@@ -66,7 +68,7 @@ def create_optimizer(
         "gradient_accumulation_steps": gradient_accumulation_steps,
     }
     if optimizer == "adamw":
-        result = keras.optimizers.AdamW(beta_1=0.9, beta_2=0.999, **common)
+        result = FusedAdamW(beta_1=0.9, beta_2=0.999, **common)
     else:
         result = keras.optimizers.Lamb(beta_1=0.9, beta_2=0.999, **common)
     result.exclude_from_weight_decay(var_names=list(NO_WEIGHT_DECAY_NAMES))

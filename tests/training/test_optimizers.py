@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 from keras import ops
 
+from bert_keras.training.fused_adamw import FusedAdamW
 from bert_keras.training.optimizers import create_optimizer
 
 
@@ -24,7 +25,7 @@ def test_weight_decay_skips_layer_norm_and_bias(name):
 
 def test_recipe_settings():
     optimizer = create_optimizer(1e-4, 100, 10)
-    assert isinstance(optimizer, keras.optimizers.AdamW)
+    assert isinstance(optimizer, FusedAdamW)
     assert optimizer.epsilon == 1e-6 and optimizer.weight_decay == 0.01
     assert optimizer.global_clipnorm == 1.0
 
