@@ -29,17 +29,14 @@ class FusedAdamW(keras.optimizers.AdamW):
     """
 
     def _clip_gradients(self, grads):
-        if not self._fuses(grads) or self.clipnorm or self.clipvalue or not self.global_clipnorm:
+        if not _on_torch() or self.clipnorm or self.clipvalue or not self.global_clipnorm:
             return super()._clip_gradients(grads)
         return _torch_clip_by_global_norm(grads, self.global_clipnorm)
 
     def _backend_update_step(self, grads, trainable_variables, learning_rate):
-        if not self._fuses(grads) or self.amsgrad:
+        if not _on_torch() or self.amsgrad:
             return super()._backend_update_step(grads, trainable_variables, learning_rate)
         return self._torch_fused_update(grads, trainable_variables, learning_rate)
-
-    def _fuses(self, grads):
-        return keras.backend.backend() == "torch" and all(grad is not None for grad in grads)
 
     def _torch_fused_update(self, grads, trainable_variables, learning_rate):
         import torch
@@ -67,6 +64,10 @@ class FusedAdamW(keras.optimizers.AdamW):
                 eps=self.epsilon / (1 - self.beta_2**step) ** 0.5,
                 maximize=False,
             )
+
+
+def _on_torch():
+    return keras.backend.backend() == "torch"
 
 
 def _torch_clip_by_global_norm(grads, clip_norm):
