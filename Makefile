@@ -14,6 +14,8 @@
 #   make bench                      every benchmark against its peer: build/bench/report.md, report.json,
 #                                   ratios.png (python -m benchmarks.report); QUICK=1: small sizes, minutes;
 #                                   then python -m benchmarks.report --publish: into docs/ and README.md
+#   make gpu-wheels                 Keras and keras-hub as Python 3.12 wheels in build/gpu-wheels/, for
+#                                   benchmarks/gpu.sh on a GPU machine without network or TensorFlow
 #   make recbole-venv               RecBole's BERT4Rec in .venv-recbole, the peer of benchmarks.bert4rec
 #                                   (make bench builds it first)
 #   make serving-compat             every task's SavedModel answers the same under TensorFlow 2.17
@@ -55,7 +57,7 @@ TEST_XLA_FLAGS := XLA_FLAGS="--xla_backend_optimization_level=0 --xla_llvm_disab
 # left alone, one thread made its tests slower).
 SUITE_THREADS := OMP_NUM_THREADS=1 TF_NUM_INTRAOP_THREADS=1 TF_NUM_INTEROP_THREADS=1
 
-.PHONY: test test-slow lint format demo bench recbole-venv serving-compat bazel-install bazel-build lock clean distclean venv
+.PHONY: test test-slow lint format demo bench gpu-wheels recbole-venv serving-compat bazel-install bazel-build lock clean distclean venv
 
 venv: $(VENV_STAMP)
 
@@ -154,6 +156,17 @@ recbole-venv: $(RECBOLE_STAMP)
 bench: $(VENV_STAMP)
 	$(MAKE) recbole-venv || echo "make recbole-venv failed: RecBole's BERT4Rec will not run"
 	env $(TEST_ENV) $(PYTHON) -m benchmarks.report $(if $(filter 1,$(QUICK)),--quick)
+
+# What a CUDA image holding jax, torch and transformers lacks to run benchmarks/gpu.sh, at this
+# project's pinned versions, as wheels for the machine's Python 3.12 on Linux x86-64.
+GPU_WHEELS := build/gpu-wheels
+gpu-wheels: $(VENV_STAMP)
+	rm -rf $(GPU_WHEELS)
+	$(PYTHON) -m pip download -q --no-deps --only-binary=:all: -d $(GPU_WHEELS) \
+	  --python-version 3.12 --implementation cp --platform manylinux_2_28_x86_64 \
+	  --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform any \
+	  $$(grep -iE '^(keras|keras-hub|namex|optree|kagglehub|kagglesdk)==' $(LOCK))
+	ls $(GPU_WHEELS)
 
 # Debian's bazel-bootstrap (4.2.3); third_party/bazel_offline/ lets it build without network.
 bazel-install:

@@ -1,11 +1,9 @@
 """Masked-LM predictions on raw text: the tokens a checkpoint would put at each [MASK]."""
 
 import keras
-import tensorflow as tf
 from keras import ops
 
 from bert_keras.checkpoints import read_checkpoint
-from bert_keras.data.length_batching import PAD_TO_MULTIPLE_OF
 from bert_keras.layers.masked_lm_head import MaskedLMHead
 from bert_keras.models.bert_backbone import INPUT_NAMES
 from bert_keras.models.bert_backbone import BertBackbone
@@ -14,8 +12,6 @@ from bert_keras.models.bert_task import backbone_inputs
 from bert_keras.models.bert_task import checkpoint_tokenizer
 from bert_keras.models.checkpoint_weights import apply_checkpoint
 from bert_keras.models.text_inputs import DEFAULT_BATCH_SIZE
-from bert_keras.text.preprocessor import BertPreprocessor
-from bert_keras.text.tokenizer import MASK_TOKEN
 
 # The checkpoint head (`Checkpoint.head_weights`) this model needs, and its layer.
 MASKED_LM_HEAD = "masked_lm"
@@ -132,6 +128,9 @@ class BertMaskedLM(BertTask):
             )
         backbone = BertBackbone.from_config(checkpoint.backbone_config)
         if "preprocessor" not in kwargs and checkpoint.vocabulary_file is not None:
+            from bert_keras.data.length_batching import PAD_TO_MULTIPLE_OF
+            from bert_keras.text.preprocessor import BertPreprocessor
+
             kwargs["preprocessor"] = BertPreprocessor(
                 checkpoint_tokenizer(checkpoint, special_tokens_in_strings=True),
                 sequence_length=sequence_length or backbone.max_sequence_length,
@@ -146,6 +145,7 @@ class BertMaskedLM(BertTask):
         """The preprocessor's inputs plus `masked_positions`: each text's [MASK]s, padded with 0.
 
         Example:
+        >>> from bert_keras.text.preprocessor import BertPreprocessor
         >>> from bert_keras.text.tokenizer import BertTokenizer
         >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi"],
         ...                           special_tokens_in_strings=True)
@@ -155,6 +155,8 @@ class BertMaskedLM(BertTask):
         array([[2, 0],
                [1, 3]], dtype=int32)
         """
+        import tensorflow as tf
+
         features = dict(self.preprocessor(texts))
         token_ids = features["token_ids"]  # [batch, seq]
         positions = tf.broadcast_to(tf.range(tf.shape(token_ids)[-1]), tf.shape(token_ids))
@@ -189,6 +191,7 @@ class BertMaskedLM(BertTask):
                 splits "[MASK]".
 
         Example:
+        >>> from bert_keras.text.preprocessor import BertPreprocessor
         >>> from bert_keras.text.tokenizer import BertTokenizer
         >>> vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat"]
         >>> tokenizer = BertTokenizer(vocabulary, special_tokens_in_strings=True)
@@ -257,6 +260,10 @@ class BertMaskedLM(BertTask):
 
     def _check_masks(self, texts, start, packed_mask_counts, tokenizer):
         """Every text has a [MASK], and none was cut off by the packing."""
+        import tensorflow as tf
+
+        from bert_keras.text.tokenizer import MASK_TOKEN
+
         token_ids = tokenizer(texts)  # [batch, (tokens)], not truncated
         mask_counts = tf.reduce_sum(
             tf.cast(tf.equal(token_ids, tokenizer.mask_token_id), tf.int32), axis=-1

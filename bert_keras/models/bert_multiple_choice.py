@@ -1,7 +1,6 @@
 """Multiple choice (SWAG): one [CLS] score per (context, choice) pair."""
 
 import keras
-import tensorflow as tf
 from keras import ops
 
 from bert_keras.models.bert_backbone import INPUT_NAMES
@@ -65,6 +64,8 @@ class BertMultipleChoice(BertTask):
         Each choice becomes `[CLS] context [SEP] choice [SEP]`; the features
         are `[batch, num_choices, sequence_length]`, the model's inputs.
         """
+        import tensorflow as tf
+
         if not isinstance(texts, tuple) or len(texts) != 2:
             raise ValueError(
                 "BertMultipleChoice takes text as a pair (contexts, choices): contexts "

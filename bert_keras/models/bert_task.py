@@ -5,7 +5,6 @@ import inspect
 import keras
 
 from bert_keras.checkpoints import read_checkpoint
-from bert_keras.data.length_batching import PAD_TO_MULTIPLE_OF
 from bert_keras.layers.dropout import Dropout
 from bert_keras.layers.initializers import bert_kernel_initializer
 from bert_keras.models.bert_backbone import INPUT_NAMES
@@ -14,8 +13,6 @@ from bert_keras.models.checkpoint_weights import apply_checkpoint
 from bert_keras.models.text_inputs import holds_text
 from bert_keras.models.text_inputs import split_for_validation
 from bert_keras.models.text_inputs import text_dataset
-from bert_keras.text.preprocessor import BertPreprocessor
-from bert_keras.text.tokenizer import BertTokenizer
 from bert_keras.training.optimizers import create_optimizer
 
 
@@ -309,6 +306,10 @@ def checkpoint_preprocessor(checkpoint, sequence_length, by_length=False):
     >>> preprocessor("Ok")["token_ids"].numpy().tolist()
     [2, 5, 3, 0]
     """
+    # The text modules import TensorFlow, which models fed token ids do without.
+    from bert_keras.data.length_batching import PAD_TO_MULTIPLE_OF
+    from bert_keras.text.preprocessor import BertPreprocessor
+
     if checkpoint.vocabulary_file is None:
         return None
     if not by_length:
@@ -342,6 +343,8 @@ def checkpoint_tokenizer(checkpoint, **overrides):
     >>> checkpoint_tokenizer(checkpoint)("Ok").numpy().tolist()
     [5]
     """
+    from bert_keras.text.tokenizer import BertTokenizer
+
     if checkpoint.vocabulary_file is None:
         raise FileNotFoundError(f"{checkpoint.directory or 'The checkpoint'} has no vocab.txt.")
     return BertTokenizer(

@@ -1,7 +1,6 @@
 """Token tagging (NER) on every position's output."""
 
 import keras
-import tensorflow as tf
 
 from bert_keras.models.bert_task import BertTask
 from bert_keras.models.bert_task import backbone_inputs
@@ -10,9 +9,6 @@ from bert_keras.models.bert_task import float32_logits
 from bert_keras.models.text_inputs import holds_words
 from bert_keras.models.text_inputs import split_for_validation
 from bert_keras.models.text_inputs import text_dataset
-from bert_keras.text.preprocessor import on_first_pieces
-from bert_keras.text.preprocessor import ragged_rows
-from bert_keras.text.preprocessor import ragged_words
 
 IGNORED_LABEL = -100
 
@@ -82,6 +78,8 @@ class BertTokenClassifier(BertTask):
 
     def preprocess_text(self, texts):
         """The model's inputs for a batch of texts, or of sentences split into words."""
+        import tensorflow as tf
+
         if isinstance(texts, tf.RaggedTensor) or (
             isinstance(texts, tf.Tensor) and texts.shape.rank == 2
         ):
@@ -129,8 +127,13 @@ class BertTokenClassifier(BertTask):
 
     def predict(self, x, batch_size=None, **kwargs):
         """`keras.Model.predict`; with a preprocessor, `x` may be words or text."""
-        if self._takes_words(x) and not isinstance(x, tf.data.Dataset):
-            x = ragged_words(x)
+        if self._takes_words(x):
+            import tensorflow as tf
+
+            from bert_keras.text.preprocessor import ragged_words
+
+            if not isinstance(x, tf.data.Dataset):
+                x = ragged_words(x)
         return super().predict(x, batch_size, **kwargs)
 
     def tagged_words_dataset(
@@ -152,6 +155,10 @@ class BertTokenClassifier(BertTask):
             label on its first piece and `IGNORED_LABEL` elsewhere; sample
             weights likewise, with 0 elsewhere.
         """
+        import tensorflow as tf
+
+        from bert_keras.text.preprocessor import on_first_pieces
+
         if not isinstance(words, tf.data.Dataset):
             words, word_labels, word_weights = self._ragged_words_and_labels(
                 words, word_labels, word_weights
@@ -194,6 +201,9 @@ class BertTokenClassifier(BertTask):
     @staticmethod
     def _ragged_words_and_labels(words, word_labels, word_weights):
         """Words and per-word columns as ragged tensors, checked to have one value per word."""
+        from bert_keras.text.preprocessor import ragged_rows
+        from bert_keras.text.preprocessor import ragged_words
+
         words = ragged_words(words)
         columns = []
         for name, column in (("word_labels", word_labels), ("sample_weight", word_weights)):

@@ -5,10 +5,14 @@ A task model with a preprocessor takes strings; these functions turn them
 batches of the model's integer inputs. Tokenizing runs as TensorFlow ops
 inside `tf.data` (batched, in parallel, prefetched), so the model only ever
 sees ids, under every Keras backend.
+
+TensorFlow is imported only once there is text to prepare: telling text from
+token ids needs none, so models fed ids run where TensorFlow is not installed.
 """
 
+import sys
+
 import numpy as np
-import tensorflow as tf
 
 DEFAULT_BATCH_SIZE = 32  # keras.Model.fit's default.
 
@@ -25,7 +29,8 @@ def holds_text(data):
     >>> holds_text({"token_ids": np.ones((2, 3), "int32")})
     False
     """
-    if isinstance(data, tf.data.Dataset):
+    tf = _imported_tensorflow()
+    if tf and isinstance(data, tf.data.Dataset):
         return any(spec.dtype == tf.string for spec in tf.nest.flatten(data.element_spec))
     if isinstance(data, tuple):
         return any(holds_text(part) for part in data)
@@ -45,10 +50,11 @@ def holds_words(data):
     >>> holds_words([["EU", "rejects"], ["Peter"]]), holds_words(["EU rejects"])
     (True, False)
     """
-    if isinstance(data, tf.data.Dataset):
+    tf = _imported_tensorflow()
+    if tf and isinstance(data, tf.data.Dataset):
         words = tf.nest.flatten(data.element_spec)[0]
         return words.dtype == tf.string and words.shape.rank == 2
-    if isinstance(data, (tf.Tensor, tf.RaggedTensor, np.ndarray)):
+    if isinstance(data, np.ndarray) or (tf and isinstance(data, (tf.Tensor, tf.RaggedTensor))):
         return _is_text_array(data) and len(data.shape) == 2
     return (
         isinstance(data, list)
@@ -58,10 +64,16 @@ def holds_words(data):
     )
 
 
+def _imported_tensorflow():
+    """TensorFlow if this process has imported it: an input can be a TensorFlow object only then."""
+    return sys.modules.get("tensorflow")
+
+
 def _is_text_array(array):
     if isinstance(array, (str, bytes)):
         return True
-    if isinstance(array, (tf.Tensor, tf.RaggedTensor)):
+    tf = _imported_tensorflow()
+    if tf and isinstance(array, (tf.Tensor, tf.RaggedTensor)):
         return array.dtype == tf.string
     if isinstance(array, np.ndarray):
         if array.dtype.kind in "US":
@@ -105,6 +117,7 @@ def text_dataset(preprocess, x, y=None, sample_weight=None, batch_size=None, shu
     >>> features["token_ids"].numpy().tolist(), labels.numpy().tolist()
     ([[2, 5, 3, 0, 0], [2, 5, 5, 3, 0]], [0, 1])
     """
+    import tensorflow as tf
 
     # Plain TensorFlow ops throughout: AutoGraph would only slow the trace,
     # and it cannot convert Keras layers' methods.
@@ -148,6 +161,8 @@ def _texts_and_rest(element):
 
 
 def _check_batched(element_spec):
+    import tensorflow as tf
+
     for spec in tf.nest.flatten(element_spec):
         if spec.dtype == tf.string and spec.shape.rank == 0:
             raise ValueError(
@@ -189,7 +204,8 @@ def split_for_validation(arrays, validation_split):
 
 
 def _sliceable(array):
-    return array if isinstance(array, tf.RaggedTensor) else np.asarray(array)
+    tf = _imported_tensorflow()
+    return array if tf and isinstance(array, tf.RaggedTensor) else np.asarray(array)
 
 
 def _map_arrays(function, arrays):

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Issue 20's GPU measurements in one run of a few minutes: the pretraining step of BERT-base
+# (seq 128, bfloat16) on jax and on torch, next to keras-hub and transformers on the same GPU,
+# with the model FLOPs utilisation of each (`python -m benchmarks.pretraining`).
+#
+# For a machine with one NVIDIA GPU, no network, and a Python 3.12 that holds jax, torch and
+# transformers but neither TensorFlow nor Keras: bert_keras's models on token ids need no
+# TensorFlow, and Keras and keras-hub travel as wheels. First, here: `make gpu-wheels`; then, on
+# that machine, from the repository root, with build/gpu-wheels/ copied along:
+#
+#   bash benchmarks/gpu.sh
+#
+# Settings (environment): PEAK_TFLOPS, the card's dense bfloat16 peak for the MFU (default 989,
+# the H100 SXM's and H200's); BATCH_SIZE (default 128); PRESET (default bert_base); REPEATS
+# (default 10); BACKENDS (default "jax torch"); PYTHON (default python3); WHEELS (default
+# build/gpu-wheels). Each backend's table
+# and JSON rows go to $OUT when set, else build/gpu/.
+set -u
+out=${OUT:-build/gpu}
+python=${PYTHON:-python3}
+site=$(mktemp -d)
+mkdir -p "$out"
+"$python" -m pip install -q --no-index --no-deps --no-compile --target "$site" \
+  "${WHEELS:-build/gpu-wheels}"/*.whl || { echo "no wheels: run 'make gpu-wheels' first, then carry them"; exit 1; }
+export PYTHONPATH="$site:$PWD${PYTHONPATH:+:$PYTHONPATH}" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1
+# jax takes 75% of the GPU's memory at start by default; transformers' torch model shares the card.
+export XLA_PYTHON_CLIENT_MEM_FRACTION=0.45
+{
+  nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv || true
+  KERAS_BACKEND=jax "$python" -c 'import jax, keras, torch, transformers
+print("jax", jax.__version__, jax.devices(), "| torch", torch.__version__, torch.cuda.is_available(),
+      "| transformers", transformers.__version__, "| keras", keras.__version__)'
+} 2>&1 | tee "$out/versions.txt"
+status=0
+for backend in ${BACKENDS:-jax torch}; do
+  KERAS_BACKEND=$backend timeout 240 "$python" -m benchmarks.pretraining \
+    --preset="${PRESET:-bert_base}" --sequence_length=128 --batch_size="${BATCH_SIZE:-128}" \
+    --mixed_precision=bfloat16 --peak_tflops="${PEAK_TFLOPS:-989}" --repeats="${REPEATS:-10}" \
+    --json_output="$out/pretraining_$backend.json" 2>&1 | tee "$out/pretraining_$backend.txt"
+  code=${PIPESTATUS[0]}
+  [ "$code" = 0 ] || { echo "pretraining on $backend: exit $code"; status=1; }
+done
+exit $status
