@@ -140,12 +140,19 @@ class JsonLinesHistory(keras.callbacks.Callback):
 
 
 class HistoryPlot(keras.callbacks.Callback):
-    """Redraws OUTPUT_DIR/history.png from OUTPUT_DIR's history after every epoch.
+    """Redraws OUTPUT_DIR/history.png from OUTPUT_DIR's history as training goes.
 
-    Put it after the callback that writes the history (`JsonLinesHistory`).
+    Drawing takes a noticeable fraction of a second, as long as many
+    training steps of a small model, so the plot is redrawn at the end of an
+    epoch only when `min_seconds` have passed since the last drawing, and
+    always when training ends (`python -m tools.plot_history OUTPUT_DIR`
+    draws the history of a run stopped before). Put it after the callback
+    that writes the history (`JsonLinesHistory`).
 
     Args:
         output_dir: the run's directory (see `history_plots.write_history_plot`).
+        min_seconds: the least wall-clock time between two drawings during
+            training; 0 redraws after every epoch.
 
     Example:
     >>> import numpy as np, tempfile
@@ -160,12 +167,22 @@ class HistoryPlot(keras.callbacks.Callback):
     ['history.jsonl', 'history.png']
     """
 
-    def __init__(self, output_dir):
+    def __init__(self, output_dir, min_seconds=30.0):
         super().__init__()
         self.output_dir = os.fspath(output_dir)
+        self.min_seconds = min_seconds
+        self._drawn_at = None
 
     def on_epoch_end(self, epoch, logs=None):
+        if self._drawn_at is None or time.monotonic() - self._drawn_at >= self.min_seconds:
+            self._draw()
+
+    def on_train_end(self, logs=None):
+        self._draw()
+
+    def _draw(self):
         write_history_plot(self.output_dir)
+        self._drawn_at = time.monotonic()
 
 
 class PeriodicCheckpoint(keras.callbacks.Callback):

@@ -6,6 +6,8 @@ import keras
 import numpy as np
 import pytest
 
+from bert_keras.training import callbacks as callbacks_module
+from bert_keras.training.callbacks import HistoryPlot
 from bert_keras.training.callbacks import JsonLinesHistory
 from bert_keras.training.callbacks import PeriodicCheckpoint
 from bert_keras.training.callbacks import StepTensorBoard
@@ -80,6 +82,29 @@ def test_history_appends_each_step_once_across_resumptions(tmp_path):
 def test_history_needs_the_step():
     with pytest.raises(ValueError, match="put TrainingProgress first"):
         fit(compiled_model(), [JsonLinesHistory(os.devnull + ".jsonl")])
+
+
+@pytest.mark.parametrize(
+    ("min_seconds", "steps_drawn"), [(0.0, [3, 6, 9, 12, 12]), (3600, [3, 12])]
+)
+def test_history_plot_redraws_at_most_every_min_seconds_and_at_the_end(
+    tmp_path, monkeypatch, min_seconds, steps_drawn
+):
+    drawn = []  # the last step in the history at each drawing
+    monkeypatch.setattr(
+        callbacks_module,
+        "write_history_plot",
+        lambda directory: drawn.append(
+            read_history(os.path.join(directory, "h.jsonl"))[-1]["step"]
+        ),
+    )
+    callbacks = [
+        TrainingProgress(batch_size=2),
+        JsonLinesHistory(tmp_path / "h.jsonl"),
+        HistoryPlot(tmp_path, min_seconds=min_seconds),
+    ]
+    fit(compiled_model(), callbacks, epochs=4)
+    assert drawn == steps_drawn
 
 
 def test_periodic_checkpoint_saves_every_epoch_at_the_step(tmp_path):
