@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Issue 20's GPU measurements in one run of a few minutes, BERT-base at seq 128 in bfloat16 on jax
 # and on torch: the pretraining step next to keras-hub and transformers on the same GPU, with the
-# model FLOPs utilisation of each (`python -m benchmarks.pretraining`), then the backbone's
-# forward pass and training step next to keras-hub's (`python -m benchmarks.backbone`).
+# model FLOPs utilisation and the costliest GPU kernels of each (`python -m benchmarks.pretraining
+# --profile_steps`), then the backbone's forward pass and training step next to keras-hub's
+# (`python -m benchmarks.backbone`).
 #
 # For a machine with one NVIDIA GPU, no network, and a Python 3.12 that holds jax, torch and
 # transformers but neither TensorFlow nor Keras: bert_keras's models on token ids need no
@@ -13,9 +14,10 @@
 #
 # Settings (environment): PEAK_TFLOPS, the card's dense bfloat16 peak for the MFU (default 989,
 # the H100 SXM's and H200's); BATCH_SIZE (default 128); PRESET (default bert_base); REPEATS
-# (default 10); BACKENDS (default "jax torch"); BACKBONE (default 1; 0 skips that part);
-# PART_SECONDS, each part's time limit (default 240); PYTHON (default python3); WHEELS (default
-# build/gpu-wheels). Each part's table and JSON rows go to $OUT when set, else to build/gpu/.
+# (default 10); PROFILE_STEPS (default 3; 0: none); BACKENDS (default "jax torch"); BACKBONE
+# (default 1; 0 skips that part); PART_SECONDS, each part's time limit (default 240); PYTHON
+# (default python3); WHEELS (default build/gpu-wheels). Each part's table and JSON rows go to
+# $OUT when set, else to build/gpu/.
 set -u
 out=${OUT:-build/gpu}
 python=${PYTHON:-python3}
@@ -45,7 +47,8 @@ backends=${BACKENDS:-jax torch}
 for backend in $backends; do
   KERAS_BACKEND=$backend run "pretraining_$backend" "$python" -m benchmarks.pretraining \
     --preset="${PRESET:-bert_base}" --sequence_length=128 --batch_size="${BATCH_SIZE:-128}" \
-    --mixed_precision=bfloat16 --peak_tflops="${PEAK_TFLOPS:-989}" --repeats="${REPEATS:-10}"
+    --mixed_precision=bfloat16 --peak_tflops="${PEAK_TFLOPS:-989}" --repeats="${REPEATS:-10}" \
+    --profile_steps="${PROFILE_STEPS:-3}" --profile_dir="$site/profiles"
 done
 if [ "${BACKBONE:-1}" = 1 ]; then
   run backbone "$python" -m benchmarks.backbone --backends="${backends// /,}" \

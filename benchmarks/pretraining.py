@@ -40,6 +40,10 @@ matmul speed.
 
     KERAS_BACKEND=jax python -m benchmarks.pretraining --preset=bert_small --repeats=5
     KERAS_BACKEND=torch python -m benchmarks.pretraining --mixed_precision=bfloat16 --peak_tflops=989
+
+With `--profile_steps=N`, each implementation's costliest operations over N
+more steps follow the table (`benchmarks.step_profiles`): GPU kernels where a
+GPU ran them.
 """
 
 import os
@@ -49,6 +53,7 @@ from absl import flags
 
 from benchmarks import common
 from benchmarks import measurements
+from benchmarks import step_profiles
 from bert_keras.training.host_memory import restart_with_huge_page_malloc
 
 _PRESET = flags.DEFINE_string("preset", "bert_small", "Backbone size.")
@@ -60,6 +65,12 @@ _MIXED_PRECISION = flags.DEFINE_enum(
 )
 _PEAK_TFLOPS = flags.DEFINE_float("peak_tflops", None, "The device's peak TFLOP/s, for MFU.")
 _SKIP = flags.DEFINE_list("skip", [], "Implementations to leave out: keras_hub, transformers.")
+_PROFILE_STEPS = flags.DEFINE_integer(
+    "profile_steps", 0, "After timing, profile this many steps of each implementation (jax, torch)."
+)
+_PROFILE_DIR = flags.DEFINE_string(
+    "profile_dir", "build/profiles", "Where the profiles' trace files go, one folder each."
+)
 
 
 def training_flops_per_sequence(
@@ -289,6 +300,8 @@ def main(argv):
             f"{name:<14} {rate:>12.1f} {ours / rate:>18.2f} {done[name] / 1e9:>11.2f} "
             f"{done[name] / done['bert_keras']:>11.2f} {mfu:>7}"
         )
+    if _PROFILE_STEPS.value:
+        _print_profiles(steps, keras.backend.backend())
     settings = (
         f"{_PRESET.value}, batch {common.BATCH_SIZE.value}, seq {common.SEQUENCE_LENGTH.value}, "
         f"{_PREDICTIONS.value} predictions, precision {_MIXED_PRECISION.value}, "
@@ -309,6 +322,19 @@ def main(argv):
             if peer != "bert_keras"
         ]
     )
+
+
+def _print_profiles(steps, backend):
+    """Each implementation's costliest operations over `--profile_steps` steps."""
+    for name, step in steps.items():
+        engine = "torch" if name == "transformers" else backend
+        if engine not in ("jax", "torch"):
+            print(f"\n{name}: no profile on {engine} (jax and torch only)")
+            continue
+        directory = os.path.join(_PROFILE_DIR.value, f"{name}_{engine}")
+        table = step_profiles.profile_table(step, _PROFILE_STEPS.value, engine, directory)
+        print(f"\n{name} ({engine}), {_PROFILE_STEPS.value} steps profiled, trace in {directory}:")
+        print(table)
 
 
 if __name__ == "__main__":
