@@ -9,7 +9,7 @@ from bert_keras.models.bert_backbone import INPUT_NAMES
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_task import BertTask
 from bert_keras.models.bert_task import backbone_inputs
-from bert_keras.models.bert_task import checkpoint_tokenizer
+from bert_keras.models.bert_task import checkpoint_preprocessor
 from bert_keras.models.checkpoint_weights import apply_checkpoint
 from bert_keras.models.text_inputs import DEFAULT_BATCH_SIZE
 
@@ -127,15 +127,12 @@ class BertMaskedLM(BertTask):
                 "with one, e.g. a Hugging Face BertForMaskedLM or BertForPreTraining directory."
             )
         backbone = BertBackbone.from_config(checkpoint.backbone_config)
-        if "preprocessor" not in kwargs and checkpoint.vocabulary_file is not None:
-            from bert_keras.data.length_batching import PAD_TO_MULTIPLE_OF
-            from bert_keras.text.preprocessor import BertPreprocessor
-
-            kwargs["preprocessor"] = BertPreprocessor(
-                checkpoint_tokenizer(checkpoint, special_tokens_in_strings=True),
-                sequence_length=sequence_length or backbone.max_sequence_length,
-                padding="longest",
-                pad_to_multiple_of=PAD_TO_MULTIPLE_OF,
+        if "preprocessor" not in kwargs:
+            kwargs["preprocessor"] = checkpoint_preprocessor(
+                checkpoint,
+                sequence_length or backbone.max_sequence_length,
+                by_length=True,
+                special_tokens_in_strings=True,
             )
         model = cls(backbone, **kwargs)
         apply_checkpoint(model, checkpoint, heads={MASKED_LM_HEAD: MASKED_LM_LAYER})

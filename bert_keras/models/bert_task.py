@@ -284,7 +284,7 @@ class BertTask(keras.Model):
         return cls(**config)
 
 
-def checkpoint_preprocessor(checkpoint, sequence_length, by_length=False):
+def checkpoint_preprocessor(checkpoint, sequence_length, by_length=False, **tokenizer_overrides):
     """A `BertPreprocessor` from a checkpoint's vocab.txt and tokenizer settings, or None.
 
     Args:
@@ -292,6 +292,11 @@ def checkpoint_preprocessor(checkpoint, sequence_length, by_length=False):
         sequence_length: the packed length.
         by_length: pad each batch to its longest text, rounded up to a
             multiple of `PAD_TO_MULTIPLE_OF`, rather than to `sequence_length`.
+        **tokenizer_overrides: `BertTokenizer` arguments replacing the
+            checkpoint's (see `checkpoint_tokenizer`).
+
+    Raises:
+        ModuleNotFoundError: TensorFlow or tensorflow-text is not installed.
 
     Example:
     >>> import os, tempfile
@@ -306,16 +311,16 @@ def checkpoint_preprocessor(checkpoint, sequence_length, by_length=False):
     >>> preprocessor("Ok")["token_ids"].numpy().tolist()
     [2, 5, 3, 0]
     """
-    # The text modules import TensorFlow, which models fed token ids do without.
+    if checkpoint.vocabulary_file is None:
+        return None
+    tokenizer = checkpoint_tokenizer(checkpoint, **tokenizer_overrides)
     from bert_keras.data.length_batching import PAD_TO_MULTIPLE_OF
     from bert_keras.text.preprocessor import BertPreprocessor
 
-    if checkpoint.vocabulary_file is None:
-        return None
     if not by_length:
-        return BertPreprocessor(checkpoint_tokenizer(checkpoint), sequence_length=sequence_length)
+        return BertPreprocessor(tokenizer, sequence_length=sequence_length)
     return BertPreprocessor(
-        checkpoint_tokenizer(checkpoint),
+        tokenizer,
         sequence_length=sequence_length,
         padding="longest",
         pad_to_multiple_of=PAD_TO_MULTIPLE_OF,
@@ -331,6 +336,7 @@ def checkpoint_tokenizer(checkpoint, **overrides):
 
     Raises:
         FileNotFoundError: the checkpoint has no vocab.txt.
+        ModuleNotFoundError: TensorFlow or tensorflow-text is not installed.
 
     Example:
     >>> import os, tempfile
@@ -343,8 +349,18 @@ def checkpoint_tokenizer(checkpoint, **overrides):
     >>> checkpoint_tokenizer(checkpoint)("Ok").numpy().tolist()
     [5]
     """
-    from bert_keras.text.tokenizer import BertTokenizer
-
+    # The text modules import TensorFlow, which models fed token ids do without.
+    try:
+        from bert_keras.text.tokenizer import BertTokenizer
+    except ModuleNotFoundError as error:
+        if error.name not in ("tensorflow", "tensorflow_text"):
+            raise
+        raise ModuleNotFoundError(
+            f"Raw text needs TensorFlow and tensorflow-text, and {error.name} cannot be "
+            f"imported ({error}). Install them, or feed the model token ids: "
+            "from_preset(..., preprocessor=None) attaches no preprocessor.",
+            name=error.name,
+        ) from error
     if checkpoint.vocabulary_file is None:
         raise FileNotFoundError(f"{checkpoint.directory or 'The checkpoint'} has no vocab.txt.")
     return BertTokenizer(

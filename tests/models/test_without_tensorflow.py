@@ -38,8 +38,16 @@ CHILD = textwrap.dedent(
     labels = rng.integers(0, 2, 8)
 
     directory = os.path.join(tempfile.mkdtemp(), "tiny")
-    BertBackbone(30, 1, 2, 8, 16).save_to_preset(directory)
-    classifier = BertClassifier(BertBackbone.from_preset(directory), num_classes=2)
+    vocabulary = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+    with open(vocabulary, "w") as file:
+        file.write("\\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "ok"]))
+    BertBackbone(30, 1, 2, 8, 16).save_to_preset(directory, vocabulary_file=vocabulary)
+    try:
+        BertClassifier.from_preset(directory, num_classes=2)
+        raise AssertionError("a preprocessor was built without TensorFlow")
+    except ModuleNotFoundError as error:
+        assert "preprocessor=None" in str(error) and error.name == "tensorflow", error
+    classifier = BertClassifier.from_preset(directory, num_classes=2, preprocessor=None)
     classifier.compile(num_train_steps=4)
     history = classifier.fit(ids, labels, batch_size=4, epochs=2, validation_split=0.5, verbose=0)
     assert np.isfinite(history.history["val_loss"]).all(), history.history
