@@ -22,6 +22,27 @@ SEQUENCE_LENGTH = flags.DEFINE_integer("sequence_length", 128, "Tokens per seque
 REPEATS = flags.DEFINE_integer("repeats", 5, "Timed rounds per measurement; the median is kept.")
 
 
+def devices(backend):
+    """What the measurement ran on: the CPU cores, and the backend's and torch's GPU if any.
+
+    Example:
+    >>> devices("tensorflow").split(",")[0].endswith("CPU cores")
+    True
+    """
+    import torch
+
+    names = [f"{len(os.sched_getaffinity(0))} CPU cores"]
+    if backend == "jax":
+        import jax
+
+        names += [
+            f"jax on {device.device_kind}" for device in jax.devices() if device.platform == "gpu"
+        ]
+    if torch.cuda.is_available():
+        names.append(f"torch on {torch.cuda.get_device_name()}")
+    return ", ".join(names)
+
+
 def random_backbone_inputs(batch_size, sequence_length, vocabulary_size):
     """A batch of backbone inputs: random ids, rows padded to random lengths.
 

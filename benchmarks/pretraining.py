@@ -278,7 +278,7 @@ def main(argv):
     print(
         f"backend {keras.backend.backend()}, {_PRESET.value}, batch {common.BATCH_SIZE.value}, seq "
         f"{common.SEQUENCE_LENGTH.value}, {_PREDICTIONS.value} predictions, precision {_MIXED_PRECISION.value}, "
-        f"median of {common.REPEATS.value} interleaved rounds, {len(os.sched_getaffinity(0))} CPU cores; "
+        f"median of {common.REPEATS.value} interleaved rounds, {common.devices(keras.backend.backend())}; "
         f"{flops / 1e9:.2f} GFLOP per sequence"
     )
     done = _flops_done(config)
