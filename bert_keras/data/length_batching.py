@@ -49,10 +49,11 @@ def batch_by_length(
         drop_remainder: drop a last, smaller batch.
         bucket: batch each example with others of its rounded length: a
             batch fills from the examples of one length bucket, in stream
-            order, and a pass ends with each bucket's partial batch (so it
-            has up to one batch per bucket more). The stream's shuffling
-            decides which examples meet; the order of batches follows it
-            too, as each batch leaves when it is full.
+            order. At the end of the stream the buckets' leftovers are
+            batched together (mixed lengths, in at most one batch per
+            bucket), so a pass has as many batches as without buckets. The
+            stream's shuffling decides which examples meet; the order of
+            batches follows it too, as each batch leaves when it is full.
 
     Returns:
         A batched `tf.data.Dataset` of the same structure.
@@ -72,6 +73,12 @@ def batch_by_length(
     >>> buckets = batch_by_length(dataset, batch_size=2, pad_to_multiple_of=2, bucket=True)
     >>> [batch["token_ids"].numpy().tolist() for batch, _ in buckets]
     [[[7, 7], [7, 0]], [[7, 7, 7, 0]]]
+    >>> masks = tf.sequence_mask([2, 3, 1, 4, 2, 3], 6, dtype=tf.int32)
+    >>> six = tf.data.Dataset.from_tensor_slices(
+    ...     ({"token_ids": masks, "segment_ids": masks * 0, "padding_mask": masks}, tf.range(6)))
+    >>> [(labels.numpy().tolist(), batch["token_ids"].shape[1]) for batch, labels in
+    ...  batch_by_length(six, batch_size=2, pad_to_multiple_of=2, bucket=True)]
+    [([0, 2], 2), ([1, 3], 4), ([4, 5], 4)]
     """
     features_spec = _features_spec(dataset.element_spec)
     sequence_length = features_spec["padding_mask"].shape[-1]
@@ -113,12 +120,16 @@ def batch_by_length(
             boundaries,
             [batch_size] * (len(boundaries) + 1),
             padding_values=padding_values,
-            drop_remainder=drop_remainder,
         )
-    else:
-        dataset = dataset.padded_batch(
-            batch_size, padding_values=padding_values, drop_remainder=drop_remainder
-        )
+        # Full batches only, until the stream ends and each bucket's partial
+        # batch follows. Batched again, every full batch stays as it is (it
+        # starts a whole number of batches into the stream), and the partial
+        # ones pool into full batches of mixed lengths: one smaller batch
+        # at most, the last, so no new batch sizes for XLA to compile.
+        dataset = dataset.unbatch()
+    dataset = dataset.padded_batch(
+        batch_size, padding_values=padding_values, drop_remainder=drop_remainder
+    )
     return dataset.map(widened, num_parallel_calls=tf.data.AUTOTUNE)
 
 

@@ -124,7 +124,7 @@ def define_bucket_by_length_flag(flag_values=flags.FLAGS):
         "bucket_by_length",
         False,
         "Train on batches of texts of one length bucket (multiples of 16 tokens): less "
-        "padding; a pass has up to one batch per bucket more.",
+        "padding; the buckets' leftovers make a pass's last, mixed batches.",
         flag_values=flag_values,
     )
 

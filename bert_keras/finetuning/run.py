@@ -56,8 +56,8 @@ class FineTuningRun:
         execution: an `Execution` (distribution, mixed precision, XLA,
             steps per execution); the default trains in float32 on one device.
         bucket_by_length: train on batches of texts of one rounded length
-            (see `batch_by_length`'s `bucket`): less padding, and a pass
-            has up to one batch per length bucket more.
+            (see `batch_by_length`'s `bucket`): less padding; the
+            buckets' leftovers make a pass's last, mixed batches.
         freeze_backbone: keep the backbone's weights as the checkpoint has
             them (non-trainable) and train only the task's head.
 
