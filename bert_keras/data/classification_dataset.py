@@ -6,7 +6,7 @@ from bert_keras.data.length_batching import batch_by_length
 
 
 def classification_dataset(
-    preprocessor, examples, batch_size, shuffle=False, seed=0, with_labels=True, bucket=False
+    preprocessor, examples, batch_size, shuffle=False, seed=0, with_labels=True, **batching
 ):
     """Batches of `(features, labels)` for `model.fit`, tokenized in-graph and cached.
 
@@ -22,8 +22,8 @@ def classification_dataset(
         shuffle: reshuffle the examples every epoch.
         seed: shuffle seed.
         with_labels: yield `(features, labels)`; otherwise features only.
-        bucket: batch texts of one rounded length together (see
-            `batch_by_length`).
+        **batching: `batch_by_length`'s options (`pad_to_multiple_of`,
+            `bucket`, `bucket_width`).
 
     Example:
     >>> from bert_keras.data.glue import ClassificationExamples
@@ -39,18 +39,7 @@ def classification_dataset(
     >>> next(iter(classification_dataset(long, examples, 2)))[0]["token_ids"].shape.as_list()
     [2, 16]
     """
-    texts = (
-        (examples.texts_a,) if examples.texts_b is None else (examples.texts_a, examples.texts_b)
-    )
-    dataset = tf.data.Dataset.from_tensor_slices(texts)
-    dataset = (
-        dataset.batch(256)
-        .map(
-            lambda *batch: preprocessor(batch if len(batch) > 1 else batch[0]),
-            num_parallel_calls=tf.data.AUTOTUNE,
-        )
-        .unbatch()
-    )
+    dataset = _packed(preprocessor, examples)
     if with_labels:
         label_dtype = tf.float32 if not examples.label_names else tf.int32
         labels = tf.data.Dataset.from_tensor_slices(tf.constant(examples.labels, label_dtype))
@@ -58,4 +47,43 @@ def classification_dataset(
     dataset = dataset.cache()
     if shuffle:
         dataset = dataset.shuffle(len(examples), seed=seed, reshuffle_each_iteration=True)
-    return batch_by_length(dataset, batch_size, bucket=bucket).prefetch(tf.data.AUTOTUNE)
+    return batch_by_length(dataset, batch_size, **batching).prefetch(tf.data.AUTOTUNE)
+
+
+def classification_features(preprocessor, examples):
+    """Every example's packed inputs, as arrays `[examples, sequence_length]`.
+
+    For `predict_by_length`, which sorts the examples by length first.
+
+    Raises:
+        ValueError: `examples` is empty.
+
+    Example:
+    >>> from bert_keras.data.glue import ClassificationExamples
+    >>> from bert_keras.text.tokenizer import BertTokenizer
+    >>> from bert_keras.text.preprocessor import BertPreprocessor
+    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi"])
+    >>> examples = ClassificationExamples(["hi", "hi hi"], None, [0, 1], ("a", "b"))
+    >>> classification_features(BertPreprocessor(tokenizer, 5), examples)["token_ids"].tolist()
+    [[2, 5, 3, 0, 0], [2, 5, 5, 3, 0]]
+    """
+    if not len(examples):
+        raise ValueError("classification_features got no examples.")
+    packed = _packed(preprocessor, examples).batch(len(examples)).get_single_element()
+    return {name: tensor.numpy() for name, tensor in packed.items()}
+
+
+def _packed(preprocessor, examples):
+    """The examples' packed inputs, one element each, tokenized 256 texts at a time."""
+    texts = (
+        (examples.texts_a,) if examples.texts_b is None else (examples.texts_a, examples.texts_b)
+    )
+    return (
+        tf.data.Dataset.from_tensor_slices(texts)
+        .batch(256)
+        .map(
+            lambda *batch: preprocessor(batch if len(batch) > 1 else batch[0]),
+            num_parallel_calls=tf.data.AUTOTUNE,
+        )
+        .unbatch()
+    )

@@ -30,6 +30,7 @@ def batch_by_length(
     token_labels_fill=None,
     drop_remainder=False,
     bucket=False,
+    bucket_width=None,
 ):
     """Batches `dataset`, each batch as long as its longest example (rounded up).
 
@@ -54,6 +55,8 @@ def batch_by_length(
             bucket), so a pass has as many batches as without buckets. The
             stream's shuffling decides which examples meet; the order of
             batches follows it too, as each batch leaves when it is full.
+        bucket_width: lengths per bucket (default `pad_to_multiple_of`):
+            bucket k holds the lengths (k-1)*bucket_width+1 ... k*bucket_width.
 
     Returns:
         A batched `tf.data.Dataset` of the same structure.
@@ -79,6 +82,9 @@ def batch_by_length(
     >>> [(labels.numpy().tolist(), batch["token_ids"].shape[1]) for batch, labels in
     ...  batch_by_length(six, batch_size=2, pad_to_multiple_of=2, bucket=True)]
     [([0, 2], 2), ([1, 3], 4), ([4, 5], 4)]
+    >>> [(labels.numpy().tolist(), batch["token_ids"].shape[1]) for batch, labels in
+    ...  batch_by_length(six, batch_size=2, pad_to_multiple_of=1, bucket=True, bucket_width=2)]
+    [([0, 2], 2), ([1, 3], 4), ([4, 5], 3)]
     """
     features_spec = _features_spec(dataset.element_spec)
     sequence_length = features_spec["padding_mask"].shape[-1]
@@ -113,8 +119,9 @@ def batch_by_length(
     padding_values = _padding_values(dataset.element_spec, per_token, token_labels_fill)
     dataset = dataset.map(trimmed, num_parallel_calls=tf.data.AUTOTUNE)
     if bucket:
-        # Bucket k holds the lengths (k-1)*m+1 ... k*m; 0 and 1..m share one.
-        boundaries = list(range(pad_to_multiple_of + 1, sequence_length + 1, pad_to_multiple_of))
+        # Bucket k holds the lengths (k-1)*w+1 ... k*w; 0 and 1..w share one.
+        width = bucket_width or pad_to_multiple_of
+        boundaries = list(range(width + 1, sequence_length + 1, width))
         dataset = dataset.bucket_by_sequence_length(
             lambda *element: tf.shape(element[0]["padding_mask"])[-1],
             boundaries,

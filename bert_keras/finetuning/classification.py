@@ -1,18 +1,21 @@
 """One fine-tuning run for sentence(-pair) classification: data, model, metrics, files."""
 
 import glob
-import math
 import os
+import time
 
 import numpy as np
 
 from bert_keras.data.classification_dataset import classification_dataset
+from bert_keras.data.classification_dataset import classification_features
 from bert_keras.data.glue import GLUE_TASKS
 from bert_keras.data.glue import read_generic
 from bert_keras.data.glue import read_glue
+from bert_keras.data.length_batching import predict_by_length
 from bert_keras.evaluation.glue_metrics import accuracy
 from bert_keras.evaluation.glue_metrics import glue_metrics
 from bert_keras.finetuning.run import FineTuningRun
+from bert_keras.finetuning.run import seconds_since
 from bert_keras.models.bert_classifier import BertClassifier
 from bert_keras.text.preprocessor import BertPreprocessor
 
@@ -44,7 +47,7 @@ class ClassificationRun(FineTuningRun):
     >>> run = ClassificationRun("csv", data, checkpoint, tempfile.mkdtemp())
     >>> _ = run.train(batch_size=2, learning_rate=1e-3, num_epochs=1, verbose=0)
     >>> sorted(run.evaluate("dev", batch_size=2))
-    ['accuracy', 'examples']
+    ['accuracy', 'examples', 'seconds']
     """
 
     def __init__(
@@ -58,9 +61,12 @@ class ClassificationRun(FineTuningRun):
     ):
         self.task_name = task_name.lower()
         super().__init__(data_dir, init_checkpoint, output_dir, max_seq_length, **options)
-        label_names = self._read("train").label_names if self._has("train") else None
+        if not self._has("train"):
+            raise FileNotFoundError(
+                f"No train.csv or train.tsv in {data_dir}: a csv task's labels come from it."
+            )
+        self.label_names = self._read("train").label_names  # () for a regression
         self.preprocessor = BertPreprocessor(self.tokenizer, sequence_length=max_seq_length)
-        self.label_names = label_names or GLUE_TASKS[self.task_name].labels
         num_classes = max(len(self.label_names), 1)
         self.model = self.build_model(
             lambda backbone: BertClassifier(backbone, num_classes=num_classes), "classifier"
@@ -100,7 +106,7 @@ class ClassificationRun(FineTuningRun):
             batch_size,
             shuffle=True,
             seed=self.seed,
-            bucket=self.bucket_by_length,
+            **self.batching,
         )
         history = self.fit(
             self.model,
@@ -122,6 +128,7 @@ class ClassificationRun(FineTuningRun):
 
     def evaluate(self, split, batch_size):
         """Scores `split` with the task's GLUE metrics; writes eval_results.json."""
+        start = time.perf_counter()
         examples = self._read(split)
         predictions = self._predict_examples(examples, batch_size)
         if self.label_names:
@@ -132,7 +139,7 @@ class ClassificationRun(FineTuningRun):
             )
         else:
             results = glue_metrics("sts-b", examples.labels, predictions)
-        results = {**results, "examples": len(examples)}
+        results = {**results, "examples": len(examples), "seconds": seconds_since(start)}
         self.write_results(results)
         self._write_predictions(split, predictions)
         return results
@@ -143,9 +150,12 @@ class ClassificationRun(FineTuningRun):
         self._write_predictions(split, self._predict_examples(examples, batch_size))
 
     def _predict_examples(self, examples, batch_size):
-        dataset = classification_dataset(self.preprocessor, examples, batch_size, with_labels=False)
-        # The steps are given: after unbatch() tf.data cannot count the batches.
-        logits = self.model.predict(dataset, steps=math.ceil(len(examples) / batch_size), verbose=0)
+        logits = predict_by_length(
+            self.model.predict_on_batch,
+            classification_features(self.preprocessor, examples),
+            batch_size,
+            pad_to_multiple_of=self.pad_to_multiple_of,
+        )
         return logits[:, 0] if not self.label_names else np.argmax(logits, axis=-1)
 
     def _write_predictions(self, split, predictions):

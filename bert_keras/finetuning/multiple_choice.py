@@ -1,5 +1,7 @@
 """One fine-tuning run for multiple choice (SWAG): data, model, accuracy, files."""
 
+import time
+
 import numpy as np
 import tensorflow as tf
 
@@ -9,6 +11,7 @@ from bert_keras.data.swag import read_swag
 from bert_keras.data.swag import split_path
 from bert_keras.evaluation.glue_metrics import accuracy
 from bert_keras.finetuning.run import FineTuningRun
+from bert_keras.finetuning.run import seconds_since
 from bert_keras.models.bert_multiple_choice import BertMultipleChoice
 from bert_keras.text.preprocessor import BertPreprocessor
 
@@ -47,7 +50,7 @@ class MultipleChoiceRun(FineTuningRun):
     >>> run = MultipleChoiceRun(data, checkpoint, tempfile.mkdtemp(), max_seq_length=8)
     >>> _ = run.train(batch_size=2, learning_rate=1e-3, num_epochs=1, verbose=0)
     >>> sorted(run.evaluate("dev", batch_size=2))
-    ['accuracy', 'examples']
+    ['accuracy', 'examples', 'seconds']
     """
 
     def __init__(self, data_dir, init_checkpoint, output_dir, max_seq_length=128, **options):
@@ -88,7 +91,7 @@ class MultipleChoiceRun(FineTuningRun):
                 (features, np.asarray(examples.labels, np.int32))
             ).shuffle(len(examples), seed=self.seed, reshuffle_each_iteration=True),
             batch_size,
-            bucket=self.bucket_by_length,
+            **self.batching,
         )
         history = self.fit(
             self.model,
@@ -110,9 +113,14 @@ class MultipleChoiceRun(FineTuningRun):
 
     def evaluate(self, split, batch_size):
         """Accuracy on `split`; writes eval_results.json and the predictions."""
+        start = time.perf_counter()
         examples = self._checked(self._read(split), split)
         predictions = self._predict_examples(examples, batch_size)
-        results = {"accuracy": accuracy(examples.labels, predictions), "examples": len(examples)}
+        results = {
+            "accuracy": accuracy(examples.labels, predictions),
+            "examples": len(examples),
+            "seconds": seconds_since(start),
+        }
         self.write_results(results)
         self._write_predictions(split, predictions)
         return results
@@ -156,7 +164,10 @@ class MultipleChoiceRun(FineTuningRun):
 
     def _predict_examples(self, examples, batch_size):
         logits = predict_by_length(
-            self.model.predict_on_batch, self._features(examples), batch_size
+            self.model.predict_on_batch,
+            self._features(examples),
+            batch_size,
+            pad_to_multiple_of=self.pad_to_multiple_of,
         )
         return np.argmax(logits, axis=-1)
 

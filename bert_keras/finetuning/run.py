@@ -12,6 +12,7 @@ import json
 import math
 import os
 import statistics
+import time
 
 import keras
 import tensorflow as tf
@@ -20,6 +21,7 @@ from absl import logging
 from bert_keras.atomic_files import write_text
 from bert_keras.checkpoints import read_checkpoint
 from bert_keras.checkpoints import write_checkpoint
+from bert_keras.data.length_batching import PAD_TO_MULTIPLE_OF
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_task import checkpoint_tokenizer
 from bert_keras.models.checkpoint_weights import apply_checkpoint
@@ -100,6 +102,38 @@ class FineTuningRun:
         os.makedirs(output_dir, exist_ok=True)
         self.checkpoint = read_checkpoint(init_checkpoint)
         self.tokenizer = checkpoint_tokenizer(self.checkpoint)
+
+    @property
+    def pad_to_multiple_of(self):
+        """Batch widths are rounded up to a multiple of this (see `batch_by_length`).
+
+        `PAD_TO_MULTIPLE_OF` where XLA compiles a program per width; a step
+        without XLA (torch, `--nojit_compile`) takes every width as it
+        comes, so its batches are exactly as long as their longest example,
+        or a multiple of 8 in mixed precision, the tensor cores' tile.
+
+        Example:
+        >>> import tempfile
+        >>> checkpoint = tempfile.mkdtemp() + "/tiny"
+        >>> vocab = tempfile.mkdtemp() + "/vocab.txt"
+        >>> _ = open(vocab, "w").write("\\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]))
+        >>> BertBackbone(5, 1, 2, 8, 16).save_to_preset(checkpoint, vocabulary_file=vocab)
+        >>> run = FineTuningRun(tempfile.mkdtemp(), checkpoint, tempfile.mkdtemp())
+        >>> run.pad_to_multiple_of == (1 if keras.backend.backend() == "torch" else 16)
+        True
+        """
+        if self.replicas.jit_compile(self.execution.jit_compile):
+            return PAD_TO_MULTIPLE_OF
+        return 1 if self.execution.mixed_precision == "none" else 8
+
+    @property
+    def batching(self):
+        """`batch_by_length`'s options in this run: its batch widths and length buckets."""
+        return {
+            "pad_to_multiple_of": self.pad_to_multiple_of,
+            "bucket": self.bucket_by_length,
+            "bucket_width": PAD_TO_MULTIPLE_OF,
+        }
 
     def build_model(self, build_task, head_name, output_layer="logits"):
         """The task model on the checkpoint's backbone, with its head when one fits.
@@ -252,6 +286,17 @@ class FineTuningRun:
         """Writes `text` to OUTPUT_DIR/`name`, atomically (in the first of several processes)."""
         if self.replicas.is_chief:
             write_text(os.path.join(self.output_dir, name), text)
+
+
+def seconds_since(start):
+    """Seconds since `start` (a `time.perf_counter()` reading), to the millisecond.
+
+    Example:
+    >>> import time
+    >>> seconds_since(time.perf_counter()) < 1.0
+    True
+    """
+    return round(time.perf_counter() - start, 3)
 
 
 def fit_plan(num_examples, batch_size, num_epochs, points_per_epoch, steps_per_execution=1):

@@ -10,6 +10,7 @@ the placeholder "empty" (v1.1).
 import dataclasses
 import json
 import sys
+import time
 
 import numpy as np
 import tensorflow as tf
@@ -20,6 +21,7 @@ from bert_keras.data.squad import read_squad
 from bert_keras.data.squad import squad_features
 from bert_keras.evaluation.squad_metrics import squad_scores
 from bert_keras.finetuning.run import FineTuningRun
+from bert_keras.finetuning.run import seconds_since
 from bert_keras.models.bert_question_answerer import BertQuestionAnswerer
 
 PREDICTIONS_FILE = "predictions.json"
@@ -236,7 +238,7 @@ class SquadRun(FineTuningRun):
     >>> _ = run.train(data + "/train.json", batch_size=1, learning_rate=1e-3,
     ...               num_epochs=1, verbose=0)
     >>> sorted(run.predict(data + "/train.json", batch_size=1))
-    ['exact_match', 'f1', 'total']
+    ['exact_match', 'f1', 'seconds', 'total']
     """
 
     def __init__(
@@ -296,7 +298,7 @@ class SquadRun(FineTuningRun):
         dataset = dataset.shuffle(len(features), seed=self.seed, reshuffle_each_iteration=True)
         history = self.fit(
             self.model,
-            batch_by_length(dataset, batch_size, bucket=self.bucket_by_length),
+            batch_by_length(dataset, batch_size, **self.batching),
             len(features),
             batch_size,
             learning_rate,
@@ -330,6 +332,7 @@ class SquadRun(FineTuningRun):
             The EM/F1 scores (also written to eval_results.json) when every
             question has gold answers, else None.
         """
+        start = time.perf_counter()
         examples = read_squad(predict_file, self.version_2_with_negative)
         features = self.features(examples)
         logits = predict_by_length(
@@ -338,6 +341,7 @@ class SquadRun(FineTuningRun):
             batch_size,
             per_token_outputs=True,
             fill=PADDING_LOGIT,
+            pad_to_multiple_of=self.pad_to_multiple_of,
         )
         predictions = best_answers(
             examples,
@@ -356,7 +360,7 @@ class SquadRun(FineTuningRun):
         gold = gold_answers(examples)
         if gold is None:
             return None
-        results = squad_scores(gold, predictions.answers)
+        results = {**squad_scores(gold, predictions.answers), "seconds": seconds_since(start)}
         self.write_results(results)
         return results
 

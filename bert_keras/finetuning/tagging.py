@@ -1,5 +1,7 @@
 """One fine-tuning run for token tagging (CoNLL NER): data, model, conlleval scores, files."""
 
+import time
+
 import tensorflow as tf
 
 from bert_keras.data.conll import has_split
@@ -10,6 +12,7 @@ from bert_keras.data.length_batching import batch_by_length
 from bert_keras.data.length_batching import predict_by_length
 from bert_keras.evaluation.conll_metrics import entity_scores
 from bert_keras.finetuning.run import FineTuningRun
+from bert_keras.finetuning.run import seconds_since
 from bert_keras.finetuning.word_windows import tokenize_words
 from bert_keras.finetuning.word_windows import word_windows
 from bert_keras.models.bert_token_classifier import IGNORED_LABEL
@@ -111,7 +114,7 @@ class TaggingRun(FineTuningRun):
             ),
             batch_size,
             token_labels_fill=IGNORED_LABEL,
-            bucket=self.bucket_by_length,
+            **self.batching,
         )
         history = self.fit(
             self.model,
@@ -128,6 +131,7 @@ class TaggingRun(FineTuningRun):
 
     def evaluate(self, split, batch_size):
         """Entity precision, recall, F1 (conlleval) and tag accuracy; writes them and the tags."""
+        start = time.perf_counter()
         sentences = self._read(split)
         predicted = self._predict_tags(sentences, batch_size)
         gold = [sentence.tags for sentence in sentences]
@@ -147,6 +151,7 @@ class TaggingRun(FineTuningRun):
             "sentences": len(sentences),
             "words": words,
             "tag_scheme": tag_scheme(gold),
+            "seconds": seconds_since(start),
         }
         self.write_results(results)
         self._write_predictions(split, sentences, predicted)
@@ -171,7 +176,11 @@ class TaggingRun(FineTuningRun):
     def _predict_tags(self, sentences, batch_size):
         windows = self._windows(sentences)
         logits = predict_by_length(
-            self.model.predict_on_batch, windows.features, batch_size, per_token_outputs=True
+            self.model.predict_on_batch,
+            windows.features,
+            batch_size,
+            per_token_outputs=True,
+            pad_to_multiple_of=self.pad_to_multiple_of,
         )
         return [
             [self.label_names[index] for index in sentence]

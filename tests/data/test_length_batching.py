@@ -48,11 +48,17 @@ def test_batches_are_as_long_as_their_longest_example_rounded_up():
     assert batches[-1][1].numpy().tolist() == [9, 10, 11]  # per-example labels as they were
 
 
-def test_buckets_batch_each_example_once_per_pass_with_others_of_its_rounded_length():
+# Buckets of 8 lengths, batches as wide as their longest example rounded to 8 or not at all.
+@pytest.mark.parametrize("pad_to_multiple_of, bucket_width", [(8, None), (1, 8)])
+def test_buckets_batch_each_example_once_per_pass_with_others_of_its_rounded_length(
+    pad_to_multiple_of, bucket_width
+):
     lengths = np.random.default_rng(2).integers(1, SEQUENCE_LENGTH + 1, 96).tolist()
     dataset = tf.data.Dataset.from_tensor_slices((_packed_examples(lengths), np.arange(96)))
     shuffled = dataset.shuffle(96, seed=0, reshuffle_each_iteration=True)
-    buckets = batch_by_length(shuffled, batch_size=4, pad_to_multiple_of=8, bucket=True)
+    buckets = batch_by_length(
+        shuffled, 4, pad_to_multiple_of, bucket=True, bucket_width=bucket_width
+    )
     passes = [list(buckets), list(buckets)]
     for batches in passes:
         indices = np.concatenate([labels.numpy() for _, labels in batches])
@@ -61,10 +67,11 @@ def test_buckets_batch_each_example_once_per_pass_with_others_of_its_rounded_len
         # are pooled, so no batch of another size (another shape to compile).
         assert [len(labels) for _, labels in batches] == [4] * (96 // 4)
         for position, (features, labels) in enumerate(batches):
-            rounded = {-(-lengths[index] // 8) * 8 for index in labels.numpy()}
-            assert max(rounded) == features["token_ids"].shape[1]
+            longest = max(lengths[index] for index in labels.numpy())
+            width = -(-longest // pad_to_multiple_of) * pad_to_multiple_of
+            assert features["token_ids"].shape[1] == width
             if position < len(batches) - 4:  # before the (at most 4) batches of leftovers
-                assert len(rounded) == 1
+                assert len({-(-lengths[index] // 8) for index in labels.numpy()}) == 1
     first, second = ([labels.numpy().tolist() for _, labels in batches] for batches in passes)
     assert first != second  # each pass meets the examples in a new order
     padding = [

@@ -82,9 +82,10 @@ def exported_tagger(checkpoint, tmp_path_factory):
     run = TaggingRun(str(data), checkpoint, str(tmp_path / "out"), max_seq_length=SEQUENCE_LENGTH)
     run.train(batch_size=2, learning_rate=1e-2, num_epochs=1, verbose=0)
     # A step of training on four sentences may tag every word "O"; random
-    # output weights make the tags differ from word to word.
+    # output weights without a bias make the tags differ from word to word.
     logits = run.model.get_layer("logits")
     logits.kernel.assign(np.random.default_rng(0).normal(size=logits.kernel.shape) * 3)
+    logits.bias.assign(np.zeros(logits.bias.shape))
     run.export(run.model, HEAD_NAME, label_names=run.label_names)
     return run, export_saved_model(tmp_path / "out" / "export", tmp_path / "base")
 

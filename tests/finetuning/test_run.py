@@ -11,6 +11,7 @@ from bert_keras.checkpoints import read_checkpoint
 from bert_keras.checkpoints import write_checkpoint
 from bert_keras.finetuning.classification import ClassificationRun
 from bert_keras.finetuning.flags import define_flags
+from bert_keras.finetuning.run import FineTuningRun
 from bert_keras.finetuning.run import fit_plan
 from bert_keras.finetuning.tagging import TaggingRun
 from bert_keras.models.bert_backbone import BertBackbone
@@ -70,6 +71,43 @@ def test_classification_export_loads_with_its_label_names(checkpoint, sentiment_
     np.testing.assert_allclose(
         restored.predict(texts, verbose=0), run.model.predict(features, verbose=0), atol=1e-5
     )
+
+
+@pytest.mark.every_backend
+def test_scoring_batches_texts_by_length_and_writes_each_score_in_file_order(checkpoint, tmp_path):
+    texts = ["good bad fine is paris good", "fine", "bad fine", "good", "paris is good", "bad"]
+    rows = "".join(f"{text}\t{index / 2}\n" for index, text in enumerate(texts))
+    for split in ("train", "dev"):  # fractional labels: a regression
+        (tmp_path / f"{split}.tsv").write_text("text\tlabel\n" + rows)
+    run = ClassificationRun(
+        "csv", str(tmp_path), checkpoint, str(tmp_path / "out"), max_seq_length=12
+    )
+
+    results = run.evaluate("dev", batch_size=4)
+
+    written = (tmp_path / "out" / "predictions_dev.tsv").read_text().splitlines()[1:]
+    scores = [float(line.split("\t")[1]) for line in written]
+    # Each text alone, padded to the full sequence length.
+    alone = [
+        run.model.predict({k: v.numpy() for k, v in run.preprocessor([t]).items()}, verbose=0)
+        for t in texts
+    ]
+    np.testing.assert_allclose(scores, [float(score[0, 0]) for score in alone], atol=1e-5)
+    assert json.loads((tmp_path / "out" / "eval_results.json").read_text()) == results
+    assert results["examples"] == 6 and results["seconds"] > 0
+
+
+def test_batch_widths_are_rounded_where_the_step_is_compiled(checkpoint, tmp_path):
+    data = str(tmp_path)
+    eager = Execution(mixed_precision="none", jit_compile=False)
+    mixed = Execution(mixed_precision="bfloat16", jit_compile=False)
+    widths = [
+        FineTuningRun(data, checkpoint, str(tmp_path / name), execution=execution).batching
+        for name, execution in (("compiled", Execution()), ("eager", eager), ("mixed", mixed))
+    ]
+    compiled = 1 if keras.backend.backend() == "torch" else 16  # torch runs eagerly
+    assert [batching["pad_to_multiple_of"] for batching in widths] == [compiled, 1, 8]
+    assert {batching["bucket_width"] for batching in widths} == {16}
 
 
 def test_tagging_export_names_its_tags_and_a_new_run_reads_them(checkpoint, tmp_path):
