@@ -40,7 +40,11 @@ In the current KERAS_BACKEND's process, on the same data, measures
    `fit / train step` near 1 means the input pipeline costs nothing
    measurable.
 
-3. With --parts=sst2, the real-data case: whole fine-tuning programs on an
+3. SQuAD windows of ragged lengths: a training pass and a prediction of
+   every window, ours against transformers with dynamic padding (see
+   `benchmarks.squad_windows`).
+
+4. With --parts=sst2, the real-data case: whole fine-tuning programs on an
    SST-2 subset, ours on each backend against transformers (see
    `benchmarks.sst2_finetuning`).
 
@@ -65,12 +69,13 @@ from absl import logging
 # --batch_size, --sequence_length and --repeats are the shared flags of benchmarks.common.
 from benchmarks import common
 from benchmarks import measurements
+from benchmarks import squad_windows
 from benchmarks import sst2_finetuning
 from bert_keras.data.offline_text import docstring_corpus
 from bert_keras.data.offline_text import vocab_file
 from bert_keras.training.host_memory import restart_with_huge_page_malloc
 
-PARTS = ("squad", "finetuning", "sst2")
+PARTS = ("squad", "squad_windows", "finetuning", "sst2")
 MAX_SEQ_LENGTH = 384
 DOC_STRIDE = 128
 MAX_QUERY_LENGTH = 64
@@ -78,7 +83,7 @@ MAX_QUERY_LENGTH = 64
 TRANSFORMERS_MAP_BATCH = 1000
 
 _PARTS = flags.DEFINE_list(
-    "parts", ["squad", "finetuning"], f"What to measure, of {', '.join(PARTS)}."
+    "parts", ["squad", "squad_windows", "finetuning"], f"What to measure, of {', '.join(PARTS)}."
 )
 _CHECKPOINT = flags.DEFINE_string(
     "checkpoint",
@@ -365,6 +370,25 @@ def _expected_overlap_windows(ours):
     return int(total)
 
 
+def _squad_file(checkpoint, work_dir):
+    """(path, questions left out): the SQuAD v1.1 file of docstring prose, written once."""
+    from transformers import BertTokenizerFast
+
+    path = os.path.join(work_dir, "train-v1.1.json")
+    if os.path.exists(path):
+        with open(path + ".dropped", encoding="utf-8") as file:
+            return path, int(file.read())
+    tokenizer = BertTokenizerFast(vocab=os.path.join(checkpoint, "vocab.txt"), do_lower_case=True)
+    documents = docstring_documents(_SQUAD_QUESTIONS.value * 1500, work_dir)
+    squad = synthetic_squad(documents, _SQUAD_QUESTIONS.value)
+    dropped = _without_long_questions(squad, tokenizer)
+    with open(path, "w", encoding="utf-8") as file:
+        json.dump(squad, file)
+    with open(path + ".dropped", "w", encoding="utf-8") as file:
+        file.write(str(dropped))
+    return path, dropped
+
+
 def _measure_squad(checkpoint, work_dir):
     from transformers import BertTokenizerFast
 
@@ -372,15 +396,11 @@ def _measure_squad(checkpoint, work_dir):
     from bert_keras.data.squad import squad_features
     from bert_keras.text.tokenizer import BertTokenizer
 
-    vocabulary = os.path.join(checkpoint, "vocab.txt")
-    their_tokenizer = BertTokenizerFast(vocab=vocabulary, do_lower_case=True)
+    their_tokenizer = BertTokenizerFast(
+        vocab=os.path.join(checkpoint, "vocab.txt"), do_lower_case=True
+    )
     our_tokenizer = BertTokenizer.from_preset(checkpoint)
-    documents = docstring_documents(_SQUAD_QUESTIONS.value * 1500, work_dir)
-    squad = synthetic_squad(documents, _SQUAD_QUESTIONS.value)
-    dropped = _without_long_questions(squad, their_tokenizer)
-    path = os.path.join(work_dir, "train-v1.1.json")
-    with open(path, "w", encoding="utf-8") as file:
-        json.dump(squad, file)
+    path, dropped = _squad_file(checkpoint, work_dir)
     results = {}
 
     def ours():
@@ -405,7 +425,8 @@ def _measure_squad(checkpoint, work_dir):
         {"bert_keras": ours, "transformers": theirs}, _SQUAD_REPEATS.value
     )
     num_examples, our_features = results["bert_keras"]
-    contexts = len(squad["data"][0]["paragraphs"])
+    with open(path, encoding="utf-8") as file:
+        contexts = len(json.load(file)["data"][0]["paragraphs"])
     print(
         f"SQuAD v1.1 feature building: {num_examples} questions on {contexts} contexts of "
         f"docstring prose ({os.path.getsize(path) / 1e6:.1f} MB JSON; questions over "
@@ -701,6 +722,16 @@ def main(argv):
             rows += _measure_squad(checkpoint, work_dir)
         if "finetuning" in _PARTS.value:
             rows += _measure_finetuning(checkpoint, description, work_dir)
+        if "squad_windows" in _PARTS.value:
+            rows += squad_windows.measure(
+                checkpoint,
+                _squad_file(checkpoint, work_dir)[0],
+                work_dir,
+                common.BATCH_SIZE.value,
+                MAX_SEQ_LENGTH,
+                DOC_STRIDE,
+                MAX_QUERY_LENGTH,
+            )
         if "sst2" in _PARTS.value:
             rows += sst2_finetuning.measure(checkpoint)
     measurements.write_measurements(rows)

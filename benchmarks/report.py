@@ -103,6 +103,7 @@ BENCHMARKS = (
             "--preset=bert_tiny",
             "--squad_questions=100",
             "--squad_repeats=1",
+            "--squad_window_questions=8",
             "--finetuning_examples=64",
             "--batch_size=8",
             "--sequence_length=64",

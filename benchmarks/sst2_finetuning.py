@@ -179,7 +179,8 @@ def _timed(command, results_file, environment=None):
         results = json.load(file)
     if "epoch_seconds" not in results:  # ours: from history.jsonl (no Keras import here)
         with open(os.path.join(os.path.dirname(results_file), "history.jsonl")) as file:
-            results["epoch_seconds"] = seconds_per_pass([json.loads(line) for line in file])
+            records = [json.loads(line) for line in file]
+        results["epoch_seconds"] = seconds_per_pass(records, _EPOCHS.value)
     return {
         "accuracy": results["accuracy"],
         "epoch_seconds": results["epoch_seconds"],
@@ -188,20 +189,22 @@ def _timed(command, results_file, environment=None):
     }
 
 
-def seconds_per_pass(records):
-    """Seconds of each pass over the data, from history records of several intervals per pass.
+def seconds_per_pass(records, num_passes):
+    """Seconds of each of `num_passes` passes over the data, from history records.
 
     A record counts towards the pass its interval ends in (`epoch`, passes
-    so far); an interval that straddles two passes counts towards the later.
+    so far); an interval that straddles two passes counts towards the
+    later, and the last, which may run past the passes asked for by less
+    than an interval (see `fit_plan`), towards the last pass.
 
     Example:
     >>> seconds_per_pass([{"epoch": 0.5, "seconds": 9.0}, {"epoch": 1.0, "seconds": 2.0},
-    ...                   {"epoch": 1.5, "seconds": 2.0}, {"epoch": 2.0, "seconds": 2.0}])
+    ...                   {"epoch": 1.6, "seconds": 2.0}, {"epoch": 2.2, "seconds": 2.0}], 2)
     [11.0, 4.0]
     """
     passes = collections.defaultdict(float)
     for record in records:
-        passes[math.ceil(round(record["epoch"], 6))] += record["seconds"]
+        passes[min(math.ceil(round(record["epoch"], 6)), num_passes)] += record["seconds"]
     return [passes[number] for number in sorted(passes)]
 
 

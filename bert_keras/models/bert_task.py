@@ -3,6 +3,7 @@
 import inspect
 
 import keras
+import numpy as np
 
 from bert_keras.checkpoints import read_checkpoint
 from bert_keras.layers.dropout import Dropout
@@ -10,7 +11,10 @@ from bert_keras.layers.initializers import bert_kernel_initializer
 from bert_keras.models.bert_backbone import INPUT_NAMES
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.checkpoint_weights import apply_checkpoint
+from bert_keras.models.text_inputs import holds_dataset
 from bert_keras.models.text_inputs import holds_text
+from bert_keras.models.text_inputs import length_order
+from bert_keras.models.text_inputs import reordered
 from bert_keras.models.text_inputs import split_for_validation
 from bert_keras.models.text_inputs import text_dataset
 from bert_keras.training.optimizers import create_optimizer
@@ -237,11 +241,23 @@ class BertTask(keras.Model):
         return super().evaluate(x, y, batch_size=batch_size, sample_weight=sample_weight, **kwargs)
 
     def predict(self, x, batch_size=None, **kwargs):
-        """`keras.Model.predict`; with a preprocessor, `x` may be text."""
-        if self._takes_as_text(x):
-            x = text_dataset(self.preprocess_text, x, batch_size=batch_size)
-            batch_size = None
-        return super().predict(x, batch_size=batch_size, **kwargs)
+        """`keras.Model.predict`; with a preprocessor, `x` may be text.
+
+        Texts in arrays or lists go to a by-length preprocessor
+        (`pads_batches_by_length`) shortest first, so that each batch
+        carries little padding; the predictions come back in their order.
+        """
+        if not self._takes_as_text(x):
+            return super().predict(x, batch_size=batch_size, **kwargs)
+        order = None
+        if self.pads_batches_by_length and not holds_dataset(x):
+            order = length_order(self.preprocess_text, x)
+            x = reordered(x, order)
+        dataset = text_dataset(self.preprocess_text, x, batch_size=batch_size)
+        predictions = super().predict(dataset, **kwargs)
+        if order is None:
+            return predictions
+        return keras.tree.map_structure(lambda array: array[np.argsort(order)], predictions)
 
     def _takes_as_text(self, x):
         if not holds_text(x):

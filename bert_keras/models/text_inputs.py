@@ -171,6 +171,55 @@ def _check_batched(element_spec):
             )
 
 
+def holds_dataset(data):
+    """Whether `data` is a `tf.data.Dataset` (False where TensorFlow is not imported).
+
+    Example:
+    >>> holds_dataset(["a text"])
+    False
+    """
+    tf = _imported_tensorflow()
+    return bool(tf) and isinstance(data, tf.data.Dataset)
+
+
+def length_order(preprocess, x):
+    """The examples of array-like texts `x`, shortest first: a stable permutation.
+
+    An example's length is its tokens once packed; `preprocess` packs them
+    (see `text_dataset`), 256 texts at a time.
+
+    Example:
+    >>> from bert_keras.text.tokenizer import BertTokenizer
+    >>> from bert_keras.text.preprocessor import BertPreprocessor
+    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi"])
+    >>> length_order(BertPreprocessor(tokenizer, 8), ["hi hi hi", "hi", "hi hi", "hi"]).tolist()
+    [1, 3, 2, 0]
+    """
+    lengths = []
+    for features in text_dataset(preprocess, x, batch_size=256):
+        mask = np.asarray(features["padding_mask"])
+        lengths.append(mask.reshape(len(mask), -1, mask.shape[-1]).sum(axis=-1).max(axis=-1))
+    return np.argsort(np.concatenate(lengths), kind="stable")
+
+
+def reordered(arrays, order):
+    """Array-likes (nested in tuples, as `split_for_validation` takes them) taken in `order`.
+
+    Example:
+    >>> [part.tolist() for part in reordered((["a", "b", "c"], ["x", "y", "z"]), [2, 0, 1])]
+    [['c', 'a', 'b'], ['z', 'x', 'y']]
+    """
+    tf = _imported_tensorflow()
+
+    def taken(array):
+        array = _sliceable(array)
+        return (
+            tf.gather(array, order) if tf and isinstance(array, tf.RaggedTensor) else array[order]
+        )
+
+    return _map_arrays(taken, arrays)
+
+
 def split_for_validation(arrays, validation_split):
     """Splits array-like `(x, y, sample_weight)` into the first and last parts, as `fit` does.
 

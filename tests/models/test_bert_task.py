@@ -86,6 +86,23 @@ def test_fit_on_sentence_pairs_with_validation(vocabulary_file):
     assert set(history) >= {"loss", "val_loss", "val_accuracy"}
 
 
+def test_predict_takes_texts_shortest_first_and_answers_in_their_order(vocabulary_file):
+    texts = ["good", "bad awful poor sad worst", "fine nice", "great", "ugly grim dull", "best"]
+    by_length = BertPreprocessor(
+        BertTokenizer(vocabulary_file), SEQUENCE_LENGTH, padding="longest", pad_to_multiple_of=4
+    )
+    classifier = BertClassifier(_backbone(), num_classes=2, preprocessor=by_length)
+    full_length = _preprocessor(vocabulary_file)(texts)
+    expected = classifier.predict({k: v.numpy() for k, v in full_length.items()}, verbose=0)
+    assert not np.allclose(expected[0], expected[1])  # the texts' answers differ
+    np.testing.assert_allclose(
+        classifier.predict(texts, batch_size=2, verbose=0), expected, atol=1e-5
+    )
+    np.testing.assert_allclose(
+        classifier.predict(np.array(texts), batch_size=4, verbose=0), expected, atol=1e-5
+    )
+
+
 @pytest.mark.one_backend  # text in tf.data, then a plain fit
 def test_predict_on_strings_equals_predict_on_the_preprocessors_ids(vocabulary_file):
     texts, _ = _toy_sentiment(5)
