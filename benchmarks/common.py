@@ -96,3 +96,48 @@ def interleaved_median_seconds(calls, repeats):
             calls[name]()
             timings[name].append(time.perf_counter() - start)
     return {name: statistics.median(seconds) for name, seconds in timings.items()}
+
+
+def transformers_train_step(model, learning_rate, num_steps, warmup_steps):
+    """One step of the paper's fine-tuning recipe for a transformers model: inputs -> loss.
+
+    AdamW (epsilon 1e-6, weight decay 0.01 off biases and LayerNorm), the
+    learning rate warming up linearly over `warmup_steps` then decaying
+    linearly to 0 at `num_steps`, gradients clipped to a global norm of 1.0:
+    what `bert_keras.training.optimizers.create_optimizer` builds.
+
+    Example:
+    >>> import torch
+    >>> class Tiny(torch.nn.Module):
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.linear = torch.nn.Linear(2, 1)
+    ...     def forward(self, x):
+    ...         return type("Out", (), {"loss": self.linear(x).pow(2).mean()})()
+    >>> step = transformers_train_step(Tiny(), 0.1, num_steps=10, warmup_steps=1)
+    >>> step({"x": torch.ones(4, 2)}) > 0
+    True
+    """
+    import torch
+    import transformers
+
+    parameters = list(model.named_parameters())
+    no_decay = [value for name, value in parameters if name.endswith("bias") or "LayerNorm" in name]
+    decay = [value for name, value in parameters if not any(value is v for v in no_decay)]
+    optimizer = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=learning_rate,
+        eps=1e-6,
+    )
+    schedule = transformers.get_linear_schedule_with_warmup(optimizer, warmup_steps, num_steps)
+
+    def step(inputs):
+        loss = model(**inputs).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        schedule.step()
+        optimizer.zero_grad(set_to_none=True)
+        return loss.item()  # waits for the device
+
+    return step

@@ -568,23 +568,7 @@ def _transformers_runner(checkpoint, batch):
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model = transformers.BertForSequenceClassification.from_pretrained(checkpoint, num_labels=2)
     model.to(device).train()
-    parameters = list(model.named_parameters())
-
-    def decays(name):  # as create_optimizer: no weight decay on biases and layer norms
-        return not (name.endswith("bias") or "LayerNorm" in name)
-
-    optimizer = torch.optim.AdamW(
-        [
-            {"params": [value for name, value in parameters if decays(name)], "weight_decay": 0.01},
-            {
-                "params": [value for name, value in parameters if not decays(name)],
-                "weight_decay": 0.0,
-            },
-        ],
-        lr=2e-5,
-        eps=1e-6,
-    )
-    schedule = transformers.get_linear_schedule_with_warmup(optimizer, 1000, 10_000)
+    train_step = common.transformers_train_step(model, 2e-5, 10_000, 1000)
     features, labels = batch
     tensors = {
         "input_ids": torch.tensor(features["token_ids"], dtype=torch.long, device=device),
@@ -593,16 +577,7 @@ def _transformers_runner(checkpoint, batch):
         "labels": torch.tensor(labels, dtype=torch.long, device=device),
     }
 
-    def step():
-        loss = model(**tensors).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        schedule.step()
-        optimizer.zero_grad(set_to_none=True)
-        return loss.item()  # waits for the device
-
-    return lambda steps: [_seconds(step) for _ in range(steps)]
+    return lambda steps: [_seconds(lambda: train_step(tensors)) for _ in range(steps)]
 
 
 def _seconds(function):

@@ -33,6 +33,7 @@ import keras
 import numpy as np
 from absl import flags
 
+from benchmarks import common
 from benchmarks import measurements
 from benchmarks.sst2_finetuning import seconds_per_pass
 
@@ -150,15 +151,7 @@ def _transformers(checkpoint, features, batch_size):
     torch.manual_seed(0)
     model = transformers.BertForQuestionAnswering.from_pretrained(checkpoint)
     steps = -(-len(features) // batch_size) * _PASSES
-    parameters = list(model.named_parameters())
-    no_decay = [value for name, value in parameters if name.endswith("bias") or "LayerNorm" in name]
-    decay = [value for name, value in parameters if not any(value is v for v in no_decay)]
-    optimizer = torch.optim.AdamW(
-        [{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=_LEARNING_RATE,
-        eps=1e-6,
-    )
-    schedule = transformers.get_linear_schedule_with_warmup(optimizer, int(0.1 * steps), steps)
+    train_step = common.transformers_train_step(model, _LEARNING_RATE, steps, int(0.1 * steps))
     generator = torch.Generator().manual_seed(0)
     passes = []
     model.train()
@@ -172,11 +165,7 @@ def _transformers(checkpoint, features, batch_size):
                 features.start_positions[rows], dtype=torch.long
             )
             inputs["end_positions"] = torch.tensor(features.end_positions[rows], dtype=torch.long)
-            model(**inputs).loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            schedule.step()
-            optimizer.zero_grad(set_to_none=True)
+            train_step(inputs)
         passes.append(time.perf_counter() - start)
     model.eval()
 

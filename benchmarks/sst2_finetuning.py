@@ -38,6 +38,7 @@ import time
 
 from absl import flags
 
+from benchmarks import common
 from benchmarks import measurements
 from benchmarks.common import REPOSITORY
 
@@ -226,16 +227,8 @@ def transformers_program(checkpoint, work_dir):
     texts, labels = _read_sst2("train", _TRAIN_EXAMPLES.value)
     steps_per_epoch = -(-len(texts) // _BATCH_SIZE)
     total_steps = steps_per_epoch * _EPOCHS.value
-    parameters = list(model.named_parameters())
-    no_decay = [value for name, value in parameters if name.endswith("bias") or "LayerNorm" in name]
-    decay = [value for name, value in parameters if not any(value is v for v in no_decay)]
-    optimizer = torch.optim.AdamW(
-        [{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=_LEARNING_RATE.value,
-        eps=1e-6,
-    )
-    schedule = transformers.get_linear_schedule_with_warmup(
-        optimizer, int(0.1 * total_steps), total_steps
+    train_step = common.transformers_train_step(
+        model, _LEARNING_RATE.value, total_steps, int(0.1 * total_steps)
     )
 
     def batch(indices, sentences, sentence_labels):
@@ -256,11 +249,7 @@ def transformers_program(checkpoint, work_dir):
         order = torch.randperm(len(texts), generator=generator).tolist()
         for start in range(0, len(order), _BATCH_SIZE):
             encoded, batch_labels = batch(order[start : start + _BATCH_SIZE], texts, labels)
-            model(**encoded, labels=batch_labels).loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            schedule.step()
-            optimizer.zero_grad(set_to_none=True)
+            train_step({**encoded, "labels": batch_labels})
         epoch_seconds.append(time.perf_counter() - start_of_epoch)
     model.eval()
     start_of_scoring = time.perf_counter()
