@@ -98,6 +98,18 @@ def interleaved_median_seconds(calls, repeats):
     return {name: statistics.median(seconds) for name, seconds in timings.items()}
 
 
+def seconds_of(function):
+    """Seconds that calling `function` took.
+
+    Example:
+    >>> seconds_of(lambda: None) < 1.0
+    True
+    """
+    start = time.perf_counter()
+    function()
+    return time.perf_counter() - start
+
+
 def transformers_train_step(model, learning_rate, num_steps, warmup_steps):
     """One step of the paper's fine-tuning recipe for a transformers model: inputs -> loss.
 

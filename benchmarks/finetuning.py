@@ -53,6 +53,7 @@ In the current KERAS_BACKEND's process, on the same data, measures
     KERAS_BACKEND=torch python -m benchmarks.finetuning --parts=finetuning --preset=bert_small
 """
 
+import functools
 import json
 import math
 import os
@@ -370,22 +371,18 @@ def _expected_overlap_windows(ours):
     return int(total)
 
 
+@functools.cache
 def _squad_file(checkpoint, work_dir):
     """(path, questions left out): the SQuAD v1.1 file of docstring prose, written once."""
     from transformers import BertTokenizerFast
 
     path = os.path.join(work_dir, "train-v1.1.json")
-    if os.path.exists(path):
-        with open(path + ".dropped", encoding="utf-8") as file:
-            return path, int(file.read())
     tokenizer = BertTokenizerFast(vocab=os.path.join(checkpoint, "vocab.txt"), do_lower_case=True)
     documents = docstring_documents(_SQUAD_QUESTIONS.value * 1500, work_dir)
     squad = synthetic_squad(documents, _SQUAD_QUESTIONS.value)
     dropped = _without_long_questions(squad, tokenizer)
     with open(path, "w", encoding="utf-8") as file:
         json.dump(squad, file)
-    with open(path + ".dropped", "w", encoding="utf-8") as file:
-        file.write(str(dropped))
     return path, dropped
 
 
@@ -555,7 +552,7 @@ def _bert_keras_runners(checkpoint, examples, work_dir):
         return np.diff(timer.times).tolist()
 
     def train_step(steps):
-        return [_seconds(lambda: model.train_on_batch(*batch)) for _ in range(steps)]
+        return [common.seconds_of(lambda: model.train_on_batch(*batch)) for _ in range(steps)]
 
     return {"bert_keras fit": fit, "bert_keras step": train_step}, batch
 
@@ -577,13 +574,7 @@ def _transformers_runner(checkpoint, batch):
         "labels": torch.tensor(labels, dtype=torch.long, device=device),
     }
 
-    return lambda steps: [_seconds(lambda: train_step(tensors)) for _ in range(steps)]
-
-
-def _seconds(function):
-    start = time.perf_counter()
-    function()
-    return time.perf_counter() - start
+    return lambda steps: [common.seconds_of(lambda: train_step(tensors)) for _ in range(steps)]
 
 
 def interleaved_step_seconds(runners, rounds, steps_per_round):

@@ -130,7 +130,6 @@ def _ours(run, path, features, batch_size):
         passes = seconds_per_pass([json.loads(line) for line in file], _PASSES)
 
     def predict():
-        start = time.perf_counter()
         predict_by_length(
             run.model.predict_on_batch,
             features.inputs(),
@@ -138,9 +137,8 @@ def _ours(run, path, features, batch_size):
             per_token_outputs=True,
             pad_to_multiple_of=run.pad_to_multiple_of,
         )
-        return time.perf_counter() - start
 
-    return {"passes": passes, "predict": [predict(), predict()]}
+    return {"passes": passes, "predict": [common.seconds_of(predict) for _ in range(2)]}
 
 
 def _transformers(checkpoint, features, batch_size):
@@ -169,15 +167,13 @@ def _transformers(checkpoint, features, batch_size):
         passes.append(time.perf_counter() - start)
     model.eval()
 
+    @torch.inference_mode()
     def predict():
-        start = time.perf_counter()
-        with torch.inference_mode():
-            for first in range(0, len(features), batch_size):
-                rows = np.arange(first, min(first + batch_size, len(features)))
-                model(**_padded_to_longest(features, rows))
-        return time.perf_counter() - start
+        for first in range(0, len(features), batch_size):
+            rows = np.arange(first, min(first + batch_size, len(features)))
+            model(**_padded_to_longest(features, rows))
 
-    return {"passes": passes, "predict": [predict(), predict()]}
+    return {"passes": passes, "predict": [common.seconds_of(predict) for _ in range(2)]}
 
 
 def _padded_to_longest(features, rows):

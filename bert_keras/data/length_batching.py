@@ -265,9 +265,8 @@ def predict_by_length(
     [3, 2, 2]
     """
     features = {name: np.asarray(array) for name, array in features.items()}
-    mask = features["padding_mask"]
-    sequence_length = mask.shape[-1]
-    lengths = mask.reshape(len(mask), -1, sequence_length).sum(axis=-1).max(axis=-1)
+    sequence_length = features["padding_mask"].shape[-1]
+    lengths = example_lengths(features["padding_mask"])
     order = np.argsort(lengths, kind="stable")
     batches = []
     for start in range(0, len(order), batch_size):
@@ -286,6 +285,19 @@ def predict_by_length(
     return _tree_map(
         lambda *arrays: np.concatenate(arrays)[np.argsort(order, kind="stable")], *batches
     )
+
+
+def example_lengths(padding_mask):
+    """Each example's tokens: `[examples]` from a mask `[examples, ..., sequence_length]`.
+
+    An example of several sequences (multiple choice) is as long as its longest.
+
+    Example:
+    >>> example_lengths(np.array([[[1, 1, 0], [1, 0, 0]], [[1, 0, 0], [1, 0, 0]]])).tolist()
+    [2, 1]
+    """
+    mask = np.asarray(padding_mask)
+    return mask.reshape(len(mask), -1, mask.shape[-1]).sum(axis=-1).max(axis=-1)
 
 
 def _padded_length_axis(array, length, fill):

@@ -195,11 +195,11 @@ def length_order(preprocess, x):
     >>> length_order(BertPreprocessor(tokenizer, 8), ["hi hi hi", "hi", "hi hi", "hi"]).tolist()
     [1, 3, 2, 0]
     """
-    lengths = []
-    for features in text_dataset(preprocess, x, batch_size=256):
-        mask = np.asarray(features["padding_mask"])
-        lengths.append(mask.reshape(len(mask), -1, mask.shape[-1]).sum(axis=-1).max(axis=-1))
-    return np.argsort(np.concatenate(lengths), kind="stable")
+    from bert_keras.data.length_batching import example_lengths
+
+    batches = text_dataset(preprocess, x, batch_size=256)
+    lengths = np.concatenate([example_lengths(features["padding_mask"]) for features in batches])
+    return np.argsort(lengths, kind="stable")
 
 
 def reordered(arrays, order):
