@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # Issue 20's GPU measurements in one run of a few minutes, BERT-base at seq 128 in bfloat16 on jax
-# and on torch: the pretraining step next to keras-hub and transformers on the same GPU, with the
-# model FLOPs utilisation and the costliest GPU kernels of each (`python -m benchmarks.pretraining
-# --profile_steps`), then the backbone's forward pass and training step next to keras-hub's
-# (`python -m benchmarks.backbone`).
+# and on torch:
+#   1. the pretraining step next to keras-hub and transformers on the same GPU, timed over `fit`
+#      windows as the training programs run, with the model FLOPs utilisation and the costliest
+#      GPU kernels of each (`python -m benchmarks.pretraining --timed_steps --profile_steps`);
+#   2. ablations of bert_keras alone that explain the gap to the peak: without attention dropout
+#      (the fused attention kernel runs), without any dropout, and on jax with XLA's Triton GEMM
+#      fusions off (cuBLAS for every matmul); on jax first, whether the padding-masked attention
+#      compiles into cuDNN's fused kernel;
+#   3. the backbone's forward pass and training step next to keras-hub's (`benchmarks.backbone`).
 #
 # For a machine with one NVIDIA GPU, no network, and a Python 3.12 that holds jax, torch and
 # transformers but neither TensorFlow nor Keras: bert_keras's models on token ids need no
@@ -14,10 +19,12 @@
 #
 # Settings (environment): PEAK_TFLOPS, the card's dense bfloat16 peak for the MFU (default 989,
 # the H100 SXM's and H200's); BATCH_SIZE (default 128); PRESET (default bert_base); REPEATS
-# (default 10); PROFILE_STEPS (default 3; 0: none); BACKENDS (default "jax torch"); BACKBONE
-# (default 1; 0 skips that part); PART_SECONDS, each part's time limit (default 240); PYTHON
-# (default python3); WHEELS (default build/gpu-wheels). Each part's table and JSON rows go to
-# $OUT when set, else to build/gpu/.
+# (default 6); TIMED_STEPS, steps per timing (default 10); PROFILE_STEPS, timings profiled
+# (default 1; 0: none); BACKENDS (default "jax torch"); ABLATIONS (default "attention_dropout
+# dropout cublas"; empty: none); BACKBONE (default 1; 0 skips it); PART_SECONDS, each run's time limit (default 240); TOTAL_SECONDS, the whole
+# script's (default 540: a run gets what is left, and none starts on under 30 s); PYTHON (default
+# python3); WHEELS (default build/gpu-wheels). Tables go to $OUT when set, else to build/gpu/:
+# NAME.txt per part (the ablations of a backend in one), and JSON rows of parts 1 and 3.
 set -u
 out=${OUT:-build/gpu}
 python=${PYTHON:-python3}
@@ -35,24 +42,65 @@ print("jax", jax.__version__, jax.devices(), "| torch", torch.__version__, torch
       "| transformers", transformers.__version__, "| keras", keras.__version__)'
 } 2>&1 | tee "$out/versions.txt"
 status=0
-# run NAME COMMAND...: the command's output to $out/NAME.txt, its rows to $out/NAME.json.
+deadline=$(( $(date +%s) + ${TOTAL_SECONDS:-540} ))
+# run TEXT JSON COMMAND...: the command's output appended to TEXT, its rows to JSON.
 run() {
-  local name=$1
-  shift
-  timeout "${PART_SECONDS:-240}" "$@" --json_output="$out/$name.json" 2>&1 | tee "$out/$name.txt"
+  local text=$1 json=$2 left=$(( deadline - $(date +%s) ))
+  shift 2
+  [ "$left" -ge 30 ] || { echo "$text: skipped, ${left} s left of TOTAL_SECONDS" | tee -a "$text"; status=1; return; }
+  [ "$left" -le "${PART_SECONDS:-240}" ] || left=${PART_SECONDS:-240}
+  timeout "$left" "$@" --json_output="$json" 2>&1 | grep -v '^[IW][0-9]\{4\} ' | tee -a "$text"
   local code=${PIPESTATUS[0]}
-  [ "$code" = 0 ] || { echo "$name: exit $code"; status=1; }
+  [ "$code" = 0 ] || { echo "$text: exit $code" | tee -a "$text"; status=1; }
 }
+pretraining=("$python" -m benchmarks.pretraining --preset="${PRESET:-bert_base}"
+  --sequence_length=128 --batch_size="${BATCH_SIZE:-128}" --mixed_precision=bfloat16
+  --peak_tflops="${PEAK_TFLOPS:-989}" --repeats="${REPEATS:-6}" --timed_steps="${TIMED_STEPS:-10}"
+  --profile_dir="$site/profiles")
 backends=${BACKENDS:-jax torch}
+if [[ " $backends " == *" jax "* ]]; then
+  # Whether XLA compiled BERT's padding-masked attention into cuDNN's fused kernel, and how far its
+  # bfloat16 output is from float32 attention without it.
+  KERAS_BACKEND=jax timeout 120 "$python" - <<'EOF' 2>&1 | grep -v '^[IWE][0-9]\{4\} ' | tee "$out/attention_jax.txt"
+import jax
+import numpy as np
+
+from bert_keras.layers.multi_head_self_attention import MultiHeadSelfAttention
+
+inputs = np.random.default_rng(0).normal(size=(8, 128, 768)).astype("float32")
+lengths = np.array([128, 100, 64, 17, 128, 5, 90, 128])
+mask = (np.arange(128) < lengths[:, None])[:, None, None, :]
+fused = MultiHeadSelfAttention(num_heads=12, dtype="mixed_bfloat16")
+reference = MultiHeadSelfAttention(num_heads=12)
+fused(inputs, attention_mask=mask), reference(inputs, attention_mask=mask)
+reference.set_weights(fused.get_weights())
+step = jax.jit(lambda x, m: fused(x, attention_mask=m))
+hlo = step.lower(inputs, mask).compile().as_text().lower()
+print("cuDNN fused attention in the compiled layer:", "cudnn" in hlo and "fmha" in hlo)
+difference = np.abs(np.asarray(step(inputs, mask), "float32") - np.asarray(reference(inputs, mask)))
+print(f"bfloat16 fused vs float32: max |difference| {difference.max():.4f}, mean {difference.mean():.5f}")
+EOF
+fi
 for backend in $backends; do
-  KERAS_BACKEND=$backend run "pretraining_$backend" "$python" -m benchmarks.pretraining \
-    --preset="${PRESET:-bert_base}" --sequence_length=128 --batch_size="${BATCH_SIZE:-128}" \
-    --mixed_precision=bfloat16 --peak_tflops="${PEAK_TFLOPS:-989}" --repeats="${REPEATS:-10}" \
-    --profile_steps="${PROFILE_STEPS:-3}" --profile_dir="$site/profiles"
+  KERAS_BACKEND=$backend run "$out/pretraining_$backend.txt" "$out/pretraining_$backend.json" \
+    "${pretraining[@]}" --profile_steps="${PROFILE_STEPS:-1}" --profile_rows=30
+done
+for backend in $backends; do
+  text=$out/ablations_$backend.txt
+  for ablation in ${ABLATIONS-attention_dropout dropout cublas}; do
+    case $backend/$ablation in
+      torch/attention_dropout | torch/cublas) continue ;;  # torch's fused kernel drops itself
+      */cublas) flags=() xla=--xla_gpu_enable_triton_gemm=false ;;
+      *) flags=("--$ablation=0") xla= ;;
+    esac
+    echo "ablation $ablation:" | tee -a "$text"
+    KERAS_BACKEND=$backend XLA_FLAGS=$xla run "$text" "$site/ablation.json" \
+      "${pretraining[@]}" --skip=keras_hub,transformers "${flags[@]}"
+  done
 done
 if [ "${BACKBONE:-1}" = 1 ]; then
-  run backbone "$python" -m benchmarks.backbone --backends="${backends// /,}" \
-    --sizes="${PRESET:-bert_base}" --dtype=mixed_bfloat16 --batch_size="${BATCH_SIZE:-128}" \
-    --repeats="${REPEATS:-10}"
+  run "$out/backbone.txt" "$out/backbone.json" "$python" -m benchmarks.backbone \
+    --backends="${backends// /,}" --sizes="${PRESET:-bert_base}" --dtype=mixed_bfloat16 \
+    --batch_size="${BATCH_SIZE:-128}" --repeats="${REPEATS:-6}"
 fi
 exit $status

@@ -65,8 +65,29 @@ _MIXED_PRECISION = flags.DEFINE_enum(
 )
 _PEAK_TFLOPS = flags.DEFINE_float("peak_tflops", None, "The device's peak TFLOP/s, for MFU.")
 _SKIP = flags.DEFINE_list("skip", [], "Implementations to leave out: keras_hub, transformers.")
+_TIMED_STEPS = flags.DEFINE_integer(
+    "timed_steps",
+    1,
+    "Training steps per timing: 1 times one `train_on_batch`; more time `fit` over that many "
+    "batches, as the training programs run (no wait for the device between steps).",
+    lower_bound=1,
+)
+_DROPOUT = flags.DEFINE_float(
+    "dropout", None, "Every dropout rate of all three models (default: BERT's 0.1)."
+)
+_ATTENTION_DROPOUT = flags.DEFINE_float(
+    "attention_dropout",
+    None,
+    "bert_keras's and transformers' attention-probability dropout (default: --dropout's).",
+)
 _PROFILE_STEPS = flags.DEFINE_integer(
-    "profile_steps", 0, "After timing, profile this many steps of each implementation (jax, torch)."
+    "profile_steps",
+    0,
+    "After timing, profile this many timings (--timed_steps each) of each implementation "
+    "(jax, torch).",
+)
+_PROFILE_ROWS = flags.DEFINE_integer(
+    "profile_rows", step_profiles.ROWS, "Operations listed per profile."
 )
 _PROFILE_DIR = flags.DEFINE_string(
     "profile_dir", "build/profiles", "Where the profiles' trace files go, one folder each."
@@ -167,11 +188,46 @@ def _optimizer():
     return create_optimizer(1e-4, num_train_steps=10_000, num_warmup_steps=100)
 
 
+def _dropout_rates():
+    """The backbones' dropout arguments that the flags set."""
+    rates = {"dropout": _DROPOUT.value, "attention_dropout": _ATTENTION_DROPOUT.value}
+    return {name: rate for name, rate in rates.items() if rate is not None}
+
+
+def _keras_steps(model, features, labels, sample_weight=None):
+    """One timing of a compiled Keras model: `train_on_batch`, or `fit` over `--timed_steps`.
+
+    `keras.Model.fit` itself: keras-hub's task models override `fit` to
+    preprocess through tf.data or grain, which a model without a
+    preprocessor does not need.
+    """
+    import keras
+    import numpy as np
+    from keras import tree
+
+    steps = _TIMED_STEPS.value
+    if steps == 1:
+        return lambda: model.train_on_batch(features, labels, sample_weight=sample_weight)
+    x, y, weights = tree.map_structure(
+        lambda array: None if array is None else np.concatenate([array] * steps),
+        (features, labels, sample_weight),
+    )
+    return lambda: keras.Model.fit(
+        model,
+        x,
+        y,
+        sample_weight=weights,
+        batch_size=common.BATCH_SIZE.value,
+        shuffle=False,
+        verbose=0,
+    )
+
+
 def _bert_keras_step(config, batch):
     from bert_keras.models.bert_backbone import BertBackbone
     from bert_keras.models.bert_pretrainer import BertPretrainer
 
-    model = BertPretrainer(BertBackbone(**config, dtype=_keras_policy()))
+    model = BertPretrainer(BertBackbone(**config, **_dropout_rates(), dtype=_keras_policy()))
     model.compile(optimizer=_optimizer(), jit_compile=_jit_compile())
     features = {
         name: batch[name]
@@ -180,14 +236,15 @@ def _bert_keras_step(config, batch):
     labels = {
         name: batch[name] for name in ("masked_lm_ids", "masked_lm_weights", "next_sentence_labels")
     }
-    return lambda: model.train_on_batch(features, labels)
+    return _keras_steps(model, features, labels)
 
 
 def _keras_hub_step(config, batch):
     import keras
     import keras_hub
 
-    backbone = keras_hub.models.BertBackbone(**config, dtype=_keras_policy())
+    dropout = {"dropout": _DROPOUT.value} if _DROPOUT.value is not None else {}
+    backbone = keras_hub.models.BertBackbone(**config, **dropout, dtype=_keras_policy())
     model = keras_hub.models.BertMaskedLM(backbone, preprocessor=None)
     model.compile(
         optimizer=_optimizer(),
@@ -201,9 +258,7 @@ def _keras_hub_step(config, batch):
         "padding_mask": batch["padding_mask"],
         "mask_positions": batch["masked_positions"],
     }
-    return lambda: model.train_on_batch(
-        features, batch["masked_lm_ids"], sample_weight=batch["masked_lm_weights"]
-    )
+    return _keras_steps(model, features, batch["masked_lm_ids"], batch["masked_lm_weights"])
 
 
 def _transformers_step(config, batch):
@@ -221,6 +276,7 @@ def _transformers_step(config, batch):
             intermediate_size=config["intermediate_dim"],
             max_position_embeddings=config["max_sequence_length"],
             hidden_act="gelu_new",
+            **_transformers_dropout(),
         )
     ).to(device)
     model.train()
@@ -242,6 +298,11 @@ def _transformers_step(config, batch):
     scaler = torch.amp.GradScaler(device, enabled=autocast_dtype == torch.float16)
 
     def step():
+        for _ in range(_TIMED_STEPS.value):
+            loss = one_step()
+        return loss.item()  # waits for the device
+
+    def one_step():
         with torch.autocast(
             device, dtype=autocast_dtype or torch.float32, enabled=autocast_dtype is not None
         ):
@@ -252,9 +313,23 @@ def _transformers_step(config, batch):
         scaler.step(optimizer)
         scaler.update()
         optimizer.zero_grad(set_to_none=True)
-        return loss.item()  # waits for the device
+        return loss
 
     return step
+
+
+def _transformers_dropout():
+    rates = _dropout_rates()
+    hidden = rates.get("dropout")
+    attention = rates.get("attention_dropout", hidden)
+    return {
+        name: rate
+        for name, rate in (
+            ("hidden_dropout_prob", hidden),
+            ("attention_probs_dropout_prob", attention),
+        )
+        if rate is not None
+    }
 
 
 def main(argv):
@@ -273,12 +348,14 @@ def main(argv):
     steps = {
         name: build(config, batch) for name, build in builders.items() if name not in _SKIP.value
     }
-    seconds = common.interleaved_median_seconds(steps, common.REPEATS.value)
+    timings = common.interleaved_median_seconds(steps, common.REPEATS.value)
+    seconds = {name: value / _TIMED_STEPS.value for name, value in timings.items()}
     flops = training_flops_per_sequence(config, common.SEQUENCE_LENGTH.value, _PREDICTIONS.value)
     print(
         f"backend {keras.backend.backend()}, {_PRESET.value}, batch {common.BATCH_SIZE.value}, seq "
         f"{common.SEQUENCE_LENGTH.value}, {_PREDICTIONS.value} predictions, precision {_MIXED_PRECISION.value}, "
-        f"median of {common.REPEATS.value} interleaved rounds, {common.devices(keras.backend.backend())}; "
+        f"median of {common.REPEATS.value} interleaved rounds of {_timing()}, "
+        f"{_dropout_text()}, {common.devices(keras.backend.backend())}; "
         f"{flops / 1e9:.2f} GFLOP per sequence"
     )
     done = _flops_done(config)
@@ -305,7 +382,7 @@ def main(argv):
     settings = (
         f"{_PRESET.value}, batch {common.BATCH_SIZE.value}, seq {common.SEQUENCE_LENGTH.value}, "
         f"{_PREDICTIONS.value} predictions, precision {_MIXED_PRECISION.value}, "
-        f"median of {common.REPEATS.value}"
+        f"median of {common.REPEATS.value} rounds of {_timing()}, {_dropout_text()}"
     )
     measurements.write_measurements(
         [
@@ -324,6 +401,18 @@ def main(argv):
     )
 
 
+def _timing():
+    steps = _TIMED_STEPS.value
+    return "one train_on_batch" if steps == 1 else f"fit over {steps} steps"
+
+
+def _dropout_text():
+    rates = _dropout_rates()
+    if not rates:
+        return "dropout 0.1"
+    return ", ".join(f"{name.replace('_', ' ')} {rate:g}" for name, rate in rates.items())
+
+
 def _print_profiles(steps, backend):
     """Each implementation's costliest operations over `--profile_steps` steps."""
     for name, step in steps.items():
@@ -332,8 +421,16 @@ def _print_profiles(steps, backend):
             print(f"\n{name}: no profile on {engine} (jax and torch only)")
             continue
         directory = os.path.join(_PROFILE_DIR.value, f"{name}_{engine}")
-        table = step_profiles.profile_table(step, _PROFILE_STEPS.value, engine, directory)
-        print(f"\n{name} ({engine}), {_PROFILE_STEPS.value} steps profiled, trace in {directory}:")
+        table = step_profiles.profile_table(
+            step,
+            _PROFILE_STEPS.value,
+            engine,
+            directory,
+            rows=_PROFILE_ROWS.value,
+            steps_per_call=_TIMED_STEPS.value,
+        )
+        profiled = _PROFILE_STEPS.value * _TIMED_STEPS.value
+        print(f"\n{name} ({engine}), {profiled} steps profiled, trace in {directory}:")
         print(table)
 
 

@@ -19,15 +19,16 @@ import os
 ROWS = 15
 
 
-def profile_table(step, steps, engine, directory, rows=ROWS):
-    """The `rows` costliest operations over `steps` calls of `step`, profiled by `engine`.
+def profile_table(step, calls, engine, directory, rows=ROWS, steps_per_call=1):
+    """The `rows` costliest operations over `calls` calls of `step`, profiled by `engine`.
 
     Args:
-        step: a function running one training step and waiting for it.
-        steps: how many steps to profile (after the caller's warm-up).
+        step: a function running `steps_per_call` training steps and waiting for them.
+        calls: how many calls to profile (after the caller's warm-up).
         engine: "jax" or "torch", the framework whose profiler sees `step`'s work.
         directory: where the trace file goes (created).
         rows: operations listed.
+        steps_per_call: training steps per call; the table is per step.
 
     Example:
     >>> import tempfile, torch
@@ -39,33 +40,41 @@ def profile_table(step, steps, engine, directory, rows=ROWS):
     """
     os.makedirs(directory, exist_ok=True)
     if engine == "jax":
-        seconds = _jax_operation_seconds(step, steps, directory)
+        seconds = _jax_operation_seconds(step, calls, directory)
     elif engine == "torch":
-        seconds = _torch_operation_seconds(step, steps, directory)
+        seconds = _torch_operation_seconds(step, calls, directory)
     else:
         raise ValueError(f"engine is {engine!r}; profiles exist for 'jax' and 'torch'.")
-    return operation_table(seconds, steps, rows)
+    return operation_table(seconds, calls * steps_per_call, rows)
 
 
 def operation_table(seconds, steps, rows=ROWS):
     """A text table of the `rows` largest of `seconds` ({operation: total s}), per step.
 
+    The last line sums every operation, listed or not: on a GPU, the time its
+    kernels kept it busy, which the step's wall time exceeds by the gaps
+    between kernels.
+
     Example:
-    >>> print(operation_table({"matmul": 0.3, "softmax": 0.1}, steps=2))
+    >>> print(operation_table({"matmul": 0.3, "softmax": 0.1, "add": 0.02}, steps=2, rows=2))
     ms/step  share  operation
-       150.0  75.0%  matmul
-        50.0  25.0%  softmax
+       150.0  71.4%  matmul
+        50.0  23.8%  softmax
+       210.0 100.0%  all operations
     """
-    total = sum(seconds.values()) or 1.0
+    total = sum(seconds.values())
+    share = total or 1.0
     lines = ["ms/step  share  operation"]
     for name, value in sorted(seconds.items(), key=lambda item: -item[1])[:rows]:
         shown = name if len(name) <= 90 else name[:87] + "..."
-        lines.append(f"{1000 * value / steps:>8.1f} {100 * value / total:>5.1f}%  {shown}")
+        lines.append(f"{1000 * value / steps:>8.1f} {100 * value / share:>5.1f}%  {shown}")
+    lines.append(f"{1000 * total / steps:>8.1f} {100 * total / share:>5.1f}%  all operations")
     return "\n".join(lines)
 
 
 def _torch_operation_seconds(step, steps, directory):
     import torch
+    from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile
 
@@ -77,10 +86,10 @@ def _torch_operation_seconds(step, steps, directory):
     profiler.export_chrome_trace(os.path.join(directory, "torch_trace.json"))
     seconds = {}
     for average in profiler.key_averages():
+        if on_gpu and average.device_type != DeviceType.CUDA:
+            continue  # an operator's device time is its kernels', which have rows of their own
         # Self time: an operation's own, not its callees' (which have rows of their own).
-        microseconds = (
-            getattr(average, "self_device_time_total", 0) if on_gpu else average.self_cpu_time_total
-        )
+        microseconds = average.self_device_time_total if on_gpu else average.self_cpu_time_total
         if microseconds > 0:
             seconds[average.key] = microseconds / 1e6
     return seconds

@@ -95,10 +95,15 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             query, key, value = self._project_at(inputs, query_positions)
         # Each [batch, queries or seq, heads, head_dim].
         query, key, value = (self._split_heads(part) for part in (query, key, value))
+        fused = None  # the backend's choice
         if attention_mask is not None:
             attention_mask = ops.cast(attention_mask, "bool")
+            if keras.backend.backend() == "jax":
+                attention_mask, fused = _cudnn_attention_mask(attention_mask, query, key)
         if not (training and self.dropout > 0):
-            context = ops.dot_product_attention(query, key, value, mask=attention_mask)
+            context = ops.dot_product_attention(
+                query, key, value, mask=attention_mask, flash_attention=fused
+            )
         elif keras.backend.backend() == "torch":
             context = _torch_fused_attention_with_dropout(
                 query, key, value, attention_mask, self.dropout
@@ -151,6 +156,24 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             }
         )
         return config
+
+
+def _cudnn_attention_mask(attention_mask, query, key):
+    """The mask in the shape JAX's cuDNN attention kernel takes, and whether it may.
+
+    That kernel takes a mask only of the scores' full `[batch, 1, queries,
+    keys]` shape, and with a mask only even lengths (when differentiated):
+    given a `[batch, 1, 1, keys]` padding mask, or the last block's odd count
+    of query positions, it refuses, and Keras logs the refusal on every trace
+    before it falls back to unfused XLA attention. Returns the mask broadcast
+    to that shape and None (Keras' choice: cuDNN where present), or the mask
+    unchanged and False (unfused) where cuDNN would refuse.
+    """
+    queries, keys = query.shape[1], key.shape[1]
+    if not (isinstance(queries, int) and isinstance(keys, int)) or queries % 2 or keys % 2:
+        return attention_mask, False
+    batch = ops.shape(query)[0]
+    return ops.broadcast_to(attention_mask, (batch, 1, queries, keys)), None
 
 
 def _torch_fused_attention_with_dropout(query, key, value, attention_mask, rate):

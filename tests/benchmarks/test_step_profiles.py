@@ -30,8 +30,11 @@ def test_jax_profile_lists_the_compiled_steps_operations(tmp_path):
     assert glob.glob(str(tmp_path / "**" / "perfetto_trace.json.gz"), recursive=True)
     lines = table.splitlines()
     assert lines[0].split() == ["ms/step", "share", "operation"]
-    rows = [line.split(maxsplit=2) for line in lines[1:]]
+    rows = [line.split(maxsplit=2) for line in lines[1:-1]]
     assert rows, table
+    total = lines[-1].split(maxsplit=2)
+    assert total[2] == "all operations"
+    assert float(total[0]) >= sum(float(value) for value, _, _ in rows) - 0.1 * len(rows)
     assert all("::" not in name for _, _, name in rows)  # the runtime's own events left out
     milliseconds = [float(value) for value, _, _ in rows]
     assert milliseconds == sorted(milliseconds, reverse=True) and milliseconds[0] > 0
@@ -48,9 +51,28 @@ def test_torch_profile_counts_each_operations_own_time(tmp_path):
 
     table = step_profiles.profile_table(step, 4, "torch", str(tmp_path))
     assert (tmp_path / "torch_trace.json").is_file()
-    names = [line.split(maxsplit=2)[2] for line in table.splitlines()[1:]]
+    names = [line.split(maxsplit=2)[2] for line in table.splitlines()[1:-1]]
     assert "aten::mm" in names and "aten::relu" in names
     assert "aten::matmul" not in names[:1]  # self time: the caller does not outrank its matmul
+
+
+@pytest.mark.one_backend
+def test_a_call_of_several_steps_is_shown_per_step(tmp_path):
+    import torch
+
+    weight = torch.ones(256, 256)
+
+    def two_matmuls():
+        for _ in range(2):
+            weight @ weight
+
+    def per_step_milliseconds(table):
+        return float(table.splitlines()[-1].split()[0])
+
+    one = step_profiles.profile_table(two_matmuls, 4, "torch", str(tmp_path))
+    halved = step_profiles.profile_table(two_matmuls, 4, "torch", str(tmp_path), steps_per_call=2)
+    assert "aten::mm" in one
+    assert per_step_milliseconds(halved) < 0.75 * per_step_milliseconds(one)
 
 
 def test_unknown_engine_is_refused(tmp_path):

@@ -57,6 +57,37 @@ class TestMultiHeadSelfAttention(TestCase):
         _call(layer, PADDING, training=True)
         assert not calls, "training with dropout must use the explicit path"
 
+    @pytest.mark.parametrize(
+        "length, positions, expected_mask_shape, expected_fused",
+        [
+            (6, None, (2, 1, 6, 6), None),
+            (5, None, (2, 1, 1, 5), False),
+            (6, [[3], [0]], None, False),
+        ],
+    )
+    def test_jax_hands_cudnn_a_mask_it_takes_or_none_at_all(
+        self, monkeypatch, length, positions, expected_mask_shape, expected_fused
+    ):
+        # JAX's cuDNN kernel takes a [batch, 1, queries, keys] mask and even lengths only.
+        if keras.backend.backend() != "jax":
+            pytest.skip("the mask is reshaped for JAX's cuDNN kernel only")
+        seen = {}
+        fused = ops.dot_product_attention
+
+        def recording(query, key, value, mask=None, flash_attention=None, **kwargs):
+            seen.update(mask_shape=tuple(mask.shape), fused=flash_attention)
+            return fused(query, key, value, mask=mask, flash_attention=flash_attention, **kwargs)
+
+        monkeypatch.setattr(keras.ops, "dot_product_attention", recording)
+        inputs = np.ones((2, length, 8), "float32")
+        padding = (np.arange(length) < np.array([[length], [3]]))[:, None, None, :]
+        query_positions = None if positions is None else np.array(positions, "int32")
+        layer = MultiHeadSelfAttention(num_heads=2)
+        layer(inputs, attention_mask=padding, query_positions=query_positions)
+        assert seen["fused"] is expected_fused
+        if expected_mask_shape is not None:
+            assert seen["mask_shape"] == expected_mask_shape
+
     def test_explicit_training_path_matches_the_reference(self):
         # A rate this small drops nothing in practice but selects the explicit path.
         layer = MultiHeadSelfAttention(num_heads=2, dropout=1e-9)
