@@ -52,6 +52,9 @@ _LEARNING_RATE = flags.DEFINE_float("sst2_learning_rate", 5e-5, "Peak learning r
 _BACKENDS = flags.DEFINE_list(
     "sst2_backends", ["jax", "tensorflow", "torch"], "Keras backends to run tasks.classify on."
 )
+_SEED = flags.DEFINE_integer(
+    "sst2_seed", 0, "Seed of every program's initialisation, shuffling and dropout."
+)
 _BUCKET_BY_LENGTH = flags.DEFINE_boolean(
     "sst2_bucket_by_length", False, "Also run tasks.classify --bucket_by_length per backend."
 )
@@ -78,6 +81,7 @@ def measure(checkpoint):
                 f"--sst2_train_examples={_TRAIN_EXAMPLES.value}",
                 f"--sst2_epochs={_EPOCHS.value}",
                 f"--sst2_learning_rate={_LEARNING_RATE.value}",
+                f"--sst2_seed={_SEED.value}",
                 checkpoint,
                 work_dir,
             ],
@@ -94,7 +98,8 @@ def measure(checkpoint):
                 )
     print(
         f"SST-2: {_TRAIN_EXAMPLES.value} train sentences, {_EPOCHS.value} epochs, batch "
-        f"{_BATCH_SIZE}, max length {_SEQUENCE_LENGTH}, lr {_LEARNING_RATE.value}; 872 dev "
+        f"{_BATCH_SIZE}, max length {_SEQUENCE_LENGTH}, lr {_LEARNING_RATE.value}, seed "
+        f"{_SEED.value}; 872 dev "
         f"sentences; {os.cpu_count()} CPU cores"
     )
     header = (
@@ -153,7 +158,7 @@ def _classify_command(checkpoint, output_dir, bucket_by_length):
         f"--eval_batch_size={_BATCH_SIZE}",
         f"--max_seq_length={_SEQUENCE_LENGTH}",
         f"--learning_rate={_LEARNING_RATE.value}",
-        "--seed=0",
+        f"--seed={_SEED.value}",
         f"--bucket_by_length={bucket_by_length}",
     ]
 
@@ -221,7 +226,7 @@ def transformers_program(checkpoint, work_dir):
     import torch
     import transformers
 
-    torch.manual_seed(0)
+    torch.manual_seed(_SEED.value)
     tokenizer = transformers.AutoTokenizer.from_pretrained(checkpoint)
     model = transformers.BertForSequenceClassification.from_pretrained(checkpoint, num_labels=2)
     texts, labels = _read_sst2("train", _TRAIN_EXAMPLES.value)
@@ -241,7 +246,7 @@ def transformers_program(checkpoint, work_dir):
         )
         return encoded, torch.tensor([sentence_labels[i] for i in indices])
 
-    generator = torch.Generator().manual_seed(0)
+    generator = torch.Generator().manual_seed(_SEED.value)
     model.train()
     epoch_seconds = []
     for _ in range(_EPOCHS.value):
