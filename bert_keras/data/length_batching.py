@@ -233,6 +233,7 @@ def predict_by_length(
     per_token_outputs=False,
     fill=0.0,
     pad_to_multiple_of=PAD_TO_MULTIPLE_OF,
+    full_batches=False,
 ):
     """Predictions for packed examples, batched shortest first, in the examples' order.
 
@@ -252,6 +253,10 @@ def predict_by_length(
             are padded back to `sequence_length` with `fill`.
         fill: the value of per-token outputs on the positions cut off.
         pad_to_multiple_of: batch widths are multiples of it.
+        full_batches: fill a short last batch up to `batch_size` with copies
+            of its last example, whose outputs are dropped, when an earlier
+            batch was full: where each input shape compiles a program (XLA),
+            the last batch then needs none of its own.
 
     Returns:
         The predictions of all examples: an array or a dict of arrays.
@@ -263,6 +268,9 @@ def predict_by_length(
     >>> widths = lambda batch: np.full(len(batch["token_ids"]), batch["token_ids"].shape[1])
     >>> predict_by_length(widths, features, batch_size=2, pad_to_multiple_of=1).tolist()
     [3, 2, 2]
+    >>> sizes = lambda batch: np.full(len(batch["token_ids"]), len(batch["token_ids"]))
+    >>> predict_by_length(sizes, features, batch_size=2, full_batches=True).tolist()
+    [2, 2, 2]
     """
     features = {name: np.asarray(array) for name, array in features.items()}
     sequence_length = features["padding_mask"].shape[-1]
@@ -274,9 +282,15 @@ def predict_by_length(
         width = min(
             -(-int(lengths[rows].max()) // pad_to_multiple_of) * pad_to_multiple_of, sequence_length
         )
+        filled = rows
+        if full_batches and start and len(rows) < batch_size:
+            filled = np.concatenate([rows, np.repeat(rows[-1:], batch_size - len(rows))])
         outputs = predict_batch(
-            {name: array[rows, ..., :width] for name, array in features.items()}
+            {name: array[filled, ..., :width] for name, array in features.items()}
         )
+        kept = len(rows)
+        if len(filled) > kept:
+            outputs = _tree_map(lambda array, kept=kept: np.asarray(array)[:kept], outputs)
         if per_token_outputs:
             outputs = _tree_map(
                 lambda array: _padded_length_axis(np.asarray(array), sequence_length, fill), outputs

@@ -154,7 +154,7 @@ class ClassificationRun(FineTuningRun):
             self.model.predict_on_batch,
             classification_features(self.preprocessor, examples),
             batch_size,
-            pad_to_multiple_of=self.pad_to_multiple_of,
+            **self.prediction_batching,
         )
         return logits[:, 0] if not self.label_names else np.argmax(logits, axis=-1)
 

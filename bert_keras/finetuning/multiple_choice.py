@@ -167,7 +167,7 @@ class MultipleChoiceRun(FineTuningRun):
             self.model.predict_on_batch,
             self._features(examples),
             batch_size,
-            pad_to_multiple_of=self.pad_to_multiple_of,
+            **self.prediction_batching,
         )
         return np.argmax(logits, axis=-1)
 

@@ -122,9 +122,25 @@ class FineTuningRun:
         >>> run.pad_to_multiple_of == (1 if keras.backend.backend() == "torch" else 16)
         True
         """
-        if self.replicas.jit_compile(self.execution.jit_compile):
+        if self._compiles_each_shape:
             return PAD_TO_MULTIPLE_OF
         return 1 if self.execution.mixed_precision == "none" else 8
+
+    @property
+    def _compiles_each_shape(self):
+        return self.replicas.jit_compile(self.execution.jit_compile)
+
+    @property
+    def prediction_batching(self):
+        """`predict_by_length`'s options in this run.
+
+        Widths as in training; where XLA compiles a program per input shape,
+        a short last batch is filled up to a full one, which needs none.
+        """
+        return {
+            "pad_to_multiple_of": self.pad_to_multiple_of,
+            "full_batches": self._compiles_each_shape,
+        }
 
     @property
     def batching(self):

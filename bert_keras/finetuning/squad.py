@@ -341,7 +341,7 @@ class SquadRun(FineTuningRun):
             batch_size,
             per_token_outputs=True,
             fill=PADDING_LOGIT,
-            pad_to_multiple_of=self.pad_to_multiple_of,
+            **self.prediction_batching,
         )
         predictions = best_answers(
             examples,

@@ -180,7 +180,7 @@ class TaggingRun(FineTuningRun):
             windows.features,
             batch_size,
             per_token_outputs=True,
-            pad_to_multiple_of=self.pad_to_multiple_of,
+            **self.prediction_batching,
         )
         return [
             [self.label_names[index] for index in sentence]

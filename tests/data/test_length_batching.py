@@ -6,6 +6,7 @@ import pytest
 import tensorflow as tf
 
 from bert_keras.data.length_batching import batch_by_length
+from bert_keras.data.length_batching import predict_by_length
 from bert_keras.models.bert_classifier import BertClassifier
 from bert_keras.models.bert_token_classifier import IGNORED_LABEL
 from bert_keras.models.bert_token_classifier import BertTokenClassifier
@@ -179,3 +180,25 @@ def test_jax_compiles_one_train_step_per_batch_width():
     assert len(widths) >= 3 and widths <= {8, 16, 24, 32}
     fixed = compilations_of_two_epochs(dataset.batch(4))
     assert compilations_of_two_epochs(by_length) <= fixed + len(widths) - 1
+
+
+@pytest.mark.one_backend
+def test_a_filled_last_batch_gives_the_same_predictions_and_one_batch_size():
+    features = _packed_examples()  # 12 examples
+    sizes = []
+
+    def predict_batch(batch):
+        sizes.append(len(batch["token_ids"]))
+        return {"sum": batch["token_ids"].sum(axis=1), "first": batch["token_ids"][:, :2]}
+
+    plain = predict_by_length(predict_batch, features, batch_size=5)
+    assert sizes == [5, 5, 2]
+    sizes.clear()
+    filled = predict_by_length(predict_batch, features, batch_size=5, full_batches=True)
+    assert sizes == [5, 5, 5]
+    for name in plain:
+        np.testing.assert_array_equal(filled[name], plain[name])
+    np.testing.assert_array_equal(plain["sum"], features["token_ids"].sum(axis=1))
+    sizes.clear()
+    predict_by_length(predict_batch, features, batch_size=20, full_batches=True)
+    assert sizes == [12]  # no batch was full: nothing to match

@@ -101,13 +101,19 @@ def test_batch_widths_are_rounded_where_the_step_is_compiled(checkpoint, tmp_pat
     data = str(tmp_path)
     eager = Execution(mixed_precision="none", jit_compile=False)
     mixed = Execution(mixed_precision="bfloat16", jit_compile=False)
-    widths = [
-        FineTuningRun(data, checkpoint, str(tmp_path / name), execution=execution).batching
+    runs = [
+        FineTuningRun(data, checkpoint, str(tmp_path / name), execution=execution)
         for name, execution in (("compiled", Execution()), ("eager", eager), ("mixed", mixed))
     ]
-    compiled = 1 if keras.backend.backend() == "torch" else 16  # torch runs eagerly
-    assert [batching["pad_to_multiple_of"] for batching in widths] == [compiled, 1, 8]
+    widths = [run.batching for run in runs]
+    compiles = keras.backend.backend() != "torch"  # torch runs eagerly
+    assert [batching["pad_to_multiple_of"] for batching in widths] == [16 if compiles else 1, 1, 8]
     assert {batching["bucket_width"] for batching in widths} == {16}
+    prediction = [run.prediction_batching for run in runs]
+    assert [options["pad_to_multiple_of"] for options in prediction] == [
+        batching["pad_to_multiple_of"] for batching in widths
+    ]
+    assert [options["full_batches"] for options in prediction] == [compiles, False, False]
 
 
 def test_tagging_export_names_its_tags_and_a_new_run_reads_them(checkpoint, tmp_path):
