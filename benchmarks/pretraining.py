@@ -4,8 +4,8 @@ For the current KERAS_BACKEND, measures sequences/second of one training step
 (forward, backward, AdamW update with clipping) of
 
 - bert_keras: `BertPretrainer` (masked LM on the gathered positions + NSP),
-  `train_on_batch`, the optimizer of `create_optimizer`, XLA where
-  `tasks.pretrain` uses it (jax, tensorflow);
+  the optimizer of `create_optimizer`, XLA where `tasks.pretrain` uses it
+  (jax, tensorflow);
 - keras_hub: `keras_hub.models.BertMaskedLM` on a `keras_hub.models.BertBackbone`
   of the same config, same batch, same optimizer, same XLA setting (it has no
   NSP head);
@@ -13,8 +13,14 @@ For the current KERAS_BACKEND, measures sequences/second of one training step
   labels -100 where unmasked, + NSP), `torch.optim.AdamW` and
   `clip_grad_norm_(1.0)`; on CUDA when torch sees a GPU.
 
-The three are timed in interleaved rounds (two steps of each per round, the
-second timed) so background load hits them alike, and the median is kept.
+A timing is one `train_on_batch` (transformers: one step), or with
+`--timed_steps=N` N steps of `fit` (transformers: N steps, then one wait
+for the device), as the training programs run: no host sync between
+steps, and none of the state copying Keras does around each
+`train_on_batch`. The three are timed in interleaved rounds (two timings
+of each per round, the second timed) so background load hits them alike,
+and the median per step is kept. `--dropout` and `--attention_dropout`
+change the rates (BERT's 0.1) for ablations.
 Device placement is the backends' own: the same command measures on a GPU
 where one is visible.
 
