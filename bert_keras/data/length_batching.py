@@ -254,9 +254,9 @@ def predict_by_length(
         fill: the value of per-token outputs on the positions cut off.
         pad_to_multiple_of: batch widths are multiples of it.
         full_batches: fill a short last batch up to `batch_size` with copies
-            of its last example, whose outputs are dropped, when an earlier
-            batch was full: where each input shape compiles a program (XLA),
-            the last batch then needs none of its own.
+            of its last example (`whole_batches`), whose outputs are dropped:
+            where each input shape compiles a program (XLA), the last batch
+            then needs none of its own.
 
     Returns:
         The predictions of all examples: an array or a dict of arrays.
@@ -276,29 +276,45 @@ def predict_by_length(
     sequence_length = features["padding_mask"].shape[-1]
     lengths = example_lengths(features["padding_mask"])
     order = np.argsort(lengths, kind="stable")
+    filled = whole_batches(order, batch_size) if full_batches else order
     batches = []
-    for start in range(0, len(order), batch_size):
-        rows = order[start : start + batch_size]
+    for start in range(0, len(filled), batch_size):
+        rows = filled[start : start + batch_size]
         width = min(
             -(-int(lengths[rows].max()) // pad_to_multiple_of) * pad_to_multiple_of, sequence_length
         )
-        filled = rows
-        if full_batches and start and len(rows) < batch_size:
-            filled = np.concatenate([rows, np.repeat(rows[-1:], batch_size - len(rows))])
         outputs = predict_batch(
-            {name: array[filled, ..., :width] for name, array in features.items()}
+            {name: array[rows, ..., :width] for name, array in features.items()}
         )
-        kept = len(rows)
-        if len(filled) > kept:
-            outputs = _tree_map(lambda array, kept=kept: np.asarray(array)[:kept], outputs)
         if per_token_outputs:
             outputs = _tree_map(
                 lambda array: _padded_length_axis(np.asarray(array), sequence_length, fill), outputs
             )
         batches.append(outputs)
     return _tree_map(
-        lambda *arrays: np.concatenate(arrays)[np.argsort(order, kind="stable")], *batches
+        lambda *arrays: np.concatenate(arrays)[: len(order)][np.argsort(order, kind="stable")],
+        *batches,
     )
+
+
+def whole_batches(order, batch_size):
+    """`order` with its last index repeated to fill its last batch, if it has more than one.
+
+    For prediction where each input shape compiles a program (XLA): a short
+    last batch would need a program of its own. The caller drops the
+    outputs past `len(order)`. A single short batch is left as it is.
+
+    Example:
+    >>> import numpy as np
+    >>> whole_batches(np.array([2, 0, 1]), batch_size=2).tolist()
+    [2, 0, 1, 1]
+    >>> whole_batches(np.array([2, 0, 1]), batch_size=4).tolist()
+    [2, 0, 1]
+    """
+    missing = -len(order) % batch_size
+    if len(order) <= batch_size or not missing:
+        return order
+    return np.concatenate([order, np.repeat(order[-1:], missing)])
 
 
 def example_lengths(padding_mask):

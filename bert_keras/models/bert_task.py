@@ -11,6 +11,7 @@ from bert_keras.layers.initializers import bert_kernel_initializer
 from bert_keras.models.bert_backbone import INPUT_NAMES
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.checkpoint_weights import apply_checkpoint
+from bert_keras.models.text_inputs import DEFAULT_BATCH_SIZE
 from bert_keras.models.text_inputs import holds_dataset
 from bert_keras.models.text_inputs import holds_text
 from bert_keras.models.text_inputs import length_order
@@ -246,18 +247,26 @@ class BertTask(keras.Model):
         Texts in arrays or lists go to a by-length preprocessor
         (`pads_batches_by_length`) shortest first, so that each batch
         carries little padding; the predictions come back in their order.
+        Where the predict step is compiled per input shape (XLA), a short
+        last batch is filled up with copies of its last text
+        (`whole_batches`), so that it needs no program of its own.
         """
         if not self._takes_as_text(x):
             return super().predict(x, batch_size=batch_size, **kwargs)
+        from bert_keras.data.length_batching import whole_batches  # text needs TensorFlow
+
         order = None
         if self.pads_batches_by_length and not holds_dataset(x):
             order = length_order(self.preprocess_text, x)
-            x = reordered(x, order)
+            batch_size = batch_size or DEFAULT_BATCH_SIZE
+            x = reordered(x, whole_batches(order, batch_size) if self.jit_compile else order)
         dataset = text_dataset(self.preprocess_text, x, batch_size=batch_size)
         predictions = super().predict(dataset, **kwargs)
         if order is None:
             return predictions
-        return keras.tree.map_structure(lambda array: array[np.argsort(order)], predictions)
+        return keras.tree.map_structure(
+            lambda array: array[: len(order)][np.argsort(order)], predictions
+        )
 
     def _takes_as_text(self, x):
         if not holds_text(x):

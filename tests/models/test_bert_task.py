@@ -103,6 +103,29 @@ def test_predict_takes_texts_shortest_first_and_answers_in_their_order(vocabular
     )
 
 
+def test_a_compiled_predict_fills_its_last_batch_of_texts(vocabulary_file, monkeypatch):
+    # Under XLA a short last batch would compile a program of its own.
+    sizes = []
+    keras_predict = keras.Model.predict
+
+    def recording(model, dataset, **kwargs):
+        for batch in dataset:
+            sizes.append(
+                int((batch[0] if isinstance(batch, tuple) else batch)["token_ids"].shape[0])
+            )
+        return keras_predict(model, dataset, **kwargs)
+
+    monkeypatch.setattr(keras.Model, "predict", recording)
+    texts = ["good", "bad awful poor sad worst", "fine nice", "great", "ugly grim dull", "best"]
+    classifier = _classifier(vocabulary_file)
+    predictions = classifier.predict(texts, batch_size=4, verbose=0)
+    assert sizes == ([4, 4] if classifier.jit_compile else [4, 2])
+    assert predictions.shape == (6, 2)
+    sizes.clear()
+    classifier.predict(texts[:3], batch_size=4, verbose=0)
+    assert sizes == [3]  # one short batch: nothing to match
+
+
 @pytest.mark.one_backend  # text in tf.data, then a plain fit
 def test_predict_on_strings_equals_predict_on_the_preprocessors_ids(vocabulary_file):
     texts, _ = _toy_sentiment(5)
