@@ -135,7 +135,7 @@ def _ours(run, path, features, batch_size):
             features.inputs(),
             batch_size,
             per_token_outputs=True,
-            pad_to_multiple_of=run.pad_to_multiple_of,
+            **run.prediction_batching,
         )
 
     return {"passes": passes, "predict": [common.seconds_of(predict) for _ in range(2)]}

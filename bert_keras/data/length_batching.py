@@ -291,10 +291,7 @@ def predict_by_length(
                 lambda array: _padded_length_axis(np.asarray(array), sequence_length, fill), outputs
             )
         batches.append(outputs)
-    return _tree_map(
-        lambda *arrays: np.concatenate(arrays)[: len(order)][np.argsort(order, kind="stable")],
-        *batches,
-    )
+    return _tree_map(lambda *arrays: in_input_order(np.concatenate(arrays), order), *batches)
 
 
 def whole_batches(order, batch_size):
@@ -315,6 +312,17 @@ def whole_batches(order, batch_size):
     if len(order) <= batch_size or not missing:
         return order
     return np.concatenate([order, np.repeat(order[-1:], missing)])
+
+
+def in_input_order(predictions, order):
+    """Predictions made in `order` (perhaps filled by `whole_batches`), back in the input's.
+
+    Example:
+    >>> import numpy as np
+    >>> in_input_order(np.array([20, 0, 10, 10]), order=np.array([2, 0, 1])).tolist()
+    [0, 10, 20]
+    """
+    return predictions[: len(order)][np.argsort(order, kind="stable")]
 
 
 def example_lengths(padding_mask):

@@ -122,12 +122,13 @@ class FineTuningRun:
         >>> run.pad_to_multiple_of == (1 if keras.backend.backend() == "torch" else 16)
         True
         """
-        if self._compiles_each_shape:
+        if self._jit_compile:
             return PAD_TO_MULTIPLE_OF
         return 1 if self.execution.mixed_precision == "none" else 8
 
     @property
-    def _compiles_each_shape(self):
+    def _jit_compile(self):
+        """Whether XLA compiles this run's steps, one program per input shape."""
         return self.replicas.jit_compile(self.execution.jit_compile)
 
     @property
@@ -139,7 +140,7 @@ class FineTuningRun:
         """
         return {
             "pad_to_multiple_of": self.pad_to_multiple_of,
-            "full_batches": self._compiles_each_shape,
+            "full_batches": self._jit_compile,
         }
 
     @property
@@ -245,7 +246,7 @@ class FineTuningRun:
                     global_clipnorm=self.replicas.clipnorm(GLOBAL_CLIPNORM),
                 ),
                 steps_per_execution=self.execution.steps_per_execution,
-                jit_compile=self.replicas.jit_compile(self.execution.jit_compile),
+                jit_compile=self._jit_compile,
             )
             history = model.fit(
                 dataset.repeat(),

@@ -3,7 +3,6 @@
 import inspect
 
 import keras
-import numpy as np
 
 from bert_keras.checkpoints import read_checkpoint
 from bert_keras.layers.dropout import Dropout
@@ -253,7 +252,9 @@ class BertTask(keras.Model):
         """
         if not self._takes_as_text(x):
             return super().predict(x, batch_size=batch_size, **kwargs)
-        from bert_keras.data.length_batching import whole_batches  # text needs TensorFlow
+        # Text needs TensorFlow, as length_batching does.
+        from bert_keras.data.length_batching import in_input_order
+        from bert_keras.data.length_batching import whole_batches
 
         order = None
         if self.pads_batches_by_length and not holds_dataset(x):
@@ -264,9 +265,7 @@ class BertTask(keras.Model):
         predictions = super().predict(dataset, **kwargs)
         if order is None:
             return predictions
-        return keras.tree.map_structure(
-            lambda array: array[: len(order)][np.argsort(order)], predictions
-        )
+        return keras.tree.map_structure(lambda array: in_input_order(array, order), predictions)
 
     def _takes_as_text(self, x):
         if not holds_text(x):
