@@ -10,6 +10,7 @@ from bert_keras.layers.initializers import bert_kernel_initializer
 from bert_keras.models.bert_backbone import INPUT_NAMES
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.checkpoint_weights import apply_checkpoint
+from bert_keras.models.dataset_release import without_autotuning_thread
 from bert_keras.models.text_inputs import DEFAULT_BATCH_SIZE
 from bert_keras.models.text_inputs import holds_dataset
 from bert_keras.models.text_inputs import holds_text
@@ -223,7 +224,7 @@ class BertTask(keras.Model):
             validation_data, kwargs.get("validation_batch_size") or batch_size
         )
         return super().fit(
-            x,
+            without_autotuning_thread(x),
             y,
             batch_size=batch_size,
             sample_weight=sample_weight,
@@ -238,7 +239,13 @@ class BertTask(keras.Model):
         if self._takes_as_text(x):
             x = text_dataset(self.preprocess_text, x, y, sample_weight, batch_size)
             y = sample_weight = batch_size = None
-        return super().evaluate(x, y, batch_size=batch_size, sample_weight=sample_weight, **kwargs)
+        return super().evaluate(
+            without_autotuning_thread(x),
+            y,
+            batch_size=batch_size,
+            sample_weight=sample_weight,
+            **kwargs,
+        )
 
     def predict(self, x, batch_size=None, **kwargs):
         """`keras.Model.predict`; with a preprocessor, `x` may be text.
@@ -251,7 +258,7 @@ class BertTask(keras.Model):
         (`whole_batches`), so that it needs no program of its own.
         """
         if not self._takes_as_text(x):
-            return super().predict(x, batch_size=batch_size, **kwargs)
+            return super().predict(without_autotuning_thread(x), batch_size=batch_size, **kwargs)
         # Text needs TensorFlow, as length_batching does.
         from bert_keras.data.length_batching import in_input_order
         from bert_keras.data.length_batching import whole_batches
@@ -262,7 +269,7 @@ class BertTask(keras.Model):
             batch_size = batch_size or DEFAULT_BATCH_SIZE
             x = reordered(x, whole_batches(order, batch_size) if self.jit_compile else order)
         dataset = text_dataset(self.preprocess_text, x, batch_size=batch_size)
-        predictions = super().predict(dataset, **kwargs)
+        predictions = super().predict(without_autotuning_thread(dataset), **kwargs)
         if order is None:
             return predictions
         return keras.tree.map_structure(lambda array: in_input_order(array, order), predictions)
@@ -278,16 +285,15 @@ class BertTask(keras.Model):
         return True
 
     def _validation_dataset(self, validation_data, batch_size):
-        if validation_data is None:
-            return None
         if isinstance(validation_data, tuple):
             x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(validation_data)
             if self._takes_as_text(x):
-                return text_dataset(self.preprocess_text, x, y, sample_weight, batch_size)
-            return validation_data
-        if self._takes_as_text(validation_data):
-            return text_dataset(self.preprocess_text, validation_data)
-        return validation_data
+                validation_data = text_dataset(
+                    self.preprocess_text, x, y, sample_weight, batch_size
+                )
+        elif validation_data is not None and self._takes_as_text(validation_data):
+            validation_data = text_dataset(self.preprocess_text, validation_data)
+        return without_autotuning_thread(validation_data)
 
     def get_config(self):
         return {

@@ -31,6 +31,7 @@ from bert_keras.evaluation.ranking_metrics import next_item_ranks
 from bert_keras.evaluation.ranking_metrics import popularity_negatives
 from bert_keras.evaluation.ranking_metrics import ranking_metrics
 from bert_keras.models.bert4rec import Bert4Rec
+from bert_keras.models.dataset_release import without_autotuning_thread
 from bert_keras.models.presets import bert4rec_preset_config
 from bert_keras.training.history_plots import write_history_plot
 from bert_keras.training.optimizers import create_optimizer
@@ -172,7 +173,7 @@ class RecommendationRun:
             ),
         ]
         history = self.model.fit(
-            dataset,
+            without_autotuning_thread(dataset),
             epochs=num_epochs,
             callbacks=callbacks,
             verbose=verbose,

@@ -126,6 +126,42 @@ def test_a_compiled_predict_fills_its_last_batch_of_texts(vocabulary_file, monke
     assert sizes == [3]  # one short batch: nothing to match
 
 
+@pytest.mark.one_backend  # what reaches Keras
+def test_keras_gets_datasets_without_an_autotuning_thread_to_wait_for(vocabulary_file, monkeypatch):
+    # An iterator's deletion, when fit, evaluate or predict ends, waits for
+    # tf.data's autotuning thread to wake: up to a minute.
+    received = {}
+
+    def recording(method):
+        keras_method = getattr(keras.Model, method)
+
+        def record(model, x=None, *args, **kwargs):
+            received[method] = x
+            received[f"{method} validation"] = kwargs.get("validation_data")
+            return keras_method(model, x, *args, **kwargs)
+
+        return record
+
+    for method in ("fit", "evaluate", "predict"):
+        monkeypatch.setattr(keras.Model, method, recording(method))
+    texts, labels = _toy_sentiment(4)
+    classifier = _classifier(vocabulary_file)
+    classifier.compile()
+    classifier.fit(texts, labels, validation_data=(texts, labels), verbose=0)
+    classifier.evaluate(texts, labels, verbose=0)
+    classifier.predict(texts, verbose=0)
+    datasets = [received[name] for name in ("fit", "fit validation", "evaluate", "predict")]
+    ids = tf.data.Dataset.from_tensor_slices(_preprocessor(vocabulary_file)(texts))
+    classifier.predict(ids.batch(2), verbose=0)
+    datasets.append(received["predict"])
+    assert [dataset.options().autotune.enabled for dataset in datasets] == [False] * 5
+    tuned = tf.data.Options()
+    tuned.autotune.enabled = True
+    batches = tf.data.Dataset.zip(ids, tf.data.Dataset.from_tensor_slices(labels)).batch(2)
+    classifier.fit(batches.with_options(tuned), verbose=0)  # the caller's own choice stays
+    assert received["fit"].options().autotune.enabled is True
+
+
 @pytest.mark.one_backend  # text in tf.data, then a plain fit
 def test_predict_on_strings_equals_predict_on_the_preprocessors_ids(vocabulary_file):
     texts, _ = _toy_sentiment(5)

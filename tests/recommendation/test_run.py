@@ -2,6 +2,7 @@
 
 import json
 
+import keras
 import numpy as np
 import pytest
 
@@ -25,12 +26,21 @@ def trained(tmp_path_factory):
         max_sequence_length=24,
         **SMALL_MODEL,
     )
-    history = run.train(num_epochs=30, batch_size=32, learning_rate=1e-2, verbose=0)
-    return run, history
+    fit_inputs = []
+    keras_fit = keras.Model.fit
+
+    def recording_fit(model, x=None, *args, **kwargs):
+        fit_inputs.append(x)
+        return keras_fit(model, x, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(keras.Model, "fit", recording_fit)
+        history = run.train(num_epochs=30, batch_size=32, learning_rate=1e-2, verbose=0)
+    return run, history, fit_inputs
 
 
 def test_recovers_the_planted_sequence(trained):
-    run, history = trained
+    run, history, _ = trained
     model = run.test_metrics(lambda histories: run.model.next_item_scores(histories))
     popular = run.test_metrics(
         lambda histories: most_popular_scores(run.split.train, run.sequences.num_items, histories)
@@ -41,14 +51,20 @@ def test_recovers_the_planted_sequence(trained):
     assert history["val_full/ndcg@10"][-1] > history["val_full/ndcg@10"][0]
 
 
+def test_fit_reads_a_dataset_without_an_autotuning_thread_to_wait_for(trained):
+    # Its iterator's deletion at the end of fit would wait for the thread to wake.
+    *_, fit_inputs = trained
+    assert [dataset.options().autotune.enabled for dataset in fit_inputs] == [False]
+
+
 def test_training_never_sees_the_validation_or_test_items(trained):
-    run, _ = trained
+    run, *_ = trained
     for train, sequence in zip(run.split.train, run.sequences.sequences):
         np.testing.assert_array_equal(train, sequence[:-2])
 
 
 def test_evaluation_writes_both_protocols(trained):
-    run, _ = trained
+    run, *_ = trained
     results = run.evaluate()
     assert results["users"] == 300 and results["items"] == run.sequences.num_items
     for protocol in ("full", "pop100"):
@@ -59,7 +75,7 @@ def test_evaluation_writes_both_protocols(trained):
 
 
 def test_predictions_are_unseen_raw_item_ids(trained):
-    run, _ = trained
+    run, *_ = trained
     path = run.predict(top_k=5)
     with open(path) as file:
         rows = [line.rstrip("\n").split("\t") for line in file][1:]
@@ -76,7 +92,7 @@ def test_the_transition_baseline_finds_successors_and_item_knn_does_not(trained)
     # Ground truth for the baselines that the real-data test compares with:
     # a transition count sees the planted successor, order-free co-occurrence
     # sees only the clusters.
-    run, _ = trained
+    run, *_ = trained
 
     def metrics(baseline):
         return run.test_metrics(
