@@ -9,7 +9,7 @@ written from docstring prose, as the feature-building part writes it):
   two passes of training as `tasks.squad` trains (shuffled, each batch as
   long as its longest window, rounded up to 16 where XLA compiles each
   width), then every window predicted twice by length
-  (`predict_by_length`, as `tasks.squad --do_predict`);
+  (`FineTuningRun.predict_features`, as `tasks.squad --do_predict`);
 - transformers: `BertForQuestionAnswering` from the same checkpoint, a
   torch loop with the same recipe (AdamW, weight decay off biases and
   LayerNorm, linear warmup and decay, clipping at 1.0), batch size,
@@ -122,7 +122,6 @@ def _first_questions(squad_file, count, work_dir):
 
 def _ours(run, path, features, batch_size):
     """Seconds of each training pass and of two predictions of every window."""
-    from bert_keras.data.length_batching import predict_by_length
     from bert_keras.finetuning.run import HISTORY_FILE
 
     run.train(path, batch_size, _LEARNING_RATE, num_epochs=_PASSES, verbose=0)
@@ -130,13 +129,7 @@ def _ours(run, path, features, batch_size):
         passes = seconds_per_pass([json.loads(line) for line in file], _PASSES)
 
     def predict():
-        predict_by_length(
-            run.model.predict_on_batch,
-            features.inputs(),
-            batch_size,
-            per_token_outputs=True,
-            **run.prediction_batching,
-        )
+        run.predict_features(run.model, features.inputs(), batch_size, per_token_outputs=True)
 
     return {"passes": passes, "predict": [common.seconds_of(predict) for _ in range(2)]}
 

@@ -11,7 +11,6 @@ from bert_keras.data.classification_dataset import classification_features
 from bert_keras.data.glue import GLUE_TASKS
 from bert_keras.data.glue import read_generic
 from bert_keras.data.glue import read_glue
-from bert_keras.data.length_batching import predict_by_length
 from bert_keras.evaluation.glue_metrics import accuracy
 from bert_keras.evaluation.glue_metrics import glue_metrics
 from bert_keras.finetuning.run import FineTuningRun
@@ -150,11 +149,8 @@ class ClassificationRun(FineTuningRun):
         self._write_predictions(split, self._predict_examples(examples, batch_size))
 
     def _predict_examples(self, examples, batch_size):
-        logits = predict_by_length(
-            self.model.predict_on_batch,
-            classification_features(self.preprocessor, examples),
-            batch_size,
-            **self.prediction_batching,
+        logits = self.predict_features(
+            self.model, classification_features(self.preprocessor, examples), batch_size
         )
         return logits[:, 0] if not self.label_names else np.argmax(logits, axis=-1)
 

@@ -6,7 +6,6 @@ import numpy as np
 import tensorflow as tf
 
 from bert_keras.data.length_batching import batch_by_length
-from bert_keras.data.length_batching import predict_by_length
 from bert_keras.data.swag import read_swag
 from bert_keras.data.swag import split_path
 from bert_keras.evaluation.glue_metrics import accuracy
@@ -163,12 +162,7 @@ class MultipleChoiceRun(FineTuningRun):
         }
 
     def _predict_examples(self, examples, batch_size):
-        logits = predict_by_length(
-            self.model.predict_on_batch,
-            self._features(examples),
-            batch_size,
-            **self.prediction_batching,
-        )
+        logits = self.predict_features(self.model, self._features(examples), batch_size)
         return np.argmax(logits, axis=-1)
 
     def _write_predictions(self, split, predictions):

@@ -22,6 +22,7 @@ from bert_keras.atomic_files import write_text
 from bert_keras.checkpoints import read_checkpoint
 from bert_keras.checkpoints import write_checkpoint
 from bert_keras.data.length_batching import PAD_TO_MULTIPLE_OF
+from bert_keras.data.length_batching import predict_by_length
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_task import checkpoint_tokenizer
 from bert_keras.models.checkpoint_weights import apply_checkpoint
@@ -122,8 +123,10 @@ class FineTuningRun:
         >>> run.pad_to_multiple_of == (1 if keras.backend.backend() == "torch" else 16)
         True
         """
-        if self._jit_compile:
-            return PAD_TO_MULTIPLE_OF
+        return PAD_TO_MULTIPLE_OF if self._jit_compile else self._width_without_xla
+
+    @property
+    def _width_without_xla(self):
         return 1 if self.execution.mixed_precision == "none" else 8
 
     @property
@@ -133,15 +136,69 @@ class FineTuningRun:
 
     @property
     def prediction_batching(self):
-        """`predict_by_length`'s options in this run.
+        """`predict_by_length`'s options in this run's scoring (`predict_features`).
 
-        Widths as in training; where XLA compiles a program per input shape,
-        a short last batch is filled up to a full one, which needs none.
+        Where XLA compiles a program per input shape (jax), widths are as in
+        training and a short last batch is filled up to a full one, which
+        needs none. TensorFlow scores in one graph traced for every shape,
+        torch eagerly: their batches are as long as their longest example
+        (a multiple of 8 in mixed precision).
         """
+        compiled_per_shape = self._jit_compile and not self._scores_in_one_graph
         return {
-            "pad_to_multiple_of": self.pad_to_multiple_of,
-            "full_batches": self._jit_compile,
+            "pad_to_multiple_of": PAD_TO_MULTIPLE_OF
+            if compiled_per_shape
+            else self._width_without_xla,
+            "full_batches": compiled_per_shape,
         }
+
+    @property
+    def _scores_in_one_graph(self):
+        """Whether scoring runs one TensorFlow graph for every batch shape, without XLA.
+
+        On TensorFlow, compiling a program for each batch width with XLA
+        costs more than XLA then saves on a dev set; a graph traced once
+        with unknown batch size and width runs every batch as fast as XLA
+        did (the README's Fine-tuning section has the measurement). With
+        several replicas, Keras' `predict_on_batch` keeps sharing the batches
+        among them.
+        """
+        return keras.backend.backend() == "tensorflow" and self.replicas.num_replicas == 1
+
+    def predict_features(self, model, features, batch_size, **options):
+        """`model`'s predictions for packed `features`, batched by length as this run scores.
+
+        `predict_by_length` with this run's `prediction_batching`, on
+        TensorFlow in one graph traced for every batch shape (see
+        `_scores_in_one_graph`), elsewhere with `model.predict_on_batch`.
+
+        Args:
+            model: the task model.
+            features: dict of int arrays `[examples, ..., sequence_length]`.
+            batch_size: examples per batch.
+            **options: `predict_by_length`'s `per_token_outputs` and `fill`.
+
+        Returns:
+            The predictions of all examples, in their order: an array or a
+            dict of arrays.
+
+        Example:
+        >>> import tempfile
+        >>> import numpy as np
+        >>> from bert_keras.models.bert_classifier import BertClassifier
+        >>> checkpoint = tempfile.mkdtemp() + "/tiny"
+        >>> vocab = tempfile.mkdtemp() + "/vocab.txt"
+        >>> _ = open(vocab, "w").write("\\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]))
+        >>> BertBackbone(5, 1, 2, 8, 16).save_to_preset(checkpoint, vocabulary_file=vocab)
+        >>> run = FineTuningRun(tempfile.mkdtemp(), checkpoint, tempfile.mkdtemp())
+        >>> model = run.build_model(lambda backbone: BertClassifier(backbone, 3), "classifier")
+        >>> mask = np.array([[1, 1, 0, 0], [1, 1, 1, 1], [1, 0, 0, 0]])
+        >>> features = {"token_ids": mask * 4, "segment_ids": mask * 0, "padding_mask": mask}
+        >>> run.predict_features(model, features, batch_size=2).shape
+        (3, 3)
+        """
+        step = _one_graph_step(model) if self._scores_in_one_graph else model.predict_on_batch
+        return predict_by_length(step, features, batch_size, **options, **self.prediction_batching)
 
     @property
     def batching(self):
@@ -352,3 +409,27 @@ def _log_first_interval_overhead(history):
 
 def _batch_size(batch):
     return tf.shape(tf.nest.flatten(batch)[0])[0]
+
+
+def _one_graph_step(model):
+    """A batch of numpy features -> `model`'s outputs as numpy, in one graph for every shape.
+
+    The graph is traced on the first batch, with every dimension unknown.
+    """
+    step = None
+
+    def predict(batch):
+        nonlocal step
+        if step is None:
+            signature = {
+                name: tf.TensorSpec([None] * array.ndim, tf.as_dtype(array.dtype))
+                for name, array in batch.items()
+            }
+            step = tf.function(
+                lambda inputs: model(inputs, training=False),
+                input_signature=[signature],
+                jit_compile=False,
+            )
+        return keras.tree.map_structure(lambda tensor: tensor.numpy(), step(batch))
+
+    return predict

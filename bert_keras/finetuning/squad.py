@@ -16,7 +16,6 @@ import numpy as np
 import tensorflow as tf
 
 from bert_keras.data.length_batching import batch_by_length
-from bert_keras.data.length_batching import predict_by_length
 from bert_keras.data.squad import read_squad
 from bert_keras.data.squad import squad_features
 from bert_keras.evaluation.squad_metrics import squad_scores
@@ -335,13 +334,12 @@ class SquadRun(FineTuningRun):
         start = time.perf_counter()
         examples = read_squad(predict_file, self.version_2_with_negative)
         features = self.features(examples)
-        logits = predict_by_length(
-            self.model.predict_on_batch,
+        logits = self.predict_features(
+            self.model,
             features.inputs(),
             batch_size,
             per_token_outputs=True,
             fill=PADDING_LOGIT,
-            **self.prediction_batching,
         )
         predictions = best_answers(
             examples,

@@ -9,7 +9,6 @@ from bert_keras.data.conll import read_conll
 from bert_keras.data.conll import split_path
 from bert_keras.data.conll import tag_scheme
 from bert_keras.data.length_batching import batch_by_length
-from bert_keras.data.length_batching import predict_by_length
 from bert_keras.evaluation.conll_metrics import entity_scores
 from bert_keras.finetuning.run import FineTuningRun
 from bert_keras.finetuning.run import seconds_since
@@ -175,12 +174,8 @@ class TaggingRun(FineTuningRun):
 
     def _predict_tags(self, sentences, batch_size):
         windows = self._windows(sentences)
-        logits = predict_by_length(
-            self.model.predict_on_batch,
-            windows.features,
-            batch_size,
-            per_token_outputs=True,
-            **self.prediction_batching,
+        logits = self.predict_features(
+            self.model, windows.features, batch_size, per_token_outputs=True
         )
         return [
             [self.label_names[index] for index in sentence]

@@ -97,6 +97,7 @@ def test_scoring_batches_texts_by_length_and_writes_each_score_in_file_order(che
     assert results["examples"] == 6 and results["seconds"] > 0
 
 
+@pytest.mark.every_backend
 def test_batch_widths_are_rounded_where_the_step_is_compiled(checkpoint, tmp_path):
     data = str(tmp_path)
     eager = Execution(mixed_precision="none", jit_compile=False)
@@ -110,10 +111,40 @@ def test_batch_widths_are_rounded_where_the_step_is_compiled(checkpoint, tmp_pat
     assert [batching["pad_to_multiple_of"] for batching in widths] == [16 if compiles else 1, 1, 8]
     assert {batching["bucket_width"] for batching in widths} == {16}
     prediction = [run.prediction_batching for run in runs]
+    # TensorFlow scores in one graph for every width (no XLA), jax compiles each.
+    compiles_each_width = keras.backend.backend() == "jax"
     assert [options["pad_to_multiple_of"] for options in prediction] == [
-        batching["pad_to_multiple_of"] for batching in widths
+        16 if compiles_each_width else 1,
+        1,
+        8,
     ]
-    assert [options["full_batches"] for options in prediction] == [compiles, False, False]
+    assert [options["full_batches"] for options in prediction] == [
+        compiles_each_width,
+        False,
+        False,
+    ]
+
+
+@pytest.mark.one_backend("tensorflow")
+def test_tensorflow_scores_every_batch_shape_in_one_graph_traced_once(
+    checkpoint, tmp_path, monkeypatch
+):
+    run = FineTuningRun(str(tmp_path), checkpoint, str(tmp_path / "out"))
+    model = run.build_model(lambda backbone: BertClassifier(backbone, 3), "classifier")
+    lengths = np.array([2, 7, 3, 12, 5, 1, 9])
+    mask = (np.arange(12) < lengths[:, None]).astype("int32")
+    features = {"token_ids": mask * 5, "segment_ids": mask * 0, "padding_mask": mask}
+    traces = []
+    call = model.call
+    monkeypatch.setattr(
+        model, "call", lambda *args, **kwargs: traces.append(1) or call(*args, **kwargs)
+    )
+
+    predictions = run.predict_features(model, features, batch_size=3)  # widths 3, 9, 12
+
+    assert len(traces) == 1  # Python runs the model only while tracing
+    expected = model.predict_on_batch(features)  # every example padded to 12
+    np.testing.assert_allclose(predictions, expected, atol=1e-5)
 
 
 def test_tagging_export_names_its_tags_and_a_new_run_reads_them(checkpoint, tmp_path):
