@@ -288,7 +288,9 @@ class FineTuningRun:
         if self.replicas.num_replicas > 1:  # each replica takes an equal share of every batch
             dataset = dataset.filter(lambda *batch: _batch_size(batch) == batch_size)
             dataset = self.replicas.local_share(dataset)
-        callbacks = [TrainingProgress(batch_size, examples_per_epoch=num_examples)]
+        callbacks = [
+            TrainingProgress(batch_size, batches_per_epoch=math.ceil(num_examples / batch_size))
+        ]
         if self.replicas.is_chief:
             history_file = os.path.join(self.output_dir, HISTORY_FILE)
             with contextlib.suppress(FileNotFoundError):

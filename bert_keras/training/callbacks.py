@@ -21,15 +21,16 @@ class TrainingProgress(keras.callbacks.Callback):
 
     `seconds` is the epoch's wall-clock time, compilation included: the
     first epoch's excess over the others is what compiling costs. Given
-    `examples_per_epoch`, it also adds `epoch`: the passes over the data so
-    far (examples trained on / examples per pass), for runs whose Keras
-    epochs are shorter than a pass.
+    `batches_per_epoch`, it also adds `epoch`: the passes over the data so
+    far (batches trained on / batches per pass, a pass's last batch
+    counting whole however short), for runs whose Keras epochs are shorter
+    than a pass.
 
     Args:
         batch_size: examples per batch.
         initial_step: the step the run starts from (a resumed run's).
         gradient_accumulation_steps: batches per optimizer step.
-        examples_per_epoch: examples in one pass over the data, or None.
+        batches_per_epoch: batches in one pass over the data, or None.
 
     Example:
     >>> import numpy as np
@@ -39,19 +40,19 @@ class TrainingProgress(keras.callbacks.Callback):
     ...                     callbacks=[TrainingProgress(batch_size=2, initial_step=100)])
     >>> history.history["step"], history.history["learning_rate"]
     ([104], [0.5])
-    >>> progress = TrainingProgress(batch_size=2, examples_per_epoch=16)
+    >>> progress = TrainingProgress(batch_size=2, batches_per_epoch=8)
     >>> model.fit(np.zeros((8, 2)), np.zeros(8), batch_size=2, epochs=2, verbose=0,
     ...           callbacks=[progress]).history["epoch"]
     [0.5, 1.0]
     """
 
     def __init__(
-        self, batch_size, initial_step=0, gradient_accumulation_steps=1, examples_per_epoch=None
+        self, batch_size, initial_step=0, gradient_accumulation_steps=1, batches_per_epoch=None
     ):
         super().__init__()
         self.batch_size = batch_size
         self.gradient_accumulation_steps = gradient_accumulation_steps
-        self.examples_per_epoch = examples_per_epoch
+        self.batches_per_epoch = batches_per_epoch
         self.batches = initial_step * gradient_accumulation_steps
         self._epoch_batches = 0
         self._epoch_start = None
@@ -75,8 +76,8 @@ class TrainingProgress(keras.callbacks.Callback):
         )
         logs["examples_per_second"] = self._epoch_batches * self.batch_size / max(seconds, 1e-9)
         logs["seconds"] = seconds
-        if self.examples_per_epoch:
-            logs["epoch"] = self.batches * self.batch_size / self.examples_per_epoch
+        if self.batches_per_epoch:
+            logs["epoch"] = self.batches / self.batches_per_epoch
 
 
 class JsonLinesHistory(keras.callbacks.Callback):

@@ -46,6 +46,15 @@ def test_progress_counts_steps_across_epochs_and_resumptions(steps_per_execution
     assert all(value > 0 for value in history.history["examples_per_second"])
 
 
+def test_progress_counts_a_pass_ending_in_a_short_batch_as_one_pass():
+    # Five examples in batches of two: two full batches and one of one.
+    progress = TrainingProgress(batch_size=2, batches_per_epoch=3)
+    history = compiled_model().fit(
+        np.ones((5, 2)), np.ones((5, 1)), batch_size=2, epochs=2, callbacks=[progress], verbose=0
+    )
+    assert history.history["epoch"] == [1.0, 2.0]
+
+
 def test_progress_counts_optimizer_steps_when_accumulating():
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     model.compile(optimizer=keras.optimizers.SGD(0.25, gradient_accumulation_steps=3), loss="mse")
