@@ -157,11 +157,12 @@ class FineTuningRun:
         """Whether scoring runs one TensorFlow graph for every batch shape, without XLA.
 
         On TensorFlow, compiling a program for each batch width with XLA
-        costs more than XLA then saves on a dev set; a graph traced once
-        with unknown batch size and width runs every batch as fast as XLA
-        did (the README's Fine-tuning section has the measurement). With
-        several replicas, Keras' `predict_on_batch` keeps sharing the batches
-        among them.
+        cost more than XLA then saved on a dev set: a graph traced once with
+        unknown batch size and width scored it in the time XLA's programs
+        took once compiled, its batches needing no rounding, though at one
+        width it is slower per batch (the README's Fine-tuning section has
+        both measurements). With several replicas, Keras' `predict_on_batch`
+        keeps sharing the batches among them.
         """
         return keras.backend.backend() == "tensorflow" and self.replicas.num_replicas == 1
 
