@@ -22,7 +22,7 @@ def without_autotuning_thread(data):
     Example:
     >>> import tensorflow as tf
     >>> dataset = without_autotuning_thread(tf.data.Dataset.range(3).prefetch(tf.data.AUTOTUNE))
-    >>> dataset.options().autotune.enabled, list(dataset.as_numpy_iterator())
+    >>> dataset.options().autotune.enabled, [int(value) for value in dataset]
     (False, [0, 1, 2])
     >>> without_autotuning_thread([1, 2])
     [1, 2]
