@@ -123,10 +123,11 @@ class FineTuningRun:
         >>> run.pad_to_multiple_of == (1 if keras.backend.backend() == "torch" else 16)
         True
         """
-        return PAD_TO_MULTIPLE_OF if self._jit_compile else self._width_without_xla
+        return self._width_multiple(compiled_per_shape=self._jit_compile)
 
-    @property
-    def _width_without_xla(self):
+    def _width_multiple(self, compiled_per_shape):
+        if compiled_per_shape:
+            return PAD_TO_MULTIPLE_OF
         return 1 if self.execution.mixed_precision == "none" else 8
 
     @property
@@ -146,9 +147,7 @@ class FineTuningRun:
         """
         compiled_per_shape = self._jit_compile and not self._scores_in_one_graph
         return {
-            "pad_to_multiple_of": PAD_TO_MULTIPLE_OF
-            if compiled_per_shape
-            else self._width_without_xla,
+            "pad_to_multiple_of": self._width_multiple(compiled_per_shape),
             "full_batches": compiled_per_shape,
         }
 
