@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from bert_keras.layers.activations import get_activation
+from bert_keras.layers.dense import Dense
 from bert_keras.layers.initializers import bert_kernel_initializer
 from bert_keras.layers.initializers import clone_initializer
 from bert_keras.layers.sequence_positions import gather_positions
@@ -86,7 +87,7 @@ class MaskedLMHead(keras.layers.Layer):
     def build(self, inputs_shape, masked_positions_shape=None):
         hidden_dim = inputs_shape[-1]
         gathered_shape = (inputs_shape[0], None, hidden_dim)
-        self.transform_dense = keras.layers.Dense(
+        self.transform_dense = Dense(
             hidden_dim,
             activation=self.activation_fn,
             kernel_initializer=clone_initializer(self.kernel_initializer),

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from bert_keras.layers.dense import Dense
 from bert_keras.layers.dropout import Dropout
 from bert_keras.layers.initializers import bert_kernel_initializer
 from bert_keras.layers.initializers import clone_initializer
@@ -79,7 +80,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         )
 
     def _dense(self, units, name):
-        return keras.layers.Dense(
+        return Dense(
             units,
             kernel_initializer=clone_initializer(self.kernel_initializer),
             bias_initializer=clone_initializer(self.bias_initializer),

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from bert_keras.layers.activations import get_activation
+from bert_keras.layers.dense import Dense
 from bert_keras.layers.dropout import Dropout
 from bert_keras.layers.initializers import bert_kernel_initializer
 from bert_keras.layers.initializers import clone_initializer
@@ -113,7 +114,7 @@ class TransformerEncoder(keras.layers.Layer):
         )
 
     def _dense(self, units, name, activation=None):
-        return keras.layers.Dense(
+        return Dense(
             units,
             activation=activation,
             kernel_initializer=clone_initializer(self.kernel_initializer),

@@ -8,6 +8,7 @@ from bert_keras.checkpoints import tokenizer_settings
 from bert_keras.checkpoints import write_checkpoint
 from bert_keras.layers.activations import get_activation
 from bert_keras.layers.bert_embeddings import BertEmbeddings
+from bert_keras.layers.dense import Dense
 from bert_keras.layers.initializers import bert_kernel_initializer
 from bert_keras.layers.position_embedding import check_sequence_length
 from bert_keras.layers.transformer_encoder import TransformerEncoder
@@ -99,7 +100,7 @@ class BertBackbone(keras.Model):
             layer_norm_epsilon=layer_norm_epsilon,
             dtype=dtype,
         )
-        pooler_dense = keras.layers.Dense(
+        pooler_dense = Dense(
             hidden_dim,
             activation="tanh",
             kernel_initializer=bert_kernel_initializer(),

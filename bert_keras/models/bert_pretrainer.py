@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from bert_keras.layers.dense import Dense
 from bert_keras.layers.initializers import bert_kernel_initializer
 from bert_keras.layers.masked_lm_head import MaskedLMHead
 from bert_keras.models.bert_backbone import INPUT_NAMES
@@ -69,7 +70,7 @@ class BertPretrainer(BertTask):
             dtype=dtype,
             name="masked_lm_head",
         )
-        next_sentence_head = keras.layers.Dense(
+        next_sentence_head = Dense(
             2,
             kernel_initializer=bert_kernel_initializer(),
             dtype=dtype,

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from bert_keras.layers.dense import Dense
 from bert_keras.layers.initializers import bert_kernel_initializer
 from bert_keras.models.bert_task import BertTask
 from bert_keras.models.bert_task import backbone_inputs
@@ -45,7 +46,7 @@ class BertQuestionAnswerer(BertTask):
     def __init__(self, backbone, **kwargs):
         inputs = backbone_inputs()
         sequence_output = backbone(inputs)["sequence_output"]
-        span_logits = keras.layers.Dense(
+        span_logits = Dense(
             2,
             kernel_initializer=bert_kernel_initializer(),
             dtype=backbone.dtype_policy,

@@ -5,6 +5,7 @@ import inspect
 import keras
 
 from bert_keras.checkpoints import read_checkpoint
+from bert_keras.layers.dense import Dense
 from bert_keras.layers.dropout import Dropout
 from bert_keras.layers.initializers import bert_kernel_initializer
 from bert_keras.models.bert_backbone import INPUT_NAMES
@@ -421,9 +422,9 @@ def dropout_dense(features, units, dtype, dropout, name):
     (None, 3)
     """
     features = Dropout(dropout, dtype=dtype, name=f"{name}_dropout")(features)
-    return keras.layers.Dense(
-        units, kernel_initializer=bert_kernel_initializer(), dtype=dtype, name=name
-    )(features)
+    return Dense(units, kernel_initializer=bert_kernel_initializer(), dtype=dtype, name=name)(
+        features
+    )
 
 
 def float32_logits(logits, name="float32_logits"):
