@@ -103,6 +103,7 @@ class FineTuningRun:
         os.makedirs(output_dir, exist_ok=True)
         self.checkpoint = read_checkpoint(init_checkpoint)
         self.tokenizer = checkpoint_tokenizer(self.checkpoint)
+        self._graph_steps = {}  # id(model) -> its scoring graph; the graph keeps model alive
 
     @property
     def pad_to_multiple_of(self):
@@ -197,7 +198,9 @@ class FineTuningRun:
         >>> run.predict_features(model, features, batch_size=2).shape
         (3, 3)
         """
-        step = _one_graph_step(model) if self._scores_in_one_graph else model.predict_on_batch
+        step = model.predict_on_batch
+        if self._scores_in_one_graph:  # traced once per model, for every call
+            step = self._graph_steps.setdefault(id(model), _one_graph_step(model))
         return predict_by_length(step, features, batch_size, **options, **self.prediction_batching)
 
     @property
@@ -289,7 +292,9 @@ class FineTuningRun:
             dataset = dataset.filter(lambda *batch: _batch_size(batch) == batch_size)
             dataset = self.replicas.local_share(dataset)
         callbacks = [
-            TrainingProgress(batch_size, batches_per_epoch=math.ceil(num_examples / batch_size))
+            TrainingProgress(
+                batch_size, batches_per_epoch=batches_per_pass(num_examples, batch_size)
+            )
         ]
         if self.replicas.is_chief:
             history_file = os.path.join(self.output_dir, HISTORY_FILE)
@@ -375,6 +380,16 @@ def seconds_since(start):
     return round(time.perf_counter() - start, 3)
 
 
+def batches_per_pass(num_examples, batch_size):
+    """Batches in one pass over `num_examples`, the last one possibly short.
+
+    Example:
+    >>> batches_per_pass(num_examples=5, batch_size=2)
+    3
+    """
+    return math.ceil(num_examples / batch_size)
+
+
 def fit_plan(num_examples, batch_size, num_epochs, points_per_epoch, steps_per_execution=1):
     """(Keras epochs, steps per Keras epoch): the passes asked for, cut into history intervals.
 
@@ -387,7 +402,7 @@ def fit_plan(num_examples, batch_size, num_epochs, points_per_epoch, steps_per_e
     >>> fit_plan(num_examples=1000, batch_size=10, num_epochs=2, points_per_epoch=10)
     (20, 10)
     """
-    steps_per_pass = math.ceil(num_examples / batch_size)
+    steps_per_pass = batches_per_pass(num_examples, batch_size)
     total_steps = max(1, int(steps_per_pass * num_epochs))
     interval = min(steps_per_pass, total_steps) / max(1, points_per_epoch)
     interval = max(1, math.ceil(interval / steps_per_execution)) * steps_per_execution
@@ -416,22 +431,23 @@ def _batch_size(batch):
 def _one_graph_step(model):
     """A batch of numpy features -> `model`'s outputs as numpy, in one graph for every shape.
 
-    The graph is traced on the first batch, with every dimension unknown.
+    A graph is traced on the first batch of each set of feature names,
+    ranks and dtypes, with every dimension unknown.
     """
-    step = None
+    steps = {}
 
     def predict(batch):
-        nonlocal step
-        if step is None:
-            signature = {
-                name: tf.TensorSpec([None] * array.ndim, tf.as_dtype(array.dtype))
-                for name, array in batch.items()
-            }
-            step = tf.function(
+        signature = {
+            name: tf.TensorSpec([None] * array.ndim, tf.as_dtype(array.dtype))
+            for name, array in batch.items()
+        }
+        key = tuple(sorted((name, spec.shape.rank, spec.dtype) for name, spec in signature.items()))
+        if key not in steps:
+            steps[key] = tf.function(
                 lambda inputs: model(inputs, training=False),
                 input_signature=[signature],
                 jit_compile=False,
             )
-        return keras.tree.map_structure(lambda tensor: tensor.numpy(), step(batch))
+        return keras.tree.map_structure(lambda tensor: tensor.numpy(), steps[key](batch))
 
     return predict

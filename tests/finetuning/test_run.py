@@ -145,6 +145,10 @@ def test_tensorflow_scores_every_batch_shape_in_one_graph_traced_once(
     assert len(traces) == 1  # Python runs the model only while tracing
     expected = model.predict_on_batch(features)  # every example padded to 12
     np.testing.assert_allclose(predictions, expected, atol=1e-5)
+    traces.clear()  # predict_on_batch traced its own function
+    again = run.predict_features(model, {k: v[:4] for k, v in features.items()}, batch_size=2)
+    assert not traces  # a second scoring (a test split) reuses the graph
+    np.testing.assert_allclose(again, expected[:4], atol=1e-5)
 
 
 def test_tagging_export_names_its_tags_and_a_new_run_reads_them(checkpoint, tmp_path):
