@@ -19,8 +19,10 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     kernels concatenated on the output axis). Attention runs through
     `keras.ops.dot_product_attention` (the backend's fused kernel) except when
     attention dropout is active in training, which that op cannot do: there
-    torch's fused kernel applies the dropout itself, and the other backends
-    compute the scores explicitly, softmax in float32.
+    torch's fused kernel on a GPU applies the dropout itself; elsewhere the
+    scores are computed explicitly, softmax in float32, and the layer's
+    `Dropout` draws the mask (on torch's CPU the fused kernel is the same
+    unfused maths, with a costlier mask).
 
     Args:
         num_heads: number of attention heads; must divide the hidden size.
@@ -105,7 +107,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             context = ops.dot_product_attention(
                 query, key, value, mask=attention_mask, flash_attention=fused
             )
-        elif keras.backend.backend() == "torch":
+        elif keras.backend.backend() == "torch" and query.device.type != "cpu":
             context = _torch_fused_attention_with_dropout(
                 query, key, value, attention_mask, self.dropout
             )
@@ -178,7 +180,7 @@ def _cudnn_attention_mask(attention_mask, query, key):
 
 
 def _torch_fused_attention_with_dropout(query, key, value, attention_mask, rate):
-    """torch's fused kernel applies attention dropout itself; the others can't.
+    """torch's fused GPU kernels apply attention dropout themselves; Keras' op can't.
 
     Inputs `[batch, seq, heads, head_dim]`; the mask is bool, broadcastable
     to `[batch, heads, seq, seq]`.

@@ -43,6 +43,19 @@ class TestDropout(TestCase):
         # Neighbouring elements (consecutive counters on JAX) are independent.
         assert 0.4 < (first[:, 0::2] != first[:, 1::2]).mean() < 0.6
 
+    def test_a_seed_gives_the_same_masks_in_a_new_layer(self):
+        first, second = Dropout(0.5, seed=7), Dropout(0.5, seed=7)
+        inputs = np.ones((16, 64), "float32")
+        masks = [
+            [ops.convert_to_numpy(layer(inputs, training=True)) == 0 for _ in range(2)]
+            for layer in (first, second)
+        ]
+        np.testing.assert_array_equal(masks[0][0], masks[1][0])
+        np.testing.assert_array_equal(masks[0][1], masks[1][1])
+        assert (masks[0][0] != masks[0][1]).any()
+        other = ops.convert_to_numpy(Dropout(0.5, seed=8)(inputs, training=True)) == 0
+        assert (other != masks[0][0]).any()
+
     def test_inference_and_zero_rate_pass_inputs_through(self):
         inputs = np.random.rand(3, 7).astype("float32")
         np.testing.assert_array_equal(ops.convert_to_numpy(Dropout(0.3)(inputs)), inputs)

@@ -57,6 +57,19 @@ class TestMultiHeadSelfAttention(TestCase):
         _call(layer, PADDING, training=True)
         assert not calls, "training with dropout must use the explicit path"
 
+    def test_training_draws_attention_dropout_from_the_layer_on_the_cpu(self, monkeypatch):
+        layer = MultiHeadSelfAttention(num_heads=2, dropout=0.1)
+        _call(layer, PADDING)
+        calls = []
+        dropout_call = layer.dropout_layer.call
+        monkeypatch.setattr(
+            layer.dropout_layer,
+            "call",
+            lambda *a, **k: calls.append(1) or dropout_call(*a, **k),
+        )
+        _call(layer, PADDING, training=True)
+        assert calls, "attention dropout did not go through the layer's Dropout"
+
     @pytest.mark.parametrize(
         "length, positions, expected_mask_shape, expected_fused",
         [

@@ -58,7 +58,8 @@ def test_fit_on_strings_learns_a_toy_task(vocabulary_file):
     texts, labels = _toy_sentiment(64)
     classifier = _classifier(vocabulary_file, dropout=0.0)
     classifier.compile(learning_rate=2e-2)
-    history = classifier.fit(texts, labels, batch_size=8, epochs=4, verbose=0).history
+    # Some seeds idle near log(2) for three epochs before the loss falls.
+    history = classifier.fit(texts, labels, batch_size=8, epochs=8, verbose=0).history
     assert history["loss"][-1] < 0.5 * history["loss"][0], history["loss"]
     held_out_texts, held_out_labels = _toy_sentiment(32, seed=1)
     _, accuracy = classifier.evaluate(held_out_texts, held_out_labels, verbose=0)
