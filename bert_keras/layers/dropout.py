@@ -22,8 +22,10 @@ class Dropout(keras.layers.Dropout):
 
     On torch's CPU, where drawing the mask is a large part of a training
     step, each element's draw is 16 bits: one 64-bit draw of the generator
-    masks four elements, compared with `round(rate * 2**16)`, kept values
-    divided by the matching keep probability. On torch's GPU, TensorFlow, a
+    masks four elements, compared with `round(rate * 2**16)` (so the rate
+    dropped is a multiple of 2**-16), kept values divided by the matching
+    keep probability; the mask kept for the gradient is one byte an element
+    where Keras keeps a float mask. On torch's GPU, TensorFlow, a
     `noise_shape` and `rate=1`, Keras' dropout runs unchanged.
 
     Args:
