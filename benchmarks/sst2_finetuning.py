@@ -26,7 +26,6 @@ with `--bucket_by_length`.
     python -m benchmarks.finetuning --parts=sst2
 """
 
-import collections
 import json
 import math
 import os
@@ -198,20 +197,30 @@ def _timed(command, results_file, environment=None):
 def seconds_per_pass(records, num_passes):
     """Seconds of each of `num_passes` passes over the data, from history records.
 
-    A record counts towards the pass its interval ends in (`epoch`, passes
-    so far); an interval that straddles two passes counts towards the
-    later, and the last, which may run past the passes asked for by less
-    than an interval (see `fit_plan`), towards the last pass.
+    A record's interval runs from the previous record's `epoch` (passes so
+    far) to its own; an interval that straddles two passes is shared between
+    them in proportion to its steps in each, and the part of the last one
+    past the passes asked for (less than an interval, see `fit_plan`) counts
+    towards the last pass.
 
     Example:
     >>> seconds_per_pass([{"epoch": 0.5, "seconds": 9.0}, {"epoch": 1.0, "seconds": 2.0},
     ...                   {"epoch": 1.6, "seconds": 2.0}, {"epoch": 2.2, "seconds": 2.0}], 2)
     [11.0, 4.0]
+    >>> seconds_per_pass([{"epoch": 0.8, "seconds": 8.0}, {"epoch": 1.6, "seconds": 8.0}], 2)
+    [10.0, 6.0]
     """
-    passes = collections.defaultdict(float)
+    passes = [0.0] * num_passes
+    start = 0.0
     for record in records:
-        passes[min(math.ceil(round(record["epoch"], 6)), num_passes)] += record["seconds"]
-    return [passes[number] for number in sorted(passes)]
+        end = record["epoch"]
+        for number in range(num_passes):
+            last = number + 1 == num_passes
+            overlap = min(end, math.inf if last else number + 1) - max(start, number)
+            if overlap > 0:
+                passes[number] += record["seconds"] * overlap / (end - start)
+        start = end
+    return [round(seconds, 6) for seconds in passes]
 
 
 def _read_sst2(split, limit=None):
