@@ -25,7 +25,7 @@ class Dropout(keras.layers.Dropout):
     masks four elements, compared with `round(rate * 2**16)` (so the rate
     dropped is a multiple of 2**-16), kept values divided by the matching
     keep probability; the mask kept for the gradient is one byte an element
-    where Keras keeps a float mask. On torch's GPU, TensorFlow, a
+    where Keras keeps a float mask. On torch's GPU, under `torch.compile`, TensorFlow, a
     `noise_shape` and `rate=1`, Keras' dropout runs unchanged.
 
     Args:
@@ -53,9 +53,15 @@ class Dropout(keras.layers.Dropout):
             return super().call(inputs, training=training)
         if keras.backend.backend() == "jax":
             return _jax_dropout(inputs, self.rate, self.seed_generator.next())
-        if keras.backend.backend() == "torch" and inputs.device.type == "cpu":
+        if keras.backend.backend() == "torch" and _eager_on_torch_cpu(inputs):
             return _torch_16_bit_dropout(inputs, self.rate, self.seed_generator.next())
         return super().call(inputs, training=training)
+
+
+def _eager_on_torch_cpu(inputs):
+    import torch
+
+    return inputs.device.type == "cpu" and not torch.compiler.is_compiling()
 
 
 def _jax_dropout(inputs, rate, seed):

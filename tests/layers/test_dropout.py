@@ -86,3 +86,12 @@ def test_threefry_is_jax_threefry_2x32():
     np.testing.assert_array_equal(
         np.stack(threefry_2x32(key[0], key[1], counts[0], counts[1])), expected
     )
+
+
+@pytest.mark.one_backend("torch")
+def test_torch_compile_traces_dropout_in_one_graph():
+    import torch
+
+    layer = Dropout(0.1)
+    explanation = torch._dynamo.explain(lambda x: layer(x, training=True))(torch.ones(4, 8))
+    assert explanation.graph_break_count == 0, explanation.break_reasons
