@@ -103,7 +103,7 @@ class FineTuningRun:
         os.makedirs(output_dir, exist_ok=True)
         self.checkpoint = read_checkpoint(init_checkpoint)
         self.tokenizer = checkpoint_tokenizer(self.checkpoint)
-        self._graph_steps = {}  # id(model) -> its scoring graph; the graph keeps model alive
+        self._graph_steps = {}  # id(model) -> its scoring step, which holds the model
 
     @property
     def pad_to_multiple_of(self):
@@ -437,12 +437,12 @@ def _one_graph_step(model):
     steps = {}
 
     def predict(batch):
-        signature = {
-            name: tf.TensorSpec([None] * array.ndim, tf.as_dtype(array.dtype))
-            for name, array in batch.items()
-        }
-        key = tuple(sorted((name, spec.shape.rank, spec.dtype) for name, spec in signature.items()))
+        key = tuple(sorted((name, array.ndim, array.dtype.str) for name, array in batch.items()))
         if key not in steps:
+            signature = {
+                name: tf.TensorSpec([None] * array.ndim, tf.as_dtype(array.dtype))
+                for name, array in batch.items()
+            }
             steps[key] = tf.function(
                 lambda inputs: model(inputs, training=False),
                 input_signature=[signature],
