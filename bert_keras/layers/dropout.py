@@ -13,12 +13,14 @@ class Dropout(keras.layers.Dropout):
     Keras' JAX dropout materialises one 32-bit threefry word per element, and
     on a CPU JAX runs threefry as a loop over the whole array that reads and
     writes it several times, a large part of a small BERT's training step.
-    Here each element's draw is Threefry-2x32-20 of (seed, element index),
-    written as element-wise ops that XLA fuses with the select that applies
-    it: no random array is ever stored, so the mask costs a fraction of
-    Keras'. The draw is compared with `round(rate * 2**32)` and kept values
+    Here on a CPU each element's draw is Threefry-2x32-20 of (seed, element
+    index), written as element-wise ops that XLA fuses with the select that
+    applies it: no random array is ever stored, so the mask costs a fraction
+    of Keras'. The draw is compared with `round(rate * 2**32)` and kept values
     are divided by the matching keep probability, so the expected output is
-    the input.
+    the input. On a GPU, where those 20 rounds per element bound the fused
+    kernels, one Threefry evaluation gives four 16-bit draws, stored (two
+    bytes an element) and compared with `round(rate * 2**16)`.
 
     On torch's CPU, where drawing the mask is a large part of a training
     step, each element's draw is 16 bits: one 64-bit draw of the generator
@@ -65,6 +67,14 @@ def _eager_on_torch_cpu(inputs):
 
 
 def _jax_dropout(inputs, rate, seed):
+    import jax
+
+    if jax.default_backend() == "gpu":
+        return _jax_16_bit_dropout(inputs, rate, seed)
+    return _jax_32_bit_dropout(inputs, rate, seed)
+
+
+def _jax_32_bit_dropout(inputs, rate, seed):
     """Keeps the elements whose 32-bit draw reaches `rate * 2**32`."""
     import jax
     import jax.numpy as jnp
@@ -75,10 +85,34 @@ def _jax_dropout(inputs, rate, seed):
     counters = jax.lax.iota(jnp.uint32, size).reshape(inputs.shape)
     seed = jnp.asarray(seed, jnp.uint32)
     draws, _ = threefry_2x32(seed[0], seed[1], counters, jnp.zeros_like(counters))
-    drop_threshold = min(round(rate * 2**32), 2**32 - 1)
-    keep_probability = 1.0 - drop_threshold / 2**32
+    return _keep_where(draws, np.uint32(min(round(rate * 2**32), 2**32 - 1)), 32, inputs)
+
+
+def _jax_16_bit_dropout(inputs, rate, seed):
+    """Keeps the elements whose 16-bit draw reaches `rate * 2**16`."""
+    import jax
+    import jax.numpy as jnp
+
+    size = math.prod(inputs.shape)
+    counters = jax.lax.iota(jnp.uint32, -(-size // 4))  # one counter per four draws
+    if counters.shape[0] >= 2**32:
+        raise ValueError(f"Dropout counts elements in 34 bits but inputs has shape {inputs.shape}")
+    seed = jnp.asarray(seed, jnp.uint32)
+    words = jnp.stack(threefry_2x32(seed[0], seed[1], counters, jnp.zeros_like(counters)), -1)
+    # Stored: fused into the select, each draw would rerun its counter's Threefry.
+    draws = jax.lax.optimization_barrier(jax.lax.bitcast_convert_type(words, jnp.uint16))
+    draws = draws.reshape(-1)[:size].reshape(inputs.shape)
+    return _keep_where(draws, np.uint16(min(round(rate * 2**16), 2**16 - 1)), 16, inputs)
+
+
+def _keep_where(draws, drop_threshold, bits, inputs):
+    """`inputs / keep probability` where `draws >= drop_threshold`, else 0."""
+    import jax
+    import jax.numpy as jnp
+
+    keep_probability = 1.0 - int(drop_threshold) / 2**bits
     return jax.lax.select(
-        draws >= np.uint32(drop_threshold),
+        draws >= drop_threshold,
         inputs / jnp.asarray(keep_probability, inputs.dtype),
         jnp.zeros_like(inputs),
     )

@@ -95,3 +95,21 @@ def test_torch_compile_traces_dropout_in_one_graph():
     layer = Dropout(0.1)
     explanation = torch._dynamo.explain(lambda x: layer(x, training=True))(torch.ones(4, 8))
     assert explanation.graph_break_count == 0, explanation.break_reasons
+
+
+@pytest.mark.one_backend("jax")
+@pytest.mark.parametrize("rate", [0.1, 0.5])
+def test_jax_draws_16_bits_an_element_on_a_gpu(monkeypatch, rate):
+    import jax
+
+    monkeypatch.setattr(jax, "default_backend", lambda: "cpu")
+    cpu_outputs = _dropped(rate, (250, 401))
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    outputs = _dropped(rate, (250, 401))
+    dropped = outputs == 0
+    tolerance = 5 * np.sqrt(rate * (1 - rate) / outputs.size)
+    assert abs(dropped.mean() - rate) < tolerance
+    np.testing.assert_allclose(outputs[~dropped], 2.0 / (1 - rate), rtol=1e-4)
+    pairs = dropped.reshape(-1)[: dropped.size // 2 * 2].reshape(-1, 2)  # neighbours
+    assert abs((pairs[:, 0] != pairs[:, 1]).mean() / (2 * rate * (1 - rate)) - 1) < 0.1
+    assert (dropped != (cpu_outputs == 0)).any()  # not the CPU's 32-bit draws
