@@ -5,9 +5,10 @@
 #      windows as the training programs run, with the model FLOPs utilisation and the costliest
 #      GPU kernels of each (`python -m benchmarks.pretraining --timed_steps --profile_steps`);
 #   2. ablations of bert_keras alone that explain the gap to the peak: without attention dropout
-#      (the fused attention kernel runs), without any dropout, and on jax with XLA's Triton GEMM
-#      fusions off (cuBLAS for every matmul); on jax first, whether the padding-masked attention
-#      compiles into cuDNN's fused kernel;
+#      (the fused attention kernel runs), without any dropout, on jax with XLA's Triton GEMM
+#      fusions off (cuBLAS for every matmul), and on jax with cuDNN inside XLA's CUDA graphs
+#      (attention dropout then leaves cuDNN's kernel); on jax first, whether the padding-masked
+#      attention compiles into cuDNN's fused kernel;
 #   3. the backbone's forward pass and training step next to keras-hub's (`benchmarks.backbone`).
 #
 # For a machine with one NVIDIA GPU, no network, and a Python 3.12 that holds jax, torch and
@@ -21,8 +22,9 @@
 # the H100 SXM's and H200's); BATCH_SIZE (default 128); PRESET (default bert_base); REPEATS
 # (default 6); TIMED_STEPS, steps per timing (default 10); PROFILE_STEPS, timings profiled
 # (default 1; 0: none); BACKENDS (default "jax torch"); ABLATIONS (default "attention_dropout
-# dropout cublas"; empty: none); BACKBONE (default 1; 0 skips it); PART_SECONDS, each run's time limit (default 240); TOTAL_SECONDS, the whole
-# script's (default 540: a run gets what is left, and none starts on under 30 s); PYTHON (default
+# dropout cublas cudnn_in_cuda_graphs"; empty: none); BACKBONE (default 1; 0 skips it);
+# PART_SECONDS, each run's time limit (default 240); TOTAL_SECONDS, the whole script's
+# (default 540: a run gets what is left, and none starts on under 30 s); PYTHON (default
 # python3); WHEELS (default build/gpu-wheels). Tables go to $OUT when set, else to build/gpu/:
 # NAME.txt per part (the ablations of a backend in one), and JSON rows of parts 1 and 3.
 set -u
@@ -35,6 +37,9 @@ mkdir -p "$out"
 export PYTHONPATH="$site:$PWD${PYTHONPATH:+:$PYTHONPATH}" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1
 # jax takes 75% of the GPU's memory at start by default; transformers' torch model shares the card.
 export XLA_PYTHON_CLIENT_MEM_FRACTION=0.45
+# cuDNN outside XLA's CUDA graphs: attention dropout then runs inside cuDNN's attention kernel.
+cudnn_outside=--xla_gpu_enable_command_buffer=-CUDNN
+export XLA_FLAGS="$cudnn_outside"
 {
   nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv || true
   KERAS_BACKEND=jax "$python" -c 'import jax, keras, torch, transformers
@@ -87,11 +92,13 @@ for backend in $backends; do
 done
 for backend in $backends; do
   text=$out/ablations_$backend.txt
-  for ablation in ${ABLATIONS-attention_dropout dropout cublas}; do
+  for ablation in ${ABLATIONS-attention_dropout dropout cublas cudnn_in_cuda_graphs}; do
     case $backend/$ablation in
       torch/attention_dropout | torch/cublas) continue ;;  # torch's fused kernel drops itself
-      */cublas) flags=() xla=--xla_gpu_enable_triton_gemm=false ;;
-      *) flags=("--$ablation=0") xla= ;;
+      */cublas) flags=() xla="$cudnn_outside --xla_gpu_enable_triton_gemm=false" ;;
+      torch/cudnn_in_cuda_graphs) continue ;;
+      */cudnn_in_cuda_graphs) flags=() xla= ;;
+      *) flags=("--$ablation=0") xla=$cudnn_outside ;;
     esac
     echo "ablation $ablation:" | tee -a "$text"
     KERAS_BACKEND=$backend XLA_FLAGS=$xla run "$text" "$site/ablation.json" \

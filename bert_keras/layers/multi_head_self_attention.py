@@ -1,5 +1,9 @@
 """Multi-head self-attention with a fused query/key/value projection."""
 
+import os
+import random
+import re
+
 import keras
 from keras import ops
 
@@ -19,10 +23,19 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     kernels concatenated on the output axis). Attention runs through
     `keras.ops.dot_product_attention` (the backend's fused kernel) except when
     attention dropout is active in training, which that op cannot do: there
-    torch's fused kernel on a GPU applies the dropout itself; elsewhere the
-    scores are computed explicitly, softmax in float32, and the layer's
-    `Dropout` draws the mask (on torch's CPU the fused kernel is the same
-    unfused maths, with a costlier mask).
+    the fused kernels on a GPU apply the dropout themselves (torch's, and
+    cuDNN's on JAX in 16-bit precision); elsewhere the scores are computed
+    explicitly, softmax in float32, and the layer's `Dropout` draws the mask
+    (on torch's CPU the fused kernel is the same unfused maths, with a
+    costlier mask).
+
+    cuDNN's dropout on JAX needs XLA to run cuDNN outside its CUDA graphs
+    (`XLA_FLAGS=--xla_gpu_enable_command_buffer=-CUDNN`): jaxlib 0.11.2
+    aborts when it records that kernel into one, so without the flag
+    attention dropout takes the explicit path. Its masks come from a seed fixed when the
+    layer is built (from Python's `random`, which `keras.utils.set_random_seed`
+    seeds) and a counter that each run of the compiled step advances, so they
+    differ between steps but restart when a new process compiles the step.
 
     Args:
         num_heads: number of attention heads; must divide the hidden size.
@@ -80,6 +93,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         self.dropout_layer = Dropout(
             self.dropout, dtype=self.dtype_policy, name="attention_dropout"
         )
+        self.cudnn_dropout_seed = random.randint(1, 2**31 - 1)
 
     def _dense(self, units, name):
         return Dense(
@@ -110,6 +124,10 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         elif keras.backend.backend() == "torch" and query.device.type != "cpu":
             context = _torch_fused_attention_with_dropout(
                 query, key, value, attention_mask, self.dropout
+            )
+        elif fused is not False and _cudnn_attention_drops(query):
+            context = _cudnn_attention_with_dropout(
+                query, key, value, attention_mask, self.dropout, self.cudnn_dropout_seed
             )
         else:
             context = self._attention_with_dropout(query, key, value, attention_mask, training)
@@ -177,6 +195,78 @@ def _cudnn_attention_mask(attention_mask, query, key):
         return attention_mask, False
     batch = ops.shape(query)[0]
     return ops.broadcast_to(attention_mask, (batch, 1, queries, keys)), None
+
+
+def _cudnn_attention_drops(query):
+    """Whether JAX's cuDNN attention can apply attention dropout to `query`'s heads.
+
+    JAX's public attention takes no dropout; its cuDNN kernel, reached
+    through a private module, does, in 16-bit precision on an Ampere or newer
+    GPU, for head sizes that are multiples of 8 up to 128, where XLA runs
+    cuDNN outside its CUDA graphs.
+    """
+    if keras.backend.backend() != "jax":
+        return False
+    if not cudnn_outside_cuda_graphs(os.environ.get("XLA_FLAGS", "")):
+        return False
+    import jax
+
+    head_dim = query.shape[-1]
+    if jax.default_backend() != "gpu" or str(query.dtype) not in ("bfloat16", "float16"):
+        return False
+    if not isinstance(head_dim, int) or head_dim % 8 or head_dim > 128:
+        return False
+    try:
+        from jax._src.cudnn import fused_attention_stablehlo as cudnn_attention
+
+        cudnn_attention.check_cudnn_version()
+        return cudnn_attention.check_compute_capability("8.0")
+    except (ImportError, AttributeError, RuntimeError):
+        return False
+
+
+def cudnn_outside_cuda_graphs(xla_flags):
+    """Whether `xla_flags` keep XLA from recording cuDNN kernels into CUDA graphs.
+
+    `--xla_gpu_enable_command_buffer` either lists the kinds of work XLA
+    records (`FUSION,CUBLAS`; empty: none) or changes its defaults, which
+    hold cuDNN (`-CUDNN`, `+CUDNN`); the last flag given counts.
+
+    Example:
+    >>> cudnn_outside_cuda_graphs("--xla_gpu_enable_command_buffer=-CUDNN")
+    True
+    >>> cudnn_outside_cuda_graphs("--xla_gpu_enable_command_buffer=FUSION,CUDNN")
+    False
+    >>> cudnn_outside_cuda_graphs("")
+    False
+    """
+    settings = re.findall(r"--xla_gpu_enable_command_buffer=(\S*)", xla_flags)
+    if not settings:
+        return False
+    kinds = [kind.strip().upper() for kind in settings[-1].split(",") if kind.strip()]
+    if not kinds or not all(kind[0] in "+-" for kind in kinds):
+        return "CUDNN" not in kinds
+    removed = False
+    for kind in kinds:
+        if kind[1:] == "CUDNN":
+            removed = kind[0] == "-"
+    return removed
+
+
+def _cudnn_attention_with_dropout(query, key, value, attention_mask, rate, seed):
+    """Attention with dropout in JAX's cuDNN kernel; inputs `[batch, seq, heads, head_dim]`."""
+    from jax._src.cudnn.fused_attention_stablehlo import dot_product_attention
+
+    return dot_product_attention(
+        query,
+        key,
+        value,
+        mask=attention_mask,
+        scale=1.0 / float(query.shape[-1]) ** 0.5,
+        seed=seed,
+        dropout_rate=rate,
+        qkv_layout="BTNH",
+    )
 
 
 def _torch_fused_attention_with_dropout(query, key, value, attention_mask, rate):

@@ -58,6 +58,8 @@ class TestMultiHeadSelfAttention(TestCase):
         assert not calls, "training with dropout must use the explicit path"
 
     def test_training_draws_attention_dropout_from_the_layer_on_the_cpu(self, monkeypatch):
+        if keras.backend.backend() == "torch" and _torch_gpu():
+            pytest.skip("torch's fused GPU kernel drops attention itself")
         layer = MultiHeadSelfAttention(num_heads=2, dropout=0.1)
         _call(layer, PADDING)
         calls = []
@@ -132,3 +134,86 @@ class TestMultiHeadSelfAttention(TestCase):
     def test_hidden_size_not_divisible_by_heads(self):
         with pytest.raises(ValueError, match=r"hidden size \(8\).*heads \(3\)"):
             MultiHeadSelfAttention(num_heads=3)(INPUTS)
+
+
+def _torch_gpu():
+    import torch
+
+    return torch.cuda.is_available()
+
+
+@pytest.mark.parametrize(
+    "xla_flags, outside",
+    [
+        ("", False),
+        ("--xla_gpu_enable_command_buffer=", True),
+        ("--xla_gpu_enable_command_buffer=FUSION,CUBLAS", True),
+        ("--xla_gpu_enable_command_buffer=FUSION,cudnn", False),
+        ("--xla_gpu_enable_command_buffer=-CUDNN --xla_gpu_autotune_level=0", True),
+        ("--xla_gpu_enable_command_buffer=-CUDNN,+CUDNN", False),
+        ("--xla_gpu_enable_command_buffer=-FUSION", False),
+        ("--xla_gpu_enable_command_buffer=-CUDNN --xla_gpu_enable_command_buffer=+WHILE", False),
+    ],
+)
+def test_cudnn_dropout_waits_for_cudnn_outside_cuda_graphs(xla_flags, outside):
+    from bert_keras.layers.multi_head_self_attention import cudnn_outside_cuda_graphs
+
+    assert cudnn_outside_cuda_graphs(xla_flags) is outside
+
+
+def _jax_gpu():
+    if keras.backend.backend() != "jax":
+        return False
+    import jax
+
+    return jax.default_backend() == "gpu"
+
+
+@pytest.mark.skipif(not _jax_gpu(), reason="cuDNN's attention dropout runs on JAX's GPU only")
+def test_cudnn_attention_dropout_uses_one_mask_forward_and_backward_and_a_new_one_each_step():
+    import jax
+    import jax.numpy as jnp
+
+    from bert_keras.layers import multi_head_self_attention as attention
+
+    batch, length, heads, rate = 2, 64, 2, 0.25
+    rng = np.random.default_rng(0)
+    query, key = (
+        jnp.asarray(rng.normal(size=(batch, length, heads, length)), "bfloat16") for _ in range(2)
+    )
+    # Values of one-hot rows: each output row is its row of dropped probabilities.
+    value = jnp.broadcast_to(jnp.eye(length, dtype="bfloat16")[None, :, None], query.shape)
+    mask = np.ones((batch, 1, length, length), bool)
+    mask[1, ..., 50:] = False
+
+    @jax.jit
+    def step(value, output_gradient):
+        outputs, backward = jax.vjp(
+            lambda v: attention._cudnn_attention_with_dropout(query, key, v, mask, rate, seed=7),
+            value,
+        )
+        return outputs, backward(output_gradient)[0]
+
+    gradient = jnp.asarray(rng.normal(size=query.shape), "bfloat16")
+    first, value_gradient = (np.asarray(array, "float32") for array in step(value, gradient))
+    second = np.asarray(step(value, gradient)[0], "float32")
+    # dV = D(P)^T dO with the forward's D(P): the backward dropped what the forward did.
+    expected = np.einsum("btns,btnh->bsnh", first, np.asarray(gradient, "float32"))
+    np.testing.assert_allclose(value_gradient, expected, atol=0.01, rtol=0.02)
+    undropped = np.asarray(
+        jax.nn.softmax(
+            jnp.where(
+                mask.transpose(0, 2, 1, 3),
+                jnp.einsum("btnh,bsnh->btns", query.astype("float32"), key.astype("float32"))
+                / length**0.5,
+                -1e9,
+            ),
+            axis=-1,
+        ),
+        "float32",
+    )
+    kept = first != 0
+    assert abs(1 - kept[0].mean() - rate) < 0.02
+    np.testing.assert_allclose(first[kept], undropped[kept] / (1 - rate), rtol=0.02, atol=1e-3)
+    assert not kept[1, ..., 50:].any()  # padded keys get no probability
+    assert 0.2 < (kept != (second != 0))[0].mean() < 0.5  # a new mask each step
