@@ -32,10 +32,11 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     cuDNN's dropout on JAX needs XLA to run cuDNN outside its CUDA graphs
     (`XLA_FLAGS=--xla_gpu_enable_command_buffer=-CUDNN`): jaxlib 0.11.2
     aborts when it records that kernel into one, so without the flag
-    attention dropout takes the explicit path. Its masks come from a seed fixed when the
-    layer is built (from Python's `random`, which `keras.utils.set_random_seed`
-    seeds) and a counter that each run of the compiled step advances, so they
-    differ between steps but restart when a new process compiles the step.
+    attention dropout takes the explicit path. Its masks come from a seed
+    drawn when the layer first takes that path (from Python's `random`, which
+    `keras.utils.set_random_seed` seeds) and a counter that each run of the
+    compiled step advances, so they differ between steps but restart when a
+    new process compiles the step.
 
     Args:
         num_heads: number of attention heads; must divide the hidden size.
@@ -93,7 +94,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         self.dropout_layer = Dropout(
             self.dropout, dtype=self.dtype_policy, name="attention_dropout"
         )
-        self.cudnn_dropout_seed = random.randint(1, 2**31 - 1)
+        self.cudnn_dropout_seed = None  # drawn on first use: other paths draw nothing
 
     def _dense(self, units, name):
         return Dense(
@@ -126,6 +127,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
                 query, key, value, attention_mask, self.dropout
             )
         elif fused is not False and _cudnn_attention_drops(query):
+            if self.cudnn_dropout_seed is None:
+                self.cudnn_dropout_seed = random.randint(1, 2**31 - 1)
             context = _cudnn_attention_with_dropout(
                 query, key, value, attention_mask, self.dropout, self.cudnn_dropout_seed
             )
