@@ -3,6 +3,7 @@
 import os
 
 import keras
+from keras import ops
 
 from bert_keras.checkpoints import tokenizer_settings
 from bert_keras.checkpoints import write_checkpoint
@@ -181,6 +182,36 @@ class BertBackbone(keras.Model):
         """
         self._check_inputs(inputs)
         return _encode(self.embeddings, self.encoder_blocks, inputs, output_positions=positions)
+
+    def pooled_output(self, inputs):
+        """`self(inputs)["pooled_output"]`, the last encoder block computing [CLS] only.
+
+        The pooled output reads the last block's [CLS] row alone, so its
+        feed-forward net and every projection but keys and values run on one
+        row (`sequence_output_at`). Task models that read only the pooled
+        output (classifiers, multiple choice) call this on their symbolic
+        inputs.
+
+        Args:
+            inputs: the backbone's input dict.
+
+        Returns:
+            float tensor `[batch, hidden_dim]`.
+
+        Example:
+        >>> import numpy as np
+        >>> from keras import ops
+        >>> backbone = BertBackbone(vocabulary_size=50, num_layers=2, num_heads=2,
+        ...                         hidden_dim=8, intermediate_dim=16)
+        >>> inputs = {"token_ids": np.array([[2, 7, 8, 3]]), "segment_ids": np.zeros((1, 4)),
+        ...           "padding_mask": np.ones((1, 4))}
+        >>> full = ops.convert_to_numpy(backbone(inputs)["pooled_output"])
+        >>> pooled = ops.convert_to_numpy(backbone.pooled_output(inputs))
+        >>> bool(np.allclose(pooled, full, atol=1e-6))
+        True
+        """
+        cls_position = ops.zeros_like(inputs["padding_mask"][:, :1], dtype="int32")
+        return self.pooler_dense(self.sequence_output_at(inputs, cls_position)[:, 0, :])
 
     def encoder_layer_outputs(self, inputs):
         """Every encoder block's output, first to last, for feature-based use (§5.3).

@@ -42,7 +42,7 @@ class BertClassifier(BertTask):
 
     def __init__(self, backbone, num_classes, dropout=0.1, **kwargs):
         inputs = backbone_inputs()
-        pooled_output = backbone(inputs)["pooled_output"]
+        pooled_output = backbone.pooled_output(inputs)  # the last block on [CLS] only
         logits = float32_logits(
             dropout_dense(pooled_output, num_classes, backbone.dtype_policy, dropout, "logits")
         )

@@ -47,9 +47,9 @@ class BertMultipleChoice(BertTask):
             for name in INPUT_NAMES
         }
         fold = FoldChoices(name="fold_choices")
-        pooled_output = backbone({name: fold(tensor) for name, tensor in inputs.items()})[
-            "pooled_output"
-        ]  # [batch * num_choices, hidden]
+        pooled_output = backbone.pooled_output(
+            {name: fold(tensor) for name, tensor in inputs.items()}
+        )  # [batch * num_choices, hidden]; the last block on [CLS] only
         scores = dropout_dense(
             pooled_output, 1, backbone.dtype_policy, dropout, "choice_score"
         )  # [batch * num_choices, 1]

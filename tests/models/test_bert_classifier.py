@@ -45,3 +45,25 @@ class TestBertClassifier(TestCase):
         assert isinstance(classifier.optimizer, keras.optimizers.AdamW)
         schedule = classifier.optimizer.get_config()["learning_rate"]["config"]
         assert schedule == {"peak_learning_rate": 2e-5, "total_steps": 100, "warmup_steps": 10}
+
+
+@pytest.mark.one_backend("jax")  # XLA counts the FLOPs
+def test_the_last_block_runs_its_feed_forward_net_on_cls_only():
+    import jax
+
+    def flops(model):
+        def forward(trainable, non_trainable, inputs):
+            return model.stateless_call(trainable, non_trainable, inputs)[0]
+
+        weights = [
+            [v.value for v in model.trainable_variables],
+            [v.value for v in model.non_trainable_variables],
+        ]
+        return jax.jit(forward).lower(*weights, TINY_INPUTS).cost_analysis()["flops"]
+
+    backbone = tiny_backbone()
+    classifier = BertClassifier(backbone, num_classes=3)
+    batch, seq = TINY_INPUTS["token_ids"].shape
+    feed_forward_rows_skipped = batch * (seq - 1) * 2 * 2 * backbone.hidden_dim
+    feed_forward_rows_skipped *= backbone.intermediate_dim
+    assert flops(classifier) < flops(backbone) - feed_forward_rows_skipped
