@@ -85,7 +85,8 @@ def _jax_32_bit_dropout(inputs, rate, seed):
     counters = jax.lax.iota(jnp.uint32, size).reshape(inputs.shape)
     seed = jnp.asarray(seed, jnp.uint32)
     draws, _ = threefry_2x32(seed[0], seed[1], counters, jnp.zeros_like(counters))
-    return _keep_where(draws, np.uint32(min(round(rate * 2**32), 2**32 - 1)), 32, inputs)
+    drop_threshold, keep_probability = _drop_threshold(rate, bits=32)
+    return _keep_where(draws >= np.uint32(drop_threshold), keep_probability, inputs)
 
 
 def _jax_16_bit_dropout(inputs, rate, seed):
@@ -102,19 +103,23 @@ def _jax_16_bit_dropout(inputs, rate, seed):
     # Stored: fused into the select, each draw would rerun its counter's Threefry.
     draws = jax.lax.optimization_barrier(jax.lax.bitcast_convert_type(words, jnp.uint16))
     draws = draws.reshape(-1)[:size].reshape(inputs.shape)
-    return _keep_where(draws, np.uint16(min(round(rate * 2**16), 2**16 - 1)), 16, inputs)
+    drop_threshold, keep_probability = _drop_threshold(rate, bits=16)
+    return _keep_where(draws >= np.uint16(drop_threshold), keep_probability, inputs)
 
 
-def _keep_where(draws, drop_threshold, bits, inputs):
-    """`inputs / keep probability` where `draws >= drop_threshold`, else 0."""
+def _drop_threshold(rate, bits):
+    """The `bits`-bit draw from which an element is kept, and the keep probability it gives."""
+    drop_threshold = min(round(rate * 2**bits), 2**bits - 1)
+    return drop_threshold, 1.0 - drop_threshold / 2**bits
+
+
+def _keep_where(keep, keep_probability, inputs):
+    """JAX: `inputs / keep_probability` where `keep`, else 0."""
     import jax
     import jax.numpy as jnp
 
-    keep_probability = 1.0 - int(drop_threshold) / 2**bits
     return jax.lax.select(
-        draws >= drop_threshold,
-        inputs / jnp.asarray(keep_probability, inputs.dtype),
-        jnp.zeros_like(inputs),
+        keep, inputs / jnp.asarray(keep_probability, inputs.dtype), jnp.zeros_like(inputs)
     )
 
 
@@ -127,8 +132,7 @@ def _torch_16_bit_dropout(inputs, rate, seed):
     words = torch.empty((inputs.numel() + 3) // 4, dtype=torch.int64)
     words.random_(-(2**63), None, generator=generator)  # all 64 bits uniform
     draws = words.view(torch.int16)[: inputs.numel()]
-    drop_threshold = min(round(rate * 2**16), 2**16 - 1)
-    keep_probability = 1.0 - drop_threshold / 2**16
+    drop_threshold, keep_probability = _drop_threshold(rate, bits=16)
     keep = draws.view(inputs.shape) >= drop_threshold - 2**15  # int16 draws start at -2**15
     return torch.where(keep, inputs / keep_probability, 0.0)
 
