@@ -1,5 +1,6 @@
 """Dropout with cheaper random draws on JAX and on torch's CPU."""
 
+import functools
 import math
 
 import keras
@@ -69,42 +70,56 @@ def _eager_on_torch_cpu(inputs):
 def _jax_dropout(inputs, rate, seed):
     import jax
 
-    if jax.default_backend() == "gpu":
-        return _jax_16_bit_dropout(inputs, rate, seed)
-    return _jax_32_bit_dropout(inputs, rate, seed)
+    bits = 16 if jax.default_backend() == "gpu" else 32
+    keep = _jitted_keep_mask()(seed, tuple(inputs.shape), rate, bits)
+    return _keep_where(keep, _drop_threshold(rate, bits)[1], inputs)
 
 
-def _jax_32_bit_dropout(inputs, rate, seed):
-    """Keeps the elements whose 32-bit draw reaches `rate * 2**32`."""
+@functools.cache
+def _jitted_keep_mask():
+    """`_jax_keep_mask` under `jax.jit`: in a traced training step its ops
+    are traced once per shape and rate, not once per layer; XLA inlines it."""
+    import jax
+
+    return jax.jit(_jax_keep_mask, static_argnames=("shape", "rate", "bits"))
+
+
+def _jax_keep_mask(seed, shape, rate, bits):
+    """Which elements of an array of `shape` dropout keeps: their `bits`-bit draw reaches the rate."""
+    if bits == 16:
+        return _jax_16_bit_keep_mask(seed, shape, rate)
+    return _jax_32_bit_keep_mask(seed, shape, rate)
+
+
+def _jax_32_bit_keep_mask(seed, shape, rate):
+    """The elements whose 32-bit draw reaches `rate * 2**32`."""
     import jax
     import jax.numpy as jnp
 
-    size = math.prod(inputs.shape)
+    size = math.prod(shape)
     if size >= 2**32:
-        raise ValueError(f"Dropout counts elements in 32 bits but inputs has shape {inputs.shape}")
-    counters = jax.lax.iota(jnp.uint32, size).reshape(inputs.shape)
+        raise ValueError(f"Dropout counts elements in 32 bits but inputs has shape {shape}")
+    counters = jax.lax.iota(jnp.uint32, size).reshape(shape)
     seed = jnp.asarray(seed, jnp.uint32)
     draws, _ = threefry_2x32(seed[0], seed[1], counters, jnp.zeros_like(counters))
-    drop_threshold, keep_probability = _drop_threshold(rate, bits=32)
-    return _keep_where(draws >= np.uint32(drop_threshold), keep_probability, inputs)
+    return draws >= np.uint32(_drop_threshold(rate, bits=32)[0])
 
 
-def _jax_16_bit_dropout(inputs, rate, seed):
-    """Keeps the elements whose 16-bit draw reaches `rate * 2**16`."""
+def _jax_16_bit_keep_mask(seed, shape, rate):
+    """The elements whose 16-bit draw reaches `rate * 2**16`."""
     import jax
     import jax.numpy as jnp
 
-    size = math.prod(inputs.shape)
+    size = math.prod(shape)
     counters = jax.lax.iota(jnp.uint32, -(-size // 4))  # one counter per four draws
     if counters.shape[0] >= 2**32:
-        raise ValueError(f"Dropout counts elements in 34 bits but inputs has shape {inputs.shape}")
+        raise ValueError(f"Dropout counts elements in 34 bits but inputs has shape {shape}")
     seed = jnp.asarray(seed, jnp.uint32)
     words = jnp.stack(threefry_2x32(seed[0], seed[1], counters, jnp.zeros_like(counters)), -1)
     # Stored: fused into the select, each draw would rerun its counter's Threefry.
     draws = jax.lax.optimization_barrier(jax.lax.bitcast_convert_type(words, jnp.uint16))
-    draws = draws.reshape(-1)[:size].reshape(inputs.shape)
-    drop_threshold, keep_probability = _drop_threshold(rate, bits=16)
-    return _keep_where(draws >= np.uint16(drop_threshold), keep_probability, inputs)
+    draws = draws.reshape(-1)[:size].reshape(shape)
+    return draws >= np.uint16(_drop_threshold(rate, bits=16)[0])
 
 
 def _drop_threshold(rate, bits):
