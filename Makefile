@@ -57,7 +57,7 @@ TEST_XLA_FLAGS := XLA_FLAGS="--xla_backend_optimization_level=0 --xla_llvm_disab
 # left alone, one thread made its tests slower).
 SUITE_THREADS := OMP_NUM_THREADS=1 TF_NUM_INTRAOP_THREADS=1 TF_NUM_INTEROP_THREADS=1
 
-.PHONY: test test-slow lint format demo bench gpu-wheels recbole-venv serving-compat bazel-install bazel-build lock clean distclean venv
+.PHONY: test test-slow lint format demo bench gpu-wheels recbole-venv tf217-venv serving-compat bazel-install bazel-build lock clean distclean venv
 
 venv: $(VENV_STAMP)
 
@@ -68,27 +68,37 @@ $(VENV_STAMP): $(REQUIREMENTS) $(LOCK) $(NO_DEPS)
 	touch $@
 
 # Prints "backend: N passed, N failed, N skipped" for each backend from pytest's JUnit XML reports
-# (argv: report folder, then the backends), then the same line summed over all backends.
+# (argv: report folder, then the backends), then the same line summed over all backends, then the
+# slowest tests, which CI's time limit is spent on.
 define JUNIT_SUMMARY_PY
 import sys
 import xml.etree.ElementTree as ET
 
 report_dir, backends = sys.argv[1], sys.argv[2:]
 total = [0, 0, 0]
+cases = []
 print("===== summary =====")
 for backend in backends:
     try:
-        suites = list(ET.parse(f"{report_dir}/{backend}.xml").getroot().iter("testsuite"))
+        root = ET.parse(f"{report_dir}/{backend}.xml").getroot()
     except (OSError, ET.ParseError):
         print(f"{backend}: no report, pytest did not finish")
         continue
+    suites = list(root.iter("testsuite"))
     tests = sum(int(suite.get("tests", 0)) for suite in suites)
     failed = sum(int(suite.get("failures", 0)) + int(suite.get("errors", 0)) for suite in suites)
     skipped = sum(int(suite.get("skipped", 0)) for suite in suites)
     counts = [tests - failed - skipped, failed, skipped]
     total = [t + c for t, c in zip(total, counts)]
     print(f"{backend}: {counts[0]} passed, {counts[1]} failed, {counts[2]} skipped")
+    cases += [
+        (float(case.get("time", 0)), backend, f"{case.get('classname')}::{case.get('name')}")
+        for case in root.iter("testcase")
+    ]
 print(f"all: {total[0]} passed, {total[1]} failed, {total[2]} skipped")
+print("slowest tests:")
+for seconds, backend, name in sorted(cases, reverse=True)[:15]:
+    print(f"{seconds:7.1f} s  {backend:<10} {name}")
 endef
 export JUNIT_SUMMARY_PY
 
@@ -134,6 +144,8 @@ $(TF217_STAMP): requirements-tf217.txt requirements-tf217-lock.txt
 	test -x $(TF217_VENV)/bin/python || $(PYTHON3) -m venv $(TF217_VENV)
 	$(TF217_VENV)/bin/python -m pip install --quiet -r requirements-tf217.txt -c requirements-tf217-lock.txt
 	touch $@
+
+tf217-venv: $(TF217_STAMP)
 
 serving-compat: $(VENV_STAMP) $(TF217_STAMP)
 	env $(TEST_ENV) KERAS_BACKEND=tensorflow $(PYTHON) -m tests.export.compat_exports \

@@ -47,6 +47,7 @@ def checkpoint(tmp_path_factory):
     return str(directory / "tiny")
 
 
+@pytest.mark.slow  # `make test` keeps test_saved_model's export of a pair classifier
 def test_a_classifier_of_pairs_labels_as_the_classification_program(checkpoint, tmp_path):
     data = tmp_path / "pairs"
     data.mkdir()

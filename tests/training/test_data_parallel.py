@@ -76,6 +76,7 @@ def _assert_same_fine_tuning(single, parallel):
     assert parallel["predictions"] == single["predictions"]
 
 
+@pytest.mark.slow  # `make test` keeps the fine-tuning run of the same engine
 @pytest.mark.large
 @pytest.mark.skipif(BACKEND == "torch", reason="Keras' torch backend has no distribution API")
 def test_two_replicas_pretrain_as_one_device_does(tmp_path):
@@ -89,6 +90,7 @@ def test_two_replicas_fine_tune_as_one_device_does(tmp_path):
     _assert_same_fine_tuning(*_two_device_run(tmp_path, "finetuning"))
 
 
+@pytest.mark.slow  # `make test` keeps the fine-tuning run of the same engine
 @pytest.mark.large
 @pytest.mark.skipif(BACKEND != "jax", reason="model parallelism runs on jax only")
 def test_model_parallel_pretraining_on_a_2_by_2_mesh_trains_as_one_device_does(tmp_path):
