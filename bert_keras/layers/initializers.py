@@ -39,12 +39,12 @@ class TruncatedNormal(keras.initializers.TruncatedNormal):
         if keras.backend.backend() != "jax" or dtype != "float32" or not isinstance(self.seed, int):
             return super().__call__(shape, dtype=dtype)
         generator = np.random.default_rng(self.seed)
-        values = generator.standard_normal(shape, dtype=np.float32)
-        outside = np.abs(values) >= _TRUNCATION
-        while outside.any():
-            values[outside] = generator.standard_normal(int(outside.sum()), dtype=np.float32)
-            outside = np.abs(values) >= _TRUNCATION
-        return values * np.float32(self.stddev) + np.float32(self.mean)
+        values = generator.standard_normal(shape, dtype=np.float32).reshape(-1)
+        outside = np.flatnonzero(np.abs(values) >= _TRUNCATION)
+        while outside.size:  # each pass redraws, and checks, only the values still outside
+            values[outside] = generator.standard_normal(outside.size, dtype=np.float32)
+            outside = outside[np.abs(values[outside]) >= _TRUNCATION]
+        return values.reshape(shape) * np.float32(self.stddev) + np.float32(self.mean)
 
 
 def bert_kernel_initializer(stddev=BERT_INITIALIZER_STDDEV):
