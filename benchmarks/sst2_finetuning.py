@@ -199,8 +199,8 @@ def seconds_per_pass(records, num_passes):
 
     A record's interval runs from the previous record's `epoch` (passes so
     far) to its own; an interval that straddles two passes is shared between
-    them in proportion to its steps in each, and the part of the last one
-    past the passes asked for (less than an interval, see `fit_plan`) counts
+    them in proportion to its steps in each, and the steps past the passes
+    asked for (a last compiled call of several steps, see `fit_plan`) count
     towards the last pass.
 
     Example:

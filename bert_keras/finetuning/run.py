@@ -15,6 +15,7 @@ import statistics
 import time
 
 import keras
+import numpy as np
 import tensorflow as tf
 from absl import logging
 
@@ -30,6 +31,7 @@ from bert_keras.models.checkpoint_weights import model_checkpoint
 from bert_keras.models.layout_map import bert_layout_map
 from bert_keras.training.callbacks import HistoryPlot
 from bert_keras.training.callbacks import JsonLinesHistory
+from bert_keras.training.callbacks import StopAtStep
 from bert_keras.training.callbacks import TrainingProgress
 from bert_keras.training.data_parallel import DataParallel
 from bert_keras.training.execution import Execution
@@ -254,14 +256,15 @@ class FineTuningRun:
         """Fine-tunes `model` with the paper's AdamW recipe; returns the history.
 
         Each pass over the data is fitted as `history_points_per_epoch`
-        Keras epochs of equal steps (fewer when a pass has fewer steps), so
-        the training curve has that many points per pass: each interval's
-        logs (mean loss and metrics, `step`, `epoch` (passes so far),
-        `learning_rate`, `examples_per_second`, `seconds`) go to
-        OUTPUT_DIR/history.jsonl, replacing an earlier run's, drawn to
-        OUTPUT_DIR/history.png. The first interval's excess seconds over the
-        later ones' median (compilation, the first batches' tokenizing) are
-        logged.
+        Keras epochs of equal steps (fewer when a pass has fewer steps; the
+        last one shorter where needed, so that training takes exactly the
+        steps of `num_epochs` passes, see `fit_plan`), so the training
+        curve has that many points per pass: each interval's logs (mean
+        loss and metrics, `step`, `epoch` (passes so far), `learning_rate`,
+        `examples_per_second`, `seconds`) go to OUTPUT_DIR/history.jsonl,
+        replacing an earlier run's, drawn to OUTPUT_DIR/history.png. The
+        first interval's excess seconds over the later steps' median pace
+        (compilation, the first batches' tokenizing) are logged.
 
         Args:
             model: a `BertTask` (compiled here with its own loss and metrics).
@@ -281,7 +284,7 @@ class FineTuningRun:
         if num_examples == 0:
             raise ValueError(f"No training examples in {self.data_dir}.")
         self.replicas.check_batch_size(batch_size)
-        epochs, steps_per_epoch = fit_plan(
+        epochs, steps_per_epoch, total_steps = fit_plan(
             num_examples,
             batch_size,
             num_epochs,
@@ -292,9 +295,10 @@ class FineTuningRun:
             dataset = dataset.filter(lambda *batch: _batch_size(batch) == batch_size)
             dataset = self.replicas.local_share(dataset)
         callbacks = [
+            StopAtStep(total_steps, steps_per_epoch),
             TrainingProgress(
                 batch_size, batches_per_epoch=batches_per_pass(num_examples, batch_size)
-            )
+            ),
         ]
         if self.replicas.is_chief:
             history_file = os.path.join(self.output_dir, HISTORY_FILE)
@@ -305,8 +309,8 @@ class FineTuningRun:
             model.compile(
                 optimizer=create_optimizer(
                     learning_rate,
-                    num_train_steps=epochs * steps_per_epoch,
-                    num_warmup_steps=int(warmup_proportion * epochs * steps_per_epoch),
+                    num_train_steps=total_steps,
+                    num_warmup_steps=int(warmup_proportion * total_steps),
                     global_clipnorm=self.replicas.clipnorm(GLOBAL_CLIPNORM),
                 ),
                 steps_per_execution=self.execution.steps_per_execution,
@@ -391,36 +395,41 @@ def batches_per_pass(num_examples, batch_size):
 
 
 def fit_plan(num_examples, batch_size, num_epochs, points_per_epoch, steps_per_execution=1):
-    """(Keras epochs, steps per Keras epoch): the passes asked for, cut into history intervals.
+    """(Keras epochs, steps per Keras epoch, steps): the passes asked for, cut into history intervals.
 
-    Each pass over the data is cut into about `points_per_epoch` intervals
-    (one per step when a pass has fewer steps), each a whole number of
-    compiled calls; the last interval may run past the passes asked for by
-    less than an interval.
+    The steps are those of the passes asked for, rounded up to whole
+    compiled calls. Each pass over the data is cut into about
+    `points_per_epoch` intervals (one per step when a pass has fewer steps),
+    each a whole number of compiled calls; the last interval is shorter
+    when they do not divide the steps (`StopAtStep` ends it).
 
     Example:
     >>> fit_plan(num_examples=1000, batch_size=10, num_epochs=2, points_per_epoch=10)
-    (20, 10)
+    (20, 10, 200)
+    >>> fit_plan(num_examples=1000, batch_size=10, num_epochs=2, points_per_epoch=7)
+    (14, 15, 200)
     """
     steps_per_pass = batches_per_pass(num_examples, batch_size)
     total_steps = max(1, int(steps_per_pass * num_epochs))
+    total_steps = math.ceil(total_steps / steps_per_execution) * steps_per_execution
     interval = min(steps_per_pass, total_steps) / max(1, points_per_epoch)
     interval = max(1, math.ceil(interval / steps_per_execution)) * steps_per_execution
-    return math.ceil(total_steps / interval), interval
+    return math.ceil(total_steps / interval), interval, total_steps
 
 
 def _log_first_interval_overhead(history):
     seconds = history["seconds"]
     if len(seconds) < 2:
         return
-    later = statistics.median(seconds[1:])
+    steps = [history["step"][0], *np.diff(history["step"])]
+    later = statistics.median(s / n for s, n in zip(seconds[1:], steps[1:]))
     logging.info(
-        "The first %d steps took %.1f s, later intervals %.1f s: %.1f s of compiling and "
+        "The first %d steps took %.1f s, later steps %.3f s each: %.1f s of compiling and "
         "first-batch work.",
-        history["step"][0],
+        steps[0],
         seconds[0],
         later,
-        seconds[0] - later,
+        seconds[0] - later * steps[0],
     )
 
 

@@ -215,6 +215,42 @@ class PeriodicCheckpoint(keras.callbacks.Callback):
         self.manager.save(self.model, int(logs["step"]), self.metadata)
 
 
+class StopAtStep(keras.callbacks.Callback):
+    """Ends training after `total_steps`, within the last Keras epoch if need be.
+
+    Keras epochs of `steps_per_epoch` steps rarely divide the steps a run
+    asks for; this ends the last epoch early (its logs then cover the steps
+    it ran), so that training takes exactly `total_steps`. With several
+    steps per compiled call, `total_steps` should be a whole number of calls.
+
+    Args:
+        total_steps: steps (batches) to train on in all.
+        steps_per_epoch: the `steps_per_epoch` given to `fit`.
+
+    Example:
+    >>> import numpy as np
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> model.compile(optimizer="sgd", loss="mse")
+    >>> callbacks = [StopAtStep(total_steps=5, steps_per_epoch=2), TrainingProgress(batch_size=1)]
+    >>> model.fit(np.zeros((9, 2)), np.zeros(9), batch_size=1, epochs=3, steps_per_epoch=2,
+    ...           verbose=0, callbacks=callbacks).history["step"]
+    [2, 4, 5]
+    """
+
+    def __init__(self, total_steps, steps_per_epoch):
+        super().__init__()
+        self.total_steps = total_steps
+        self.steps_per_epoch = steps_per_epoch
+        self._epoch = 0
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch = epoch
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self._epoch * self.steps_per_epoch + batch + 1 >= self.total_steps:
+            self.model.stop_training = True
+
+
 class StepTensorBoard(keras.callbacks.TensorBoard):
     """`keras.callbacks.TensorBoard` whose epoch summaries sit at the training step.
 

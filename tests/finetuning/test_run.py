@@ -234,12 +234,13 @@ def test_each_history_interval_goes_to_the_history_file_which_a_new_run_replaces
 @pytest.mark.parametrize(
     "examples, batch_size, epochs, points, calls, plan",
     [
-        (1000, 10, 2, 10, 1, (20, 10)),  # 100 steps a pass, 10 intervals of 10 each
-        (1000, 10, 2, 1, 1, (2, 100)),  # one interval a pass: Keras epochs are passes
-        (1000, 10, 0.5, 10, 1, (10, 5)),  # half a pass, still 10 points
-        (1000, 10, 2, 10, 4, (17, 12)),  # whole compiled calls: 204 steps for the 200 asked for
-        (1000, 10, 2, 7, 1, (14, 15)),  # 210 steps: the last interval runs past by 10
-        (6, 8, 3, 10, 1, (3, 1)),  # one step a pass: one point a pass
+        (1000, 10, 2, 10, 1, (20, 10, 200)),  # 100 steps a pass, 10 intervals of 10 each
+        (1000, 10, 2, 1, 1, (2, 100, 200)),  # one interval a pass: Keras epochs are passes
+        (1000, 10, 0.5, 10, 1, (10, 5, 50)),  # half a pass, still 10 points
+        (1000, 10, 2, 10, 4, (17, 12, 200)),  # intervals of 3 calls, the last of 2
+        (1000, 10, 2, 7, 1, (14, 15, 200)),  # 13 intervals of 15 steps, the last of 5
+        (1000, 10, 1.01, 10, 4, (9, 12, 104)),  # 101 steps asked for: 26 whole calls
+        (6, 8, 3, 10, 1, (3, 1, 3)),  # one step a pass: one point a pass
     ],
 )
 def test_passes_are_cut_into_history_intervals_of_whole_compiled_calls(

@@ -11,6 +11,7 @@ from bert_keras.training.callbacks import HistoryPlot
 from bert_keras.training.callbacks import JsonLinesHistory
 from bert_keras.training.callbacks import PeriodicCheckpoint
 from bert_keras.training.callbacks import StepTensorBoard
+from bert_keras.training.callbacks import StopAtStep
 from bert_keras.training.callbacks import TrainingProgress
 from bert_keras.training.checkpoint_manager import CheckpointManager
 from bert_keras.training.history_records import read_history
@@ -44,6 +45,17 @@ def test_progress_counts_steps_across_epochs_and_resumptions(steps_per_execution
     assert history.history["step"] == [13, 16]
     assert history.history["learning_rate"] == [0.25, 0.25]
     assert all(value > 0 for value in history.history["examples_per_second"])
+
+
+@pytest.mark.parametrize("steps_per_execution", [1, 2])
+def test_training_stops_after_the_steps_asked_for_within_the_last_epoch(steps_per_execution):
+    if steps_per_execution > 1 and keras.backend.backend() == "torch":
+        pytest.skip("Keras' torch backend runs one batch per call")
+    model = compiled_model(steps_per_execution=steps_per_execution)
+    callbacks = [StopAtStep(total_steps=8, steps_per_epoch=6), TrainingProgress(batch_size=2)]
+    history = fit(model, callbacks, epochs=3, steps_per_epoch=6)
+    assert history.history["step"] == [6, 8]
+    assert int(model.optimizer.iterations) == 8
 
 
 def test_progress_counts_a_pass_ending_in_a_short_batch_as_one_pass():
