@@ -284,6 +284,13 @@ class FineTuningRun:
         if num_examples == 0:
             raise ValueError(f"No training examples in {self.data_dir}.")
         self.replicas.check_batch_size(batch_size)
+        if self.replicas.num_replicas > 1:  # a pass's short last batch is dropped (below)
+            num_examples -= num_examples % batch_size
+            if num_examples == 0:
+                raise ValueError(
+                    f"No full batch of {batch_size} training examples in {self.data_dir}: "
+                    f"{self.replicas.num_replicas} replicas train on full batches only."
+                )
         epochs, steps_per_epoch, total_steps = fit_plan(
             num_examples,
             batch_size,

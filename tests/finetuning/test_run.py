@@ -249,6 +249,39 @@ def test_passes_are_cut_into_history_intervals_of_whole_compiled_calls(
     assert fit_plan(examples, batch_size, epochs, points, calls) == plan
 
 
+class _TwoReplicasOnOneDevice:
+    """A run's `DataParallel` that says it has two replicas and keeps each batch whole."""
+
+    num_replicas = 2
+
+    def __init__(self, replicas):
+        self.replicas = replicas
+
+    def __getattr__(self, name):
+        return getattr(self.replicas, name)
+
+    def local_share(self, dataset):
+        return dataset
+
+
+def test_replicas_train_the_passes_asked_for_on_their_full_batches(checkpoint, tmp_path):
+    data = tmp_path / "five"
+    data.mkdir()
+    texts = ["good", "bad", "good good", "bad fine", "fine"]
+    (data / "train.tsv").write_text(
+        "text\tlabel\n" + "".join(f"{text}\t{index % 2}\n" for index, text in enumerate(texts))
+    )
+    run = ClassificationRun("csv", str(data), checkpoint, str(tmp_path / "out"), max_seq_length=8)
+    run.replicas = _TwoReplicasOnOneDevice(run.replicas)
+
+    history = run.train(batch_size=2, learning_rate=1e-3, num_epochs=2, verbose=0)
+
+    # Two full batches a pass (the fifth text's batch is dropped): 4 steps, not 6.
+    assert history["step"] == [1, 2, 3, 4]
+    assert history["epoch"] == [0.5, 1.0, 1.5, 2.0]
+    assert int(run.model.optimizer.iterations) == 4
+
+
 def test_length_buckets_train_as_plain_batches_when_every_text_shares_one(
     checkpoint, sentiment_data, tmp_path
 ):
