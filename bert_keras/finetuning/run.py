@@ -284,13 +284,15 @@ class FineTuningRun:
         if num_examples == 0:
             raise ValueError(f"No training examples in {self.data_dir}.")
         self.replicas.check_batch_size(batch_size)
-        if self.replicas.num_replicas > 1:  # a pass's short last batch is dropped (below)
-            num_examples -= num_examples % batch_size
+        if self.replicas.num_replicas > 1:  # each replica takes an equal share of every batch
+            num_examples -= num_examples % batch_size  # a pass's short last batch is dropped
             if num_examples == 0:
                 raise ValueError(
                     f"No full batch of {batch_size} training examples in {self.data_dir}: "
                     f"{self.replicas.num_replicas} replicas train on full batches only."
                 )
+            dataset = dataset.filter(lambda *batch: _batch_size(batch) == batch_size)
+            dataset = self.replicas.local_share(dataset)
         epochs, steps_per_epoch, total_steps = fit_plan(
             num_examples,
             batch_size,
@@ -298,9 +300,6 @@ class FineTuningRun:
             history_points_per_epoch,
             self.execution.steps_per_execution,
         )
-        if self.replicas.num_replicas > 1:  # each replica takes an equal share of every batch
-            dataset = dataset.filter(lambda *batch: _batch_size(batch) == batch_size)
-            dataset = self.replicas.local_share(dataset)
         callbacks = [
             StopAtStep(total_steps, steps_per_epoch),
             TrainingProgress(
