@@ -69,8 +69,9 @@ $(VENV_STAMP): $(REQUIREMENTS) $(LOCK) $(NO_DEPS)
 
 # Prints "backend: N passed, N failed, N skipped" for each backend from pytest's JUnit XML reports
 # (argv: report folder, then the backends), then the same line summed over all backends, then the
-# slowest tests, which CI's time limit is spent on.
+# slowest tests, which CI's time limit is spent on; every test's seconds go to build/test-seconds.tsv.
 define JUNIT_SUMMARY_PY
+import os
 import sys
 import xml.etree.ElementTree as ET
 
@@ -99,6 +100,9 @@ print(f"all: {total[0]} passed, {total[1]} failed, {total[2]} skipped")
 print("slowest tests:")
 for seconds, backend, name in sorted(cases, reverse=True)[:15]:
     print(f"{seconds:7.1f} s  {backend:<10} {name}")
+os.makedirs("build", exist_ok=True)
+with open("build/test-seconds.tsv", "w") as file:
+    file.writelines(f"{s:.2f}\t{b}\t{n}\n" for s, b, n in sorted(cases, reverse=True))
 endef
 export JUNIT_SUMMARY_PY
 

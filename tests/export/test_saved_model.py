@@ -129,8 +129,11 @@ def test_a_classifier_export_answers_as_the_keras_model_does(classifier, vocabul
         np.testing.assert_allclose(served["serve_ids"]["logits"], logits, atol=1e-5, err_msg=path)
         assert served["classify"]["classes"] == [LABELS] * len(MANY_TEXTS)
         np.testing.assert_allclose(served["classify"]["scores"], probabilities, atol=1e-5)
-    empty = serve(served_directory, {"serving_default": {"text": []}})
-    for path in ("eager", "session"):  # an empty batch gets empty answers (JSON drops shapes)
+
+
+def test_an_empty_batch_gets_empty_answers(classifier_export):
+    empty = serve(classifier_export, {"serving_default": {"text": []}})
+    for path in ("eager", "session"):  # JSON drops the shapes
         assert empty[path]["serving_default"]["probabilities"] == []
         assert empty[path]["serving_default"]["label"] == []
 

@@ -136,7 +136,7 @@ def test_two_processes_of_the_program_train_as_one_does(tmp_path):
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
-            env={**os.environ, "XLA_FLAGS": "", **environment},
+            env={**os.environ, **environment},
         )
 
     with socket.socket() as free:

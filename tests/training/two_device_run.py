@@ -21,7 +21,8 @@ import sys
 
 def make_cpu_devices(backend, count):
     if backend == "jax":
-        os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={count}"
+        flags = os.environ.get("XLA_FLAGS", "")  # the suite's compiler options stay
+        os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={count}"
     elif backend == "tensorflow":
         import tensorflow as tf
 
