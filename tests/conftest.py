@@ -8,8 +8,10 @@ runs under all three. What it does not change runs under one suite only:
   a test among them that checks backend-specific behaviour is marked
   `every_backend` and runs everywhere;
 - a test marked `one_backend`.
-They run under torch's suite, which compiles no XLA and so has the most room,
-unless the mark names another (`@pytest.mark.one_backend("jax")`).
+They run under torch's suite unless the mark names another
+(`@pytest.mark.one_backend("jax")`): a long one goes where the suites'
+ends are evened out (`make test` prints each suite's time and the slowest
+tests, and writes every test's to build/test-seconds.tsv).
 
 Export tests (`tests/export/`) run under the TensorFlow suite: an export is
 traced on Keras' TensorFlow backend whatever backend the test runs (under jax
