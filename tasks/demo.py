@@ -259,10 +259,7 @@ def derive_task(corpus, directory, num_examples, seed=0):
 
 def _fine_tune(files):
     """Step 5: the real MiniLM checkpoint fine-tuned on SST-2 (or the derived task), scored on dev."""
-    import keras
-
     from bert_keras.finetuning.classification import ClassificationRun
-    from bert_keras.training.execution import Execution
 
     data = _CLASSIFICATION_DATA.value or (
         SHARED_SST2 if os.path.isfile(os.path.join(SHARED_SST2, "train.tsv")) else None
@@ -272,12 +269,7 @@ def _fine_tune(files):
         data = derive_task(_corpus_path(files), files.derived_task, _FINE_TUNING_EXAMPLES.value)
         task = "the derived task (reversed sentences)"
     checkpoint = _INIT_CHECKPOINT.value or minilm_checkpoint()
-    # On TensorFlow, XLA compiles each batch width anew, which costs a run this short more than
-    # it saves (tasks.classify logs that first-epoch excess); jax compiles fast enough.
-    execution = Execution(jit_compile=keras.backend.backend() != "tensorflow")
-    run = ClassificationRun(
-        "SST-2", data, checkpoint, files.fine_tuning, max_seq_length=64, execution=execution
-    )
+    run = ClassificationRun("SST-2", data, checkpoint, files.fine_tuning, max_seq_length=64)
     run.train(
         batch_size=32,
         learning_rate=1e-4,

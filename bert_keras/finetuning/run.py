@@ -112,7 +112,7 @@ class FineTuningRun:
         """Batch widths are rounded up to a multiple of this (see `batch_by_length`).
 
         `PAD_TO_MULTIPLE_OF` where XLA compiles a program per width; a step
-        without XLA (torch, `--nojit_compile`) takes every width as it
+        without XLA (torch, TensorFlow on CPUs, `--nojit_compile`) takes every width as it
         comes, so its batches are exactly as long as their longest example,
         or a multiple of 8 in mixed precision, the tensor cores' tile.
 
@@ -123,10 +123,10 @@ class FineTuningRun:
         >>> _ = open(vocab, "w").write("\\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]))
         >>> BertBackbone(5, 1, 2, 8, 16).save_to_preset(checkpoint, vocabulary_file=vocab)
         >>> run = FineTuningRun(tempfile.mkdtemp(), checkpoint, tempfile.mkdtemp())
-        >>> run.pad_to_multiple_of == (1 if keras.backend.backend() == "torch" else 16)
+        >>> run.pad_to_multiple_of == (16 if keras.backend.backend() == "jax" else 1)
         True
         """
-        return self._width_multiple(compiled_per_shape=self._jit_compile)
+        return self._width_multiple(compiled_per_shape=self.jit_compile)
 
     def _width_multiple(self, compiled_per_shape):
         if compiled_per_shape:
@@ -134,9 +134,31 @@ class FineTuningRun:
         return 1 if self.execution.mixed_precision == "none" else 8
 
     @property
-    def _jit_compile(self):
-        """Whether XLA compiles this run's steps, one program per input shape."""
-        return self.replicas.jit_compile(self.execution.jit_compile)
+    def jit_compile(self):
+        """Whether XLA compiles this run's steps, one program per batch width.
+
+        `Execution.jit_compile` when it is set; by default XLA where it pays:
+        on jax, and on TensorFlow where a GPU or TPU runs the steps. On
+        TensorFlow on CPUs, XLA compiles each batch width anew and slower
+        than jax does, which costs a fine-tuning run more than XLA's faster
+        steps give back; without it, TensorFlow traces one graph for every
+        width (the README's Fine-tuning section has the measurements).
+
+        Example:
+        >>> import tempfile
+        >>> checkpoint = tempfile.mkdtemp() + "/tiny"
+        >>> vocab = tempfile.mkdtemp() + "/vocab.txt"
+        >>> _ = open(vocab, "w").write("\\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]))
+        >>> BertBackbone(5, 1, 2, 8, 16).save_to_preset(checkpoint, vocabulary_file=vocab)
+        >>> FineTuningRun(tempfile.mkdtemp(), checkpoint, tempfile.mkdtemp()).jit_compile == (
+        ...     keras.backend.backend() == "jax"
+        ... )
+        True
+        """
+        requested = self.execution.jit_compile
+        if requested is None:
+            requested = keras.backend.backend() != "tensorflow" or _tensorflow_has_accelerator()
+        return self.replicas.jit_compile(requested)
 
     @property
     def prediction_batching(self):
@@ -148,7 +170,7 @@ class FineTuningRun:
         torch eagerly: their batches are as long as their longest example
         (a multiple of 8 in mixed precision).
         """
-        compiled_per_shape = self._jit_compile and not self._scores_in_one_graph
+        compiled_per_shape = self.jit_compile and not self._scores_in_one_graph
         return {
             "pad_to_multiple_of": self._width_multiple(compiled_per_shape),
             "full_batches": compiled_per_shape,
@@ -320,7 +342,7 @@ class FineTuningRun:
                     global_clipnorm=self.replicas.clipnorm(GLOBAL_CLIPNORM),
                 ),
                 steps_per_execution=self.execution.steps_per_execution,
-                jit_compile=self._jit_compile,
+                jit_compile=self.jit_compile,
             )
             history = model.fit(
                 dataset.repeat(),
@@ -466,3 +488,8 @@ def _one_graph_step(model):
         return keras.tree.map_structure(lambda tensor: tensor.numpy(), steps[key](batch))
 
     return predict
+
+
+def _tensorflow_has_accelerator():
+    """Whether TensorFlow sees a GPU or a TPU."""
+    return any(tf.config.list_logical_devices(kind) for kind in ("GPU", "TPU"))

@@ -29,7 +29,8 @@ class Execution:
             dtype policy is `MIXED_PRECISION_POLICIES[mixed_precision]`;
             variables stay float32 and float16 adds loss scaling.
         jit_compile: XLA-compile the training step where XLA can run it
-            (`DataParallel.jit_compile`).
+            (`DataParallel.jit_compile`); None: where it pays, which the
+            run decides (`FineTuningRun.jit_compile`; pretraining always).
         steps_per_execution: batches per compiled call (1 on torch).
         mesh_shape: (batch, model) device counts of "model_parallel", or
             None for (1, every device).
@@ -45,7 +46,7 @@ class Execution:
 
     distribution: str = "none"
     mixed_precision: str = "none"
-    jit_compile: bool = True
+    jit_compile: bool | None = None
     steps_per_execution: int = 1
     mesh_shape: tuple = None
 
@@ -142,9 +143,10 @@ steps_per_execution=1, mesh_shape=None)
         ),
         jit_compile=flags.DEFINE_bool(
             "jit_compile",
-            True,
+            None,
             "XLA-compile the training step (jax, tensorflow; Keras' torch backend runs eagerly "
-            "either way).",
+            "either way). Unset: where it pays; fine-tuning on TensorFlow without a GPU or TPU "
+            "runs its steps without XLA, which would compile each batch width anew.",
             **common,
         ),
         steps_per_execution=flags.DEFINE_integer(

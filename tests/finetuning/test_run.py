@@ -74,6 +74,27 @@ def test_classification_export_loads_with_its_label_names(checkpoint, sentiment_
 
 
 @pytest.mark.every_backend
+def test_xla_compiles_by_default_only_where_it_pays_and_when_asked(
+    checkpoint, sentiment_data, tmp_path
+):
+    backend = keras.backend.backend()
+    run, _, _ = _trained(sentiment_data, checkpoint, tmp_path / "default", Execution())
+    # No GPU here: TensorFlow's steps run without XLA, in batches as long as their texts.
+    expected = (True, 16) if backend == "jax" else (False, 1)
+    assert (run.model.jit_compile, run.pad_to_multiple_of) == expected
+
+    def asked(jit_compile):
+        execution = Execution(jit_compile=jit_compile)
+        run = FineTuningRun(
+            sentiment_data, checkpoint, str(tmp_path / "asked"), execution=execution
+        )
+        return run.jit_compile, run.pad_to_multiple_of
+
+    assert asked(True) == ((False, 1) if backend == "torch" else (True, 16))
+    assert asked(False) == (False, 1)
+
+
+@pytest.mark.every_backend
 def test_scoring_batches_texts_by_length_and_writes_each_score_in_file_order(checkpoint, tmp_path):
     texts = ["good bad fine is paris good", "fine", "bad fine", "good", "paris is good", "bad"]
     rows = "".join(f"{text}\t{index / 2}\n" for index, text in enumerate(texts))
@@ -104,7 +125,11 @@ def test_batch_widths_are_rounded_where_the_step_is_compiled(checkpoint, tmp_pat
     mixed = Execution(mixed_precision="bfloat16", jit_compile=False)
     runs = [
         FineTuningRun(data, checkpoint, str(tmp_path / name), execution=execution)
-        for name, execution in (("compiled", Execution()), ("eager", eager), ("mixed", mixed))
+        for name, execution in (
+            ("compiled", Execution(jit_compile=True)),
+            ("eager", eager),
+            ("mixed", mixed),
+        )
     ]
     widths = [run.batching for run in runs]
     compiles = keras.backend.backend() != "torch"  # torch runs eagerly
