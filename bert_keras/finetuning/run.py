@@ -123,7 +123,9 @@ class FineTuningRun:
         >>> _ = open(vocab, "w").write("\\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]))
         >>> BertBackbone(5, 1, 2, 8, 16).save_to_preset(checkpoint, vocabulary_file=vocab)
         >>> run = FineTuningRun(tempfile.mkdtemp(), checkpoint, tempfile.mkdtemp())
-        >>> run.pad_to_multiple_of == (16 if keras.backend.backend() == "jax" else 1)
+        >>> run.pad_to_multiple_of == (16 if run.jit_compile else 1)
+        True
+        >>> run.jit_compile == (keras.backend.backend() == "jax")  # on CPUs
         True
         """
         return self._width_multiple(compiled_per_shape=self.jit_compile)
@@ -143,17 +145,7 @@ class FineTuningRun:
         than jax does, which costs a fine-tuning run more than XLA's faster
         steps give back; without it, TensorFlow traces one graph for every
         width (the README's Fine-tuning section has the measurements).
-
-        Example:
-        >>> import tempfile
-        >>> checkpoint = tempfile.mkdtemp() + "/tiny"
-        >>> vocab = tempfile.mkdtemp() + "/vocab.txt"
-        >>> _ = open(vocab, "w").write("\\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]))
-        >>> BertBackbone(5, 1, 2, 8, 16).save_to_preset(checkpoint, vocabulary_file=vocab)
-        >>> FineTuningRun(tempfile.mkdtemp(), checkpoint, tempfile.mkdtemp()).jit_compile == (
-        ...     keras.backend.backend() == "jax"
-        ... )
-        True
+        `pad_to_multiple_of`'s example shows both.
         """
         requested = self.execution.jit_compile
         if requested is None:
