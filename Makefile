@@ -98,11 +98,12 @@ for backend in backends:
     ]
 print(f"all: {total[0]} passed, {total[1]} failed, {total[2]} skipped")
 print("slowest tests:")
-for seconds, backend, name in sorted(cases, reverse=True)[:15]:
+cases.sort(reverse=True)
+for seconds, backend, name in cases[:15]:
     print(f"{seconds:7.1f} s  {backend:<10} {name}")
 os.makedirs("build", exist_ok=True)
 with open("build/test-seconds.tsv", "w") as file:
-    file.writelines(f"{s:.2f}\t{b}\t{n}\n" for s, b, n in sorted(cases, reverse=True))
+    file.writelines(f"{s:.2f}\t{b}\t{n}\n" for s, b, n in cases)
 endef
 export JUNIT_SUMMARY_PY
 

@@ -23,7 +23,7 @@ def test_readme_starts_with_the_two_commands():
 
 
 @pytest.mark.large
-@pytest.mark.one_backend("jax")  # the suite with the most room: it ends first
+@pytest.mark.one_backend("jax")  # evens out the suites' ends (tests/conftest.py)
 def test_readme_python_examples_run():
     blocks = _python_blocks()
     assert blocks

@@ -8,6 +8,7 @@ builds its run from `run_arguments` and hands it to `run_steps`.
 """
 
 import contextlib
+import functools
 import json
 import math
 import os
@@ -135,7 +136,7 @@ class FineTuningRun:
             return PAD_TO_MULTIPLE_OF
         return 1 if self.execution.mixed_precision == "none" else 8
 
-    @property
+    @functools.cached_property
     def jit_compile(self):
         """Whether XLA compiles this run's steps, one program per batch width.
 
