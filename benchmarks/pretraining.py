@@ -20,7 +20,9 @@ steps, and none of the state copying Keras does around each
 `train_on_batch`. The three are timed in interleaved rounds (two timings
 of each per round, the second timed) so background load hits them alike,
 and the median per step is kept. `--dropout` and `--attention_dropout`
-change the rates (BERT's 0.1) for ablations.
+change the rates (BERT's 0.1) for ablations; on torch, `--jit_compile`
+times both Keras models' steps under `torch.compile` (transformers' loop
+stays eager, as its users run it).
 Device placement is the backends' own: the same command measures on a GPU
 where one is visible.
 
@@ -85,6 +87,12 @@ _ATTENTION_DROPOUT = flags.DEFINE_float(
     "attention_dropout",
     None,
     "bert_keras's and transformers' attention-probability dropout (default: --dropout's).",
+)
+_JIT_COMPILE = flags.DEFINE_bool(
+    "jit_compile",
+    None,
+    "Both Keras models' `jit_compile` (default: what `tasks.pretrain` runs, XLA on jax and "
+    "tensorflow, eager torch); on torch, --jit_compile is `torch.compile`.",
 )
 _PROFILE_STEPS = flags.DEFINE_integer(
     "profile_steps",
@@ -182,9 +190,11 @@ def _keras_policy():
 
 
 def _jit_compile():
-    """What `tasks.pretrain` compiles with (XLA on jax and tensorflow), for both Keras models."""
+    """--jit_compile, by default what `tasks.pretrain` compiles with, for both Keras models."""
     from bert_keras.training.data_parallel import DataParallel
 
+    if _JIT_COMPILE.value is not None:
+        return _JIT_COMPILE.value
     return DataParallel("none").jit_compile()
 
 
@@ -361,7 +371,7 @@ def main(argv):
         f"backend {keras.backend.backend()}, {_PRESET.value}, batch {common.BATCH_SIZE.value}, seq "
         f"{common.SEQUENCE_LENGTH.value}, {_PREDICTIONS.value} predictions, precision {_MIXED_PRECISION.value}, "
         f"median of {common.REPEATS.value} interleaved rounds of {_timing()}, "
-        f"{_dropout_text()}, {common.devices(keras.backend.backend())}; "
+        f"{_dropout_text()}, jit_compile {_jit_compile()}, {common.devices(keras.backend.backend())}; "
         f"{flops / 1e9:.2f} GFLOP per sequence"
     )
     done = _flops_done(config)

@@ -148,9 +148,11 @@ class DataParallel:
 
         That is jax, and tensorflow on one device: Keras turns XLA off under a
         `tf.distribute` strategy, and forced on there it fails to reach the
-        other replicas' variables (tensorflow.org/xla/known_issues). Keras'
-        torch backend runs eagerly: torch.compile does not run these models
-        through Keras 3.
+        other replicas' variables (tensorflow.org/xla/known_issues). On torch
+        the steps run eagerly: Keras' `jit_compile=True` there is
+        `torch.compile`, which `benchmarks.pretraining --jit_compile` times
+        but the programs leave off (its first step compiles for minutes on
+        CPUs, and it is unmeasured on GPUs so far).
 
         Example:
         >>> DataParallel("none").jit_compile() == (keras.backend.backend() != "torch")

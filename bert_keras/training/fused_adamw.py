@@ -16,8 +16,10 @@ class FusedAdamW(keras.optimizers.AdamW):
     `lr * sqrt(1 - beta_2^t) / (1 - beta_1^t) * m / (sqrt(v) + epsilon)`.
     Weight decay, the learning rate schedule, gradient accumulation, loss
     scaling and the slots are Keras' own, so checkpoints move between
-    backends. On jax and tensorflow, where XLA fuses the update anyway, this
-    is Keras' AdamW unchanged. Takes `keras.optimizers.AdamW`'s arguments.
+    backends. On jax and tensorflow, where XLA fuses the update anyway, and
+    in a step that `torch.compile` traces (`model.compile(jit_compile=True)`
+    on torch), where the compiler fuses it, this is Keras' AdamW unchanged.
+    Takes `keras.optimizers.AdamW`'s arguments.
 
     Example:
     >>> import numpy as np
@@ -28,13 +30,21 @@ class FusedAdamW(keras.optimizers.AdamW):
     [0.9, 0.9, 0.9]
     """
 
+    def build(self, var_list):
+        super().build(var_list)
+        for variable in var_list:
+            # Keras decides on first use, by a regular expression over the name, which
+            # `torch.compile` fails to trace under Python 3.12; decided here, a traced
+            # step reads the cached answer.
+            self._use_weight_decay(variable)
+
     def _clip_gradients(self, grads):
-        if not _on_torch() or self.clipnorm or self.clipvalue or not self.global_clipnorm:
+        if not _eager_torch() or self.clipnorm or self.clipvalue or not self.global_clipnorm:
             return super()._clip_gradients(grads)
         return _torch_clip_by_global_norm(grads, self.global_clipnorm)
 
     def _backend_update_step(self, grads, trainable_variables, learning_rate):
-        if not _on_torch() or self.amsgrad:
+        if not _eager_torch() or self.amsgrad:
             return super()._backend_update_step(grads, trainable_variables, learning_rate)
         return self._torch_fused_update(grads, trainable_variables, learning_rate)
 
@@ -66,8 +76,13 @@ class FusedAdamW(keras.optimizers.AdamW):
             )
 
 
-def _on_torch():
-    return keras.backend.backend() == "torch"
+def _eager_torch():
+    """On torch, outside `torch.compile`'s tracing: the fused kernel needs the step as a number."""
+    if keras.backend.backend() != "torch":
+        return False
+    import torch
+
+    return not torch.compiler.is_compiling()
 
 
 def _torch_clip_by_global_norm(grads, clip_norm):

@@ -1,3 +1,5 @@
+import re
+
 import keras
 import numpy as np
 import pytest
@@ -90,3 +92,39 @@ def test_serializes_with_its_settings():
     restored = keras.optimizers.deserialize(keras.optimizers.serialize(optimizer))
     assert type(restored) is FusedAdamW
     assert restored.get_config() == optimizer.get_config()
+
+
+@pytest.mark.skipif(keras.backend.backend() != "torch", reason="torch.compile is torch's")
+def test_a_torch_compiled_step_traces_once_and_updates_as_keras_adamw(monkeypatch):
+    """Under `model.compile(jit_compile=True)`, Keras wraps the step in `torch.compile`."""
+    import torch
+
+    graphs = []
+
+    def counting_backend(graph_module, example_inputs):
+        graphs.append(graph_module)
+        return graph_module.forward
+
+    rng = np.random.default_rng(3)
+    gradient_steps = [_gradients(rng, scale) for scale in (1e-3, 3.0, 1e-2, 10.0, 0.1, 1e-4)]
+    (fused, fused_weights), (reference, reference_weights) = _optimizers(global_clipnorm=1.0)
+    fused.build(fused_weights)  # as `fit` does before its first step
+    regular_expressions_in_steps = []
+    search = re.search
+    monkeypatch.setattr(
+        re, "search", lambda *args: regular_expressions_in_steps.append(args) or search(*args)
+    )
+    torch._dynamo.reset()
+    step = torch.compile(fused.apply, backend=counting_backend)
+    graphs_after = []
+    for gradients in gradient_steps:
+        step([ops.convert_to_tensor(g) for g in gradients], fused_weights)
+        graphs_after.append(len(graphs))
+    assert graphs_after[1] > 0
+    assert graphs_after[-1] == graphs_after[1]  # no step traced anew once warm
+    assert regular_expressions_in_steps == []  # which weights decay was decided in `build`
+    monkeypatch.undo()
+    ours = _state(fused, fused_weights)
+    theirs = _train(reference, reference_weights, gradient_steps)
+    for our_value, their_value in zip(ours, theirs):
+        np.testing.assert_allclose(our_value, their_value, rtol=1e-6, atol=1e-7)
