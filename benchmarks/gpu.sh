@@ -8,7 +8,8 @@
 #      (the fused attention kernel runs), without any dropout, on jax with XLA's Triton GEMM
 #      fusions off (cuBLAS for every matmul), and on jax with cuDNN inside XLA's CUDA graphs
 #      (attention dropout then leaves cuDNN's kernel); on jax first, whether the padding-masked
-#      attention compiles into cuDNN's fused kernel;
+#      attention compiles into cuDNN's fused kernel; on torch, the step under `torch.compile`
+#      (Keras' jit_compile=True), whose first steps compile for minutes;
 #   3. the backbone's forward pass and training step next to keras-hub's (`benchmarks.backbone`).
 #
 # For a machine with one NVIDIA GPU, no network, and a Python 3.12 that holds jax, torch and
@@ -22,7 +23,7 @@
 # the H100 SXM's and H200's); BATCH_SIZE (default 128); PRESET (default bert_base); REPEATS
 # (default 6); TIMED_STEPS, steps per timing (default 10); PROFILE_STEPS, timings profiled
 # (default 1; 0: none); BACKENDS (default "jax torch"); ABLATIONS (default "attention_dropout
-# dropout cublas cudnn_in_cuda_graphs"; empty: none); BACKBONE (default 1; 0 skips it);
+# dropout cublas cudnn_in_cuda_graphs torch_compile"; empty: none); BACKBONE (default 1; 0 skips it);
 # PART_SECONDS, each run's time limit (default 240); TOTAL_SECONDS, the whole script's
 # (default 540: a run gets what is left, and none starts on under 30 s); PYTHON (default
 # python3); WHEELS (default build/gpu-wheels). Tables go to $OUT when set, else to build/gpu/:
@@ -92,11 +93,12 @@ for backend in $backends; do
 done
 for backend in $backends; do
   text=$out/ablations_$backend.txt
-  for ablation in ${ABLATIONS-attention_dropout dropout cublas cudnn_in_cuda_graphs}; do
+  for ablation in ${ABLATIONS-attention_dropout dropout cublas cudnn_in_cuda_graphs torch_compile}; do
     case $backend/$ablation in
       torch/attention_dropout | torch/cublas) continue ;;  # torch's fused kernel drops itself
       */cublas) flags=() xla="$cudnn_outside --xla_gpu_enable_triton_gemm=false" ;;
-      torch/cudnn_in_cuda_graphs) continue ;;
+      torch/cudnn_in_cuda_graphs | jax/torch_compile) continue ;;
+      torch/torch_compile) flags=(--jit_compile) xla= ;;
       */cudnn_in_cuda_graphs) flags=() xla= ;;
       *) flags=("--$ablation=0") xla=$cudnn_outside ;;
     esac
