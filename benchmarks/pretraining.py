@@ -350,6 +350,7 @@ def _transformers_dropout():
 
 def main(argv):
     del argv
+    _check_predictions()
     import keras
 
     from bert_keras.models.presets import backbone_preset_config
@@ -415,6 +416,20 @@ def main(argv):
             if peer != "bert_keras"
         ]
     )
+
+
+def _check_predictions():
+    """Raises UsageError where the shortest random sequence has fewer maskable positions than asked.
+
+    A row holds half to all of `--sequence_length` tokens (`common.random_backbone_inputs`);
+    [CLS] and [SEP] are never masked.
+    """
+    maskable = common.SEQUENCE_LENGTH.value // 2 - 2
+    if _PREDICTIONS.value > maskable:
+        raise app.UsageError(
+            f"--predictions is {_PREDICTIONS.value}, but the shortest sequence of "
+            f"--sequence_length={common.SEQUENCE_LENGTH.value} has {maskable} positions to mask."
+        )
 
 
 def _timing():

@@ -1,0 +1,28 @@
+"""benchmarks.pretraining's command line."""
+
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
+
+
+def _run(*flags):
+    return subprocess.run(
+        [sys.executable, "-m", "benchmarks.pretraining", *flags],
+        cwd=REPOSITORY,
+        capture_output=True,
+        text=True,
+    )
+
+
+@pytest.mark.one_backend
+def test_more_predictions_than_the_shortest_sequence_holds_is_refused_by_flag():
+    completed = _run("--sequence_length=32", "--predictions=15")
+    assert completed.returncode == 1
+    assert (
+        "--predictions is 15, but the shortest sequence of --sequence_length=32 has 14 "
+        "positions to mask." in completed.stderr
+    )
