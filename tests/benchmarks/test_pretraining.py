@@ -1,21 +1,10 @@
 """benchmarks.pretraining's command line."""
 
-import pathlib
-import subprocess
-import sys
-
 import pytest
 
-REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
+from tests.programs import program
 
-
-def _run(*flags):
-    return subprocess.run(
-        [sys.executable, "-m", "benchmarks.pretraining", *flags],
-        cwd=REPOSITORY,
-        capture_output=True,
-        text=True,
-    )
+_run = program("benchmarks.pretraining")
 
 
 @pytest.mark.one_backend

@@ -4,8 +4,6 @@ import json
 import os
 import pathlib
 import random
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -20,8 +18,8 @@ from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.text.tokenizer import SPECIAL_TOKENS
 from bert_keras.text.tokenizer import BertTokenizer
 from tests.export import serve
+from tests.programs import program
 
-REPOSITORY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONTEXT = " ".join(f"t{index}" for index in range(30))
 QUESTION = "where is it?"
 DOC_OFFSET = 6  # [CLS] where is it ? [SEP]
@@ -230,14 +228,7 @@ def _tiny_checkpoint(tmp_path):
     return str(tmp_path / "checkpoint")
 
 
-def _run_program(*flags):
-    return subprocess.run(
-        [sys.executable, "-m", "tasks.squad", *flags],
-        cwd=REPOSITORY,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
-    )
+_run_program = program("tasks.squad")
 
 
 @pytest.mark.one_backend

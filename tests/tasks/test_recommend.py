@@ -6,25 +6,13 @@ import.
 """
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
+from tests.programs import program
 from tests.recommendation.synthetic_logs import write_cluster_walks
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def run_program(*arguments):
-    return subprocess.run(
-        [sys.executable, "-m", "tasks.recommend", *arguments],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
-    )
+run_program = program("tasks.recommend")
 
 
 @pytest.mark.large

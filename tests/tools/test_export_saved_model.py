@@ -1,31 +1,20 @@
 """tools.export_saved_model from the command line: versions, and clear errors."""
 
 import os
-import subprocess
-import sys
 
 import keras
 import pytest
 
 from bert_keras.models.bert_backbone import BertBackbone
 from tests.export import serve
+from tests.programs import program
 
 # The tool sets KERAS_BACKEND=tensorflow itself: the same run under every backend.
 pytestmark = pytest.mark.skipif(
     keras.backend.backend() != "tensorflow", reason="the tool always exports on tensorflow"
 )
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def _run(*flags):
-    return subprocess.run(
-        [sys.executable, "-m", "tools.export_saved_model", *flags],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
-    )
+_run = program("tools.export_saved_model")
 
 
 @pytest.mark.large
