@@ -19,6 +19,7 @@ from bert_keras.models.text_inputs import length_order
 from bert_keras.models.text_inputs import reordered
 from bert_keras.models.text_inputs import split_for_validation
 from bert_keras.models.text_inputs import text_dataset
+from bert_keras.training.optimizer_build import build_optimizer
 from bert_keras.training.optimizers import create_optimizer
 
 
@@ -211,7 +212,11 @@ class BertTask(keras.Model):
         shuffle=True,
         **kwargs,
     ):
-        """`keras.Model.fit`; with a preprocessor, `x` and `validation_data` may be text."""
+        """`keras.Model.fit`; with a preprocessor, `x` and `validation_data` may be text.
+
+        The optimizer is built before the first step (`build_optimizer`), so
+        that TensorFlow traces the training step once.
+        """
         if self._takes_as_text(x):
             if validation_split:
                 (x, y, sample_weight), validation_data = split_for_validation(
@@ -224,6 +229,7 @@ class BertTask(keras.Model):
         validation_data = self._validation_dataset(
             validation_data, kwargs.get("validation_batch_size") or batch_size
         )
+        build_optimizer(self)
         return super().fit(
             without_autotuning_thread(x),
             y,
