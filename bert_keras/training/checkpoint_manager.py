@@ -27,6 +27,7 @@ from absl import logging
 from bert_keras.atomic_files import PARTIAL_MARKER
 from bert_keras.atomic_files import atomic_file
 from bert_keras.atomic_files import write_text
+from bert_keras.training.optimizer_build import build_optimizer
 
 _NAME = re.compile(r"^ckpt-(\d{8})\.json$")
 
@@ -103,7 +104,7 @@ class CheckpointManager:
         Returns:
             The `SavedCheckpoint` written (None where `writes_files` is False).
         """
-        _build_optimizer(model)
+        build_optimizer(model)
         if not self.writes_files:
             with tempfile.TemporaryDirectory() as scratch:
                 model.save_weights(os.path.join(scratch, "scratch.weights.h5"))
@@ -143,17 +144,10 @@ class CheckpointManager:
         checkpoint = checkpoint or self.latest()
         if checkpoint is None:
             return None
-        _build_optimizer(model)
+        build_optimizer(model)
         model.load_weights(checkpoint.weights_path)
         logging.info("Restored %s (step %d).", checkpoint.weights_path, checkpoint.step)
         return checkpoint
-
-
-def _build_optimizer(model):
-    """Creates the optimizer's slots, so saved and loaded states have the same variables."""
-    optimizer = model.optimizer
-    if optimizer is not None and not optimizer.built:
-        optimizer.build(model.trainable_variables)
 
 
 def check_same(saved, current, what, source):

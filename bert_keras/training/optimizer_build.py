@@ -6,8 +6,11 @@ optimizer to the first training step, inside its `tf.function`. A
 without them, so the whole training step (forward, backward, the update
 of every weight) is traced twice, seconds each for a BERT model. Building
 the optimizer beforehand, as Keras itself does on jax and torch and under
-a TensorFlow strategy, leaves one trace and the same variables.
+a TensorFlow strategy, leaves one trace and the same variables. A
+checkpoint's optimizer state also needs them built before it loads.
 """
+
+import contextlib
 
 import keras
 
@@ -15,12 +18,12 @@ import keras
 def build_optimizer(model):
     """Creates the compiled optimizer's variables for `model`'s trainable weights, once.
 
-    A no-op where there is no optimizer, where it is built already, or under
-    a TensorFlow distribution strategy (Keras builds it there, in the
-    strategy's scope).
+    On TensorFlow they are created in the scope of the model's distribution
+    strategy, as Keras creates them there. A no-op where there is no
+    optimizer or it is built already.
 
     Args:
-        model: a built, compiled `keras.Model`.
+        model: a built `keras.Model`, compiled or not.
 
     Example:
     >>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
@@ -30,10 +33,13 @@ def build_optimizer(model):
     (True, True)
     """
     optimizer = getattr(model, "optimizer", None)
-    if optimizer is None or optimizer.built or _builds_in_a_strategy(model):
+    if optimizer is None or optimizer.built:
         return
-    optimizer.build(model.trainable_variables)
+    with _strategy_scope(model):
+        optimizer.build(model.trainable_variables)
 
 
-def _builds_in_a_strategy(model):
-    return keras.backend.backend() == "tensorflow" and model._distribute_strategy is not None
+def _strategy_scope(model):
+    if keras.backend.backend() == "tensorflow":
+        return model.distribute_strategy.scope()
+    return contextlib.nullcontext()

@@ -71,11 +71,13 @@ def test_build_optimizer_builds_once_and_skips_uncompiled_models():
 
 
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="tf.distribute")
-def test_under_a_tensorflow_strategy_keras_builds_the_optimizer_in_its_scope():
-    strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
+def test_under_a_tensorflow_strategy_the_slots_are_the_strategy_s_variables():
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
     with strategy.scope():
         model = _classifier()
-    build_optimizer(model)
-    assert not model.optimizer.built
+    build_optimizer(model)  # outside the scope, as `fit` calls it
+    slots = [variable.value for variable in model.optimizer.variables]
+    assert all(isinstance(slot, tf.distribute.DistributedValues) for slot in slots)
+    before = [np.array(weight) for weight in model.trainable_weights]
     model.fit(_two_width_batches(), verbose=0)
-    assert model.optimizer.built
+    assert not np.array_equal(before[0], np.array(model.trainable_weights[0]))
