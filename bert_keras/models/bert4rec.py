@@ -15,6 +15,7 @@ from bert_keras.models.bert_backbone import with_dtype_policy
 from bert_keras.models.presets import bert4rec_preset_config
 from bert_keras.models.sampled_softmax import log_uniform_candidates
 from bert_keras.models.sampled_softmax import sampled_softmax_loss
+from bert_keras.training.optimizer_build import build_optimizer
 
 INPUT_NAMES = ("item_ids", "masked_positions")
 # Logit of [PAD] and [MASK], which are never an answer; finite so that a
@@ -179,6 +180,11 @@ class Bert4Rec(keras.Model):
     def compile(self, optimizer="adam", loss=None, **kwargs):
         """Keras' compile, with `MaskedItemLoss` as the default loss."""
         super().compile(optimizer=optimizer, loss=loss or MaskedItemLoss(), **kwargs)
+
+    def fit(self, *args, **kwargs):
+        """Keras' fit, the optimizer built first so that TensorFlow traces the step once."""
+        build_optimizer(self)
+        return super().fit(*args, **kwargs)
 
     def recommend(self, histories, top_k=10, exclude_seen=True, batch_size=256):
         """The `top_k` items after each history, best first, with their scores.

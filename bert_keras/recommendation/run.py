@@ -34,7 +34,6 @@ from bert_keras.models.bert4rec import Bert4Rec
 from bert_keras.models.dataset_release import without_autotuning_thread
 from bert_keras.models.presets import bert4rec_preset_config
 from bert_keras.training.history_plots import write_history_plot
-from bert_keras.training.optimizer_build import build_optimizer
 from bert_keras.training.optimizers import create_optimizer
 
 MODEL_FILE = "model.keras"
@@ -173,7 +172,6 @@ class RecommendationRun:
                 EARLY_STOPPING_METRIC, mode="max", patience=patience, restore_best_weights=True
             ),
         ]
-        build_optimizer(self.model)
         history = self.model.fit(
             without_autotuning_thread(dataset),
             epochs=num_epochs,
