@@ -20,7 +20,7 @@ from absl import flags
 
 from benchmarks import common
 from benchmarks import measurements
-from bert_keras.training.host_memory import restart_with_huge_page_malloc
+from bert_keras.training.host_memory import restart_with_training_malloc
 
 BACKENDS = ("tensorflow", "jax", "torch")
 
@@ -154,5 +154,5 @@ def _measurement_rows(rows):
 
 
 if __name__ == "__main__":
-    restart_with_huge_page_malloc()
+    restart_with_training_malloc()
     app.run(main)

@@ -32,7 +32,7 @@ from absl import flags
 
 from benchmarks import common
 from benchmarks import measurements
-from bert_keras.training.host_memory import restart_with_huge_page_malloc
+from bert_keras.training.host_memory import restart_with_training_malloc
 
 PARTS = ("movielens", "speed", "recbole")
 _PARTS = flags.DEFINE_list("parts", ["movielens", "speed"], f"Parts to run, of {PARTS}.")
@@ -207,5 +207,5 @@ def _measurement_rows(results):
 
 
 if __name__ == "__main__":
-    restart_with_huge_page_malloc()
+    restart_with_training_malloc()
     app.run(main)

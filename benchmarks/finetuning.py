@@ -74,7 +74,7 @@ from benchmarks import squad_windows
 from benchmarks import sst2_finetuning
 from bert_keras.data.offline_text import docstring_corpus
 from bert_keras.data.offline_text import vocab_file
-from bert_keras.training.host_memory import restart_with_huge_page_malloc
+from bert_keras.training.host_memory import restart_with_training_malloc
 
 PARTS = ("squad", "squad_windows", "finetuning", "sst2")
 MAX_SEQ_LENGTH = 384
@@ -704,5 +704,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    restart_with_huge_page_malloc()
+    restart_with_training_malloc()
     app.run(main)

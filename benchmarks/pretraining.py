@@ -62,7 +62,7 @@ from absl import flags
 from benchmarks import common
 from benchmarks import measurements
 from benchmarks import step_profiles
-from bert_keras.training.host_memory import restart_with_huge_page_malloc
+from bert_keras.training.host_memory import restart_with_training_malloc
 
 _PRESET = flags.DEFINE_string("preset", "bert_small", "Backbone size.")
 # --sequence_length, --batch_size and --repeats are the shared flags of benchmarks.common.
@@ -466,5 +466,5 @@ def _print_profiles(steps, backend):
 
 
 if __name__ == "__main__":
-    restart_with_huge_page_malloc()
+    restart_with_training_malloc()
     app.run(main)

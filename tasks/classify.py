@@ -22,7 +22,7 @@ from absl import flags
 from bert_keras.finetuning.flags import check_flags
 from bert_keras.finetuning.flags import define_flags
 from bert_keras.finetuning.flags import run_steps
-from bert_keras.training.host_memory import restart_with_huge_page_malloc
+from bert_keras.training.host_memory import restart_with_training_malloc
 
 _TASK_NAME = flags.DEFINE_string("task_name", None, "GLUE task (e.g. SST-2, MNLI) or 'csv'.")
 _FLAGS = define_flags()
@@ -37,5 +37,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    restart_with_huge_page_malloc()
+    restart_with_training_malloc()
     app.run(main)

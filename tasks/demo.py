@@ -40,7 +40,7 @@ import time
 from absl import app
 from absl import flags
 
-from bert_keras.training.host_memory import restart_with_huge_page_malloc
+from bert_keras.training.host_memory import restart_with_training_malloc
 from bert_keras.training.output_lock import OutputLockedError
 from bert_keras.training.output_lock import output_lock
 
@@ -418,5 +418,5 @@ def _run_steps(files):
 
 
 if __name__ == "__main__":
-    restart_with_huge_page_malloc()
+    restart_with_training_malloc()
     app.run(main)

@@ -20,7 +20,7 @@ from absl import app
 from bert_keras.finetuning.flags import check_flags
 from bert_keras.finetuning.flags import define_flags
 from bert_keras.finetuning.flags import run_steps
-from bert_keras.training.host_memory import restart_with_huge_page_malloc
+from bert_keras.training.host_memory import restart_with_training_malloc
 
 _FLAGS = define_flags(learning_rate=2e-5)
 
@@ -34,5 +34,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    restart_with_huge_page_malloc()
+    restart_with_training_malloc()
     app.run(main)

@@ -22,7 +22,7 @@ from absl import app
 from absl import flags
 
 from bert_keras.training.execution import define_execution_flags
-from bert_keras.training.host_memory import restart_with_huge_page_malloc
+from bert_keras.training.host_memory import restart_with_training_malloc
 from bert_keras.training.output_lock import OutputLockedError
 from bert_keras.training.output_lock import output_lock
 
@@ -115,5 +115,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    restart_with_huge_page_malloc()
+    restart_with_training_malloc()
     app.run(main)

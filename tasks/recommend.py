@@ -20,7 +20,7 @@ from absl import app
 from absl import flags
 
 from bert_keras.data.interactions import INPUT_FORMATS
-from bert_keras.training.host_memory import restart_with_huge_page_malloc
+from bert_keras.training.host_memory import restart_with_training_malloc
 from bert_keras.training.output_lock import OutputLockedError
 from bert_keras.training.output_lock import output_lock
 
@@ -134,5 +134,5 @@ def _run_steps(run_class):
 
 
 if __name__ == "__main__":
-    restart_with_huge_page_malloc()
+    restart_with_training_malloc()
     app.run(main)

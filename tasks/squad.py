@@ -22,7 +22,7 @@ from absl import flags
 from bert_keras.finetuning.flags import define_bucket_by_length_flag
 from bert_keras.finetuning.flags import define_freeze_backbone_flag
 from bert_keras.training.execution import define_execution_flags
-from bert_keras.training.host_memory import restart_with_huge_page_malloc
+from bert_keras.training.host_memory import restart_with_training_malloc
 from bert_keras.training.output_lock import OutputLockedError
 from bert_keras.training.output_lock import output_lock
 
@@ -135,5 +135,5 @@ def _check_flags():
 
 
 if __name__ == "__main__":
-    restart_with_huge_page_malloc()
+    restart_with_training_malloc()
     app.run(main)
