@@ -37,6 +37,9 @@ TRAINING_TUNABLES = {
     "glibc.malloc.hugetlb": "1",
 }
 _TRANSPARENT_HUGE_PAGES = "/sys/kernel/mm/transparent_hugepage/enabled"
+# Set in the restarted process: a glibc that drops tunables it does not know
+# from GLIBC_TUNABLES (hugetlb before glibc 2.35) restarts it no further.
+_RESTARTED = "BERT_KERAS_MALLOC_RESTARTED"
 
 
 def environment_with_training_malloc(environment):
@@ -67,7 +70,7 @@ def restart_with_training_malloc():
     """Replaces this process by itself with `TRAINING_TUNABLES`, if they are not all set yet.
 
     Nothing happens off Linux (no `/sys/kernel/mm`, whose huge pages tell a
-    Linux kernel).
+    Linux kernel), nor in a process that this function started.
 
     The same interpreter, options and arguments (`sys.orig_argv`) run again
     in the same process (`os.execve`: same PID, so signals and a parent's
@@ -81,7 +84,10 @@ def restart_with_training_malloc():
             app.run(main)
     """
     environment = environment_with_training_malloc(os.environ)
-    if environment is not None and os.path.exists(_TRANSPARENT_HUGE_PAGES):
+    if environment is None or _RESTARTED in os.environ:
+        return
+    if os.path.exists(_TRANSPARENT_HUGE_PAGES):
         sys.stdout.flush()
         sys.stderr.flush()
+        environment = {**environment, _RESTARTED: "1"}
         os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], environment)

@@ -41,8 +41,13 @@ print(json.dumps({"pid": os.getpid(), "argv": sys.argv[1:], "faults": faults,
 SMALL_PAGES = 256 * 2**20 // 4096
 
 
-def _run(tunables, restart=True):
-    environment = {key: value for key, value in os.environ.items() if key != "GLIBC_TUNABLES"}
+def _run(tunables, restart=True, **extra_environment):
+    environment = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("GLIBC_TUNABLES", host_memory._RESTARTED)
+    }
+    environment.update(extra_environment)
     if tunables is not None:
         environment["GLIBC_TUNABLES"] = tunables
     lines = subprocess.run(
@@ -89,6 +94,10 @@ def test_a_program_restarts_in_place_once_with_the_tunables_added():
 
     starts, kept = _run(tunables=ALL_TUNABLES.replace("hugetlb=1", "hugetlb=0"))
     assert len(starts) == 1 and kept["tunables"].endswith("glibc.malloc.hugetlb=0")
+
+    # Restarted once already, as where glibc drops a tunable it does not know: no second restart.
+    starts, _ = _run(tunables="glibc.malloc.arena_max=4", **{host_memory._RESTARTED: "1"})
+    assert len(starts) == 1
 
 
 @linux_only
