@@ -69,8 +69,8 @@ def environment_with_training_malloc(environment):
 def restart_with_training_malloc():
     """Replaces this process by itself with `TRAINING_TUNABLES`, if they are not all set yet.
 
-    Nothing happens off Linux (no `/sys/kernel/mm`, whose huge pages tell a
-    Linux kernel), nor in a process that this function started.
+    Nothing happens off Linux (where `/sys/kernel/mm/transparent_hugepage`
+    is missing), nor in a process that this function started.
 
     The same interpreter, options and arguments (`sys.orig_argv`) run again
     in the same process (`os.execve`: same PID, so signals and a parent's
@@ -84,10 +84,14 @@ def restart_with_training_malloc():
             app.run(main)
     """
     environment = environment_with_training_malloc(os.environ)
-    if environment is None or _RESTARTED in os.environ:
+    if (
+        environment is None
+        or _RESTARTED in os.environ
+        or not os.path.exists(_TRANSPARENT_HUGE_PAGES)
+    ):
         return
-    if os.path.exists(_TRANSPARENT_HUGE_PAGES):
-        sys.stdout.flush()
-        sys.stderr.flush()
-        environment = {**environment, _RESTARTED: "1"}
-        os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], environment)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(
+        sys.executable, [sys.executable, *sys.orig_argv[1:]], {**environment, _RESTARTED: "1"}
+    )
