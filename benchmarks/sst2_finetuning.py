@@ -21,7 +21,9 @@ difference is what compiling and the first pass cost), the seconds its
 scoring of the dev set took (reading, tokenising, predicting, compiling
 the prediction step where a backend compiles), dev accuracy, and the
 ratio to transformers. `--sst2_bucket_by_length` adds a run per backend
-with `--bucket_by_length`.
+with `--bucket_by_length`; `--sst2_max_batch_widths=N` gives every
+bert_keras run `--max_batch_widths=N` (it bounds the widths XLA compiles,
+on jax here; the other backends take each batch at its longest sentence).
 
     python -m benchmarks.finetuning --parts=sst2
 """
@@ -56,6 +58,12 @@ _SEED = flags.DEFINE_integer(
 )
 _BUCKET_BY_LENGTH = flags.DEFINE_boolean(
     "sst2_bucket_by_length", False, "Also run tasks.classify --bucket_by_length per backend."
+)
+_MAX_BATCH_WIDTHS = flags.DEFINE_integer(
+    "sst2_max_batch_widths",
+    None,
+    "tasks.classify --max_batch_widths for every bert_keras run; default: every multiple of 16.",
+    lower_bound=1,
 )
 _SEQUENCE_LENGTH = 128
 _BATCH_SIZE = 32
@@ -99,7 +107,8 @@ def measure(checkpoint):
         f"SST-2: {_TRAIN_EXAMPLES.value} train sentences, {_EPOCHS.value} epochs, batch "
         f"{_BATCH_SIZE}, max length {_SEQUENCE_LENGTH}, lr {_LEARNING_RATE.value}, seed "
         f"{_SEED.value}; 872 dev "
-        f"sentences; {os.cpu_count()} CPU cores"
+        f"sentences; {os.cpu_count()} CPU cores; max batch widths "
+        f"{_MAX_BATCH_WIDTHS.value or 'every multiple of 16'}"
     )
     header = (
         f"{'program':<26} {'seconds':>8} {'epoch 1 s':>10} {'later epochs s':>15} "
@@ -159,6 +168,7 @@ def _classify_command(checkpoint, output_dir, bucket_by_length):
         f"--learning_rate={_LEARNING_RATE.value}",
         f"--seed={_SEED.value}",
         f"--bucket_by_length={bucket_by_length}",
+        *([f"--max_batch_widths={_MAX_BATCH_WIDTHS.value}"] if _MAX_BATCH_WIDTHS.value else []),
     ]
 
 

@@ -21,6 +21,7 @@ from absl import flags
 
 from bert_keras.finetuning.flags import define_bucket_by_length_flag
 from bert_keras.finetuning.flags import define_freeze_backbone_flag
+from bert_keras.finetuning.flags import define_max_batch_widths_flag
 from bert_keras.training.execution import define_execution_flags
 from bert_keras.training.host_memory import restart_with_training_malloc
 from bert_keras.training.output_lock import OutputLockedError
@@ -50,6 +51,7 @@ _NULL_SCORE_DIFF_THRESHOLD = flags.DEFINE_float(
 )
 _SEED = flags.DEFINE_integer("seed", 12345, "Random seed.")
 _BUCKET_BY_LENGTH = define_bucket_by_length_flag()
+_MAX_BATCH_WIDTHS = define_max_batch_widths_flag()
 _FREEZE_BACKBONE = define_freeze_backbone_flag()
 _EXECUTION = define_execution_flags()
 
@@ -72,6 +74,7 @@ def main(argv):
                 seed=_SEED.value,
                 execution=_EXECUTION.execution(),
                 bucket_by_length=_BUCKET_BY_LENGTH.value,
+                max_batch_widths=_MAX_BATCH_WIDTHS.value,
                 freeze_backbone=_FREEZE_BACKBONE.value,
             )
         except (OutputLockedError, ValueError) as error:

@@ -10,7 +10,9 @@ of them. Padding is masked, so the model's outputs and losses are the
 padded-to-the-maximum ones. With `bucket=True`, examples of one rounded
 length are also batched together (tf.data's `bucket_by_sequence_length`),
 so a shuffled stream's batches carry almost no padding at all.
-`trimmed_batch` does the same to batches already padded to the sequence
+`max_widths` caps the widths at a few chosen from the data's own lengths
+(`fewest_padding_widths`), where each new width costs a compile that the
+steps at it would not pay back. `trimmed_batch` does the same to batches already padded to the sequence
 length (pretraining records).
 """
 
@@ -31,6 +33,7 @@ def batch_by_length(
     drop_remainder=False,
     bucket=False,
     bucket_width=None,
+    max_widths=None,
 ):
     """Batches `dataset`, each batch as long as its longest example (rounded up).
 
@@ -57,6 +60,13 @@ def batch_by_length(
             batches follows it too, as each batch leaves when it is full.
         bucket_width: lengths per bucket (default `pad_to_multiple_of`):
             bucket k holds the lengths (k-1)*bucket_width+1 ... k*bucket_width.
+        max_widths: at most this many batch widths, the multiples of
+            `pad_to_multiple_of` that pad least (`fewest_padding_widths`)
+            the examples (with `bucket`) or the batches of one pass in the
+            stream's order (counted in one pass over `dataset`). Each batch
+            is as wide as the narrowest width that holds it, and buckets
+            (replacing `bucket_width`) hold the lengths between two widths.
+            None: every multiple.
 
     Returns:
         A batched `tf.data.Dataset` of the same structure.
@@ -85,6 +95,9 @@ def batch_by_length(
     >>> [(labels.numpy().tolist(), batch["token_ids"].shape[1]) for batch, labels in
     ...  batch_by_length(six, batch_size=2, pad_to_multiple_of=1, bucket=True, bucket_width=2)]
     [([0, 2], 2), ([1, 3], 4), ([4, 5], 3)]
+    >>> [(labels.numpy().tolist(), batch["token_ids"].shape[1]) for batch, labels in
+    ...  batch_by_length(six, batch_size=2, pad_to_multiple_of=1, bucket=True, max_widths=2)]
+    [([0, 2], 2), ([1, 3], 4), ([4, 5], 4)]
     """
     features_spec = _features_spec(dataset.element_spec)
     sequence_length = features_spec["padding_mask"].shape[-1]
@@ -94,6 +107,12 @@ def batch_by_length(
             f"of shape {features_spec['padding_mask'].shape}."
         )
     per_token = token_labels_fill is not None
+    widths = None
+    if max_widths is not None:
+        lengths = _dataset_lengths(dataset)
+        if not bucket:  # a batch is as long as its longest example
+            lengths = _longest_per_batch(lengths, batch_size)
+        widths = fewest_padding_widths(lengths, max_widths, pad_to_multiple_of, sequence_length)
 
     def trimmed(*element):
         features, *rest = element
@@ -112,6 +131,8 @@ def batch_by_length(
     def widened(*batch):
         width = tf.shape(batch[0]["padding_mask"])[-1]
         target = tf.minimum(-(-width // pad_to_multiple_of) * pad_to_multiple_of, sequence_length)
+        if widths is not None:
+            target = tf.gather(widths, tf.searchsorted(widths, [width]))[0]
         return _padded_to(
             batch if len(batch) > 1 else batch[0], target, per_token, token_labels_fill
         )
@@ -122,6 +143,8 @@ def batch_by_length(
         # Bucket k holds the lengths (k-1)*w+1 ... k*w; 0 and 1..w share one.
         width = bucket_width or pad_to_multiple_of
         boundaries = list(range(width + 1, sequence_length + 1, width))
+        if widths is not None:
+            boundaries = [int(width) + 1 for width in widths[:-1]]
         dataset = dataset.bucket_by_sequence_length(
             lambda *element: tf.shape(element[0]["padding_mask"])[-1],
             boundaries,
@@ -171,6 +194,24 @@ def trimmed_batch(features, pad_to_multiple_of=PAD_TO_MULTIPLE_OF):
         name: tensor[..., :width] if name in PACKED_FEATURES else tensor
         for name, tensor in features.items()
     }
+
+
+def _dataset_lengths(dataset):
+    """Each example's tokens, `[examples]`, in one pass over an unbatched packed `dataset`."""
+
+    def length(*element):
+        mask = tf.reshape(
+            element[0]["padding_mask"], [-1, tf.shape(element[0]["padding_mask"])[-1]]
+        )
+        return tf.reduce_max(tf.reduce_sum(mask, axis=-1))
+
+    counted = dataset.map(length, num_parallel_calls=tf.data.AUTOTUNE).batch(4096)
+    return np.concatenate([batch.numpy() for batch in counted])
+
+
+def _longest_per_batch(lengths, batch_size):
+    """The longest of each run of `batch_size` consecutive `lengths`."""
+    return np.maximum.reduceat(lengths, np.arange(0, len(lengths), batch_size))
 
 
 def _features_spec(element_spec):
@@ -234,6 +275,7 @@ def predict_by_length(
     fill=0.0,
     pad_to_multiple_of=PAD_TO_MULTIPLE_OF,
     full_batches=False,
+    max_widths=None,
 ):
     """Predictions for packed examples, batched shortest first, in the examples' order.
 
@@ -257,6 +299,9 @@ def predict_by_length(
             of its last example (`whole_batches`), whose outputs are dropped:
             where each input shape compiles a program (XLA), the last batch
             then needs none of its own.
+        max_widths: at most this many batch widths, those that pad these
+            batches least (`fewest_padding_widths`); each batch is as wide
+            as the narrowest that holds it. None: every multiple.
 
     Returns:
         The predictions of all examples: an array or a dict of arrays.
@@ -277,12 +322,14 @@ def predict_by_length(
     lengths = example_lengths(features["padding_mask"])
     order = np.argsort(lengths, kind="stable")
     filled = whole_batches(order, batch_size) if full_batches else order
+    widths = _candidate_widths(lengths.max(), pad_to_multiple_of, sequence_length)
+    if max_widths is not None:
+        longest = _longest_per_batch(lengths[filled], batch_size)
+        widths = fewest_padding_widths(longest, max_widths, pad_to_multiple_of, sequence_length)
     batches = []
     for start in range(0, len(filled), batch_size):
         rows = filled[start : start + batch_size]
-        width = min(
-            -(-int(lengths[rows].max()) // pad_to_multiple_of) * pad_to_multiple_of, sequence_length
-        )
+        width = int(widths[np.searchsorted(widths, lengths[rows].max())])
         outputs = predict_batch(
             {name: array[rows, ..., :width] for name, array in features.items()}
         )
@@ -292,6 +339,93 @@ def predict_by_length(
             )
         batches.append(outputs)
     return _tree_map(lambda *arrays: in_input_order(np.concatenate(arrays), order), *batches)
+
+
+def fewest_padding_widths(
+    lengths, max_widths, pad_to_multiple_of=PAD_TO_MULTIPLE_OF, sequence_length=None
+):
+    """The at most `max_widths` batch widths that pad sequences of `lengths` least.
+
+    Candidates are the multiples of `pad_to_multiple_of` (and
+    `sequence_length`, the widest) up to the longest sequence's; a sequence
+    (an example in a bucket, or a batch's longest) takes the narrowest
+    chosen width that holds it. Of all choices that hold every sequence,
+    the one with the fewest tokens in all (found exactly, by dynamic
+    programming over the candidates). Where each width compiles a program
+    (XLA), this bounds the compiles of a run whose rare lengths would
+    otherwise each add one for a few batches.
+
+    Args:
+        lengths: each sequence's tokens, `[sequences]`.
+        max_widths: how many widths at most, >= 1.
+        pad_to_multiple_of: widths are multiples of it (or `sequence_length`).
+        sequence_length: the widest a batch may be; None: no limit.
+
+    Returns:
+        The widths, ascending: an int32 array whose last element holds the
+        longest sequence.
+
+    Raises:
+        ValueError: `max_widths` < 1, no lengths, or lengths beyond
+            `sequence_length`.
+
+    Example:
+    >>> lengths = [3] * 50 + [20] * 30 + [40] * 5 + [50]
+    >>> fewest_padding_widths(lengths, max_widths=3).tolist()  # 40 and 50 share 64
+    [16, 32, 64]
+    >>> fewest_padding_widths(lengths, max_widths=4).tolist()
+    [16, 32, 48, 64]
+    >>> fewest_padding_widths(lengths, max_widths=1, sequence_length=60).tolist()
+    [60]
+    """
+    lengths = np.asarray(lengths, np.int64).reshape(-1)
+    if max_widths < 1 or not len(lengths):
+        raise ValueError(
+            f"fewest_padding_widths needs max_widths >= 1 and some lengths, got "
+            f"max_widths={max_widths} and {len(lengths)} lengths."
+        )
+    if sequence_length is not None and lengths.max() > sequence_length:
+        raise ValueError(
+            f"A sequence of {lengths.max()} tokens is longer than sequence_length "
+            f"{sequence_length}."
+        )
+    candidates = _candidate_widths(lengths.max(), pad_to_multiple_of, sequence_length)
+    counts = np.bincount(np.searchsorted(candidates, lengths), minlength=len(candidates))
+    return candidates[_least_padding_choice(candidates, counts, max_widths)]
+
+
+def _candidate_widths(longest, pad_to_multiple_of, sequence_length):
+    """Multiples of `pad_to_multiple_of` up to `longest`'s, capped at `sequence_length`."""
+    widest = -(-int(longest) // pad_to_multiple_of) * pad_to_multiple_of
+    widths = np.arange(pad_to_multiple_of, widest + 1, pad_to_multiple_of)
+    if sequence_length is not None:
+        widths = np.unique(np.minimum(widths, sequence_length))
+    return widths.astype(np.int32)
+
+
+def _least_padding_choice(widths, counts, max_widths):
+    """Indices of at most `max_widths` of `widths`, the last included, holding `counts` in fewest tokens.
+
+    `tokens[k][j]`: the fewest tokens of the examples up to candidate j,
+    with k+1 chosen widths, the widest being j.
+    """
+    size = len(widths)
+    prefix = np.concatenate([[0], np.cumsum(counts)])
+    tokens = np.full((max_widths, size), np.inf)
+    previous = np.full((max_widths, size), -1)
+    tokens[0] = widths * prefix[1:]
+    for k in range(1, max_widths):
+        for j in range(size):
+            for i in range(j):  # i: the next narrower chosen width
+                cost = tokens[k - 1][i] + widths[j] * (prefix[j + 1] - prefix[i + 1])
+                if cost < tokens[k][j]:
+                    tokens[k][j], previous[k][j] = cost, i
+    k, j = int(np.argmin(tokens[:, -1])), size - 1
+    chosen = []
+    while j >= 0:
+        chosen.append(j)
+        j, k = previous[k][j], k - 1
+    return np.array(chosen[::-1])
 
 
 def whole_batches(order, batch_size):

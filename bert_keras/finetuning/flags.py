@@ -40,6 +40,7 @@ class FineTuningFlags:
     train_limit: flags.FlagHolder
     seed: flags.FlagHolder
     bucket_by_length: flags.FlagHolder
+    max_batch_widths: flags.FlagHolder
     freeze_backbone: flags.FlagHolder
     execution: ExecutionFlags
 
@@ -52,6 +53,7 @@ class FineTuningFlags:
             "max_seq_length": self.max_seq_length.value,
             "seed": self.seed.value,
             "bucket_by_length": self.bucket_by_length.value,
+            "max_batch_widths": self.max_batch_widths.value,
             "freeze_backbone": self.freeze_backbone.value,
             "execution": self.execution.execution(),
         }
@@ -104,6 +106,7 @@ def define_flags(flag_values=flags.FLAGS, learning_rate=5e-5, max_seq_length=128
         ),
         seed=define("integer", "seed", 12345, "Random seed."),
         bucket_by_length=define_bucket_by_length_flag(flag_values),
+        max_batch_widths=define_max_batch_widths_flag(flag_values),
         freeze_backbone=define_freeze_backbone_flag(flag_values),
         execution=define_execution_flags(flag_values),
     )
@@ -125,6 +128,28 @@ def define_bucket_by_length_flag(flag_values=flags.FLAGS):
         False,
         "Train on batches of texts of one length bucket (multiples of 16 tokens): less "
         "padding; the buckets' leftovers make a pass's last, mixed batches.",
+        flag_values=flag_values,
+    )
+
+
+def define_max_batch_widths_flag(flag_values=flags.FLAGS):
+    """Defines --max_batch_widths (see `FineTuningRun`'s `max_batch_widths`).
+
+    Example:
+    >>> from absl import flags
+    >>> flag_values = flags.FlagValues()
+    >>> max_batch_widths = define_max_batch_widths_flag(flag_values)
+    >>> _ = flag_values(["program", "--max_batch_widths=3"])
+    >>> max_batch_widths.value
+    3
+    """
+    return flags.DEFINE_integer(
+        "max_batch_widths",
+        None,
+        "Where XLA compiles a program per batch width (jax; TensorFlow with --jit_compile): "
+        "at most this many widths, the multiples of 16 that pad the data's texts least. "
+        "Fewer compiles for more padding; pays on short runs. Default: every multiple of 16.",
+        lower_bound=1,
         flag_values=flag_values,
     )
 

@@ -64,6 +64,13 @@ class FineTuningRun:
         bucket_by_length: train on batches of texts of one rounded length
             (see `batch_by_length`'s `bucket`): less padding; the
             buckets' leftovers make a pass's last, mixed batches.
+        max_batch_widths: where XLA compiles a program per batch width
+            (`jit_compile`), at most this many widths, those that pad the
+            data's texts least (`batch_by_length`'s `max_widths`), in
+            training and scoring alike: fewer compiles for more padding,
+            which pays on runs of few steps. None: every multiple of
+            `PAD_TO_MULTIPLE_OF`. Runs without XLA take each batch at its
+            longest text whatever it is.
         freeze_backbone: keep the backbone's weights as the checkpoint has
             them (non-trainable) and train only the task's head.
 
@@ -89,6 +96,7 @@ class FineTuningRun:
         seed=0,
         execution=None,
         bucket_by_length=False,
+        max_batch_widths=None,
         freeze_backbone=False,
     ):
         self.execution = execution or Execution()
@@ -102,6 +110,7 @@ class FineTuningRun:
         self.max_seq_length = max_seq_length
         self.seed = seed
         self.bucket_by_length = bucket_by_length
+        self.max_batch_widths = max_batch_widths
         self.freeze_backbone = freeze_backbone
         os.makedirs(output_dir, exist_ok=True)
         self.checkpoint = read_checkpoint(init_checkpoint)
@@ -167,6 +176,7 @@ class FineTuningRun:
         return {
             "pad_to_multiple_of": self._width_multiple(compiled_per_shape),
             "full_batches": compiled_per_shape,
+            "max_widths": self.max_batch_widths if compiled_per_shape else None,
         }
 
     @property
@@ -227,6 +237,7 @@ class FineTuningRun:
             "pad_to_multiple_of": self.pad_to_multiple_of,
             "bucket": self.bucket_by_length,
             "bucket_width": PAD_TO_MULTIPLE_OF,
+            "max_widths": self.max_batch_widths if self.jit_compile else None,
         }
 
     def build_model(self, build_task, head_name, output_layer="logits"):

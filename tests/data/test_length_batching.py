@@ -1,11 +1,14 @@
 """Batches as long as their longest example: bounded shapes, and the same numbers as full padding."""
 
+import itertools
+
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from bert_keras.data.length_batching import batch_by_length
+from bert_keras.data.length_batching import fewest_padding_widths
 from bert_keras.data.length_batching import predict_by_length
 from bert_keras.models.bert_classifier import BertClassifier
 from bert_keras.models.bert_token_classifier import IGNORED_LABEL
@@ -103,6 +106,9 @@ def test_multiple_choice_examples_are_trimmed_to_their_longest_choice():
     dataset = tf.data.Dataset.from_tensor_slices(features)
     shapes = [batch["token_ids"].shape for batch in batch_by_length(dataset, 1, 4)]
     assert shapes == [(1, 2, 8), (1, 2, 12)]
+    # One width for both: the longest choice of all (9 tokens), rounded up.
+    one_width = [batch["token_ids"].shape for batch in batch_by_length(dataset, 1, 4, max_widths=1)]
+    assert one_width == [(1, 2, 12), (1, 2, 12)]
 
 
 def test_features_without_a_padding_mask_are_refused():
@@ -202,3 +208,81 @@ def test_a_filled_last_batch_gives_the_same_predictions_and_one_batch_size():
     sizes.clear()
     predict_by_length(predict_batch, features, batch_size=20, full_batches=True)
     assert sizes == [12]  # no batch was full: nothing to match
+
+
+def _brute_force_tokens(lengths, max_widths, multiple, sequence_length):
+    """The fewest tokens of any choice of at most `max_widths` candidate widths holding every length."""
+    widest = min(-(-max(lengths) // multiple) * multiple, sequence_length)
+    candidates = sorted({min(w, sequence_length) for w in range(multiple, widest + 1, multiple)})
+    best = None
+    for size in range(1, max_widths + 1):
+        for chosen in itertools.combinations(candidates[:-1], size - 1):
+            widths = np.array([*chosen, candidates[-1]])
+            tokens = widths[np.searchsorted(widths, lengths)].sum()
+            best = tokens if best is None else min(best, tokens)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_fewest_padding_widths_pad_no_more_than_any_other_choice(seed):
+    rng = np.random.default_rng(seed)
+    sequence_length = int(rng.choice([50, 64, 128]))
+    lengths = np.minimum(rng.geometric(1 / 14, 300) + 2, sequence_length)
+    max_widths = int(rng.integers(1, 5))
+    widths = fewest_padding_widths(lengths, max_widths, 8, sequence_length)
+    assert 1 <= len(widths) <= max_widths and list(widths) == sorted(set(widths.tolist()))
+    assert widths[-1] >= lengths.max() and widths[-1] <= sequence_length
+    assert all(width % 8 == 0 or width == sequence_length for width in widths)
+    tokens = widths[np.searchsorted(widths, lengths)].sum()
+    assert tokens == _brute_force_tokens(lengths, max_widths, 8, sequence_length)
+
+
+def test_fewest_padding_widths_refuse_what_they_cannot_hold():
+    with pytest.raises(
+        ValueError, match="A sequence of 40 tokens is longer than sequence_length 32"
+    ):
+        fewest_padding_widths([5, 40], 2, sequence_length=32)
+    with pytest.raises(ValueError, match="max_widths >= 1"):
+        fewest_padding_widths([5], 0)
+
+
+# Buckets: the widths pad the examples least; plain batches (here in order): their longest.
+@pytest.mark.parametrize("bucket", [False, True])
+def test_max_widths_bound_the_batch_widths_and_keep_every_token(bucket):
+    lengths = np.random.default_rng(3).integers(1, SEQUENCE_LENGTH + 1, 96)
+    features = _packed_examples(lengths)
+    dataset = tf.data.Dataset.from_tensor_slices((features, np.arange(96)))
+    if bucket:
+        dataset = dataset.shuffle(96, seed=0, reshuffle_each_iteration=True)
+        padded = lengths
+    else:
+        padded = lengths.reshape(-1, 8).max(axis=1)
+    widths = fewest_padding_widths(padded, 2, 4, SEQUENCE_LENGTH)
+    assert len(widths) == 2
+    batches = list(batch_by_length(dataset, 8, 4, bucket=bucket, max_widths=2))
+    for batch, labels in batches:
+        width = batch["token_ids"].shape[1]
+        assert width == widths[np.searchsorted(widths, lengths[labels.numpy()].max())]
+        for row, index in zip(batch["token_ids"].numpy(), labels.numpy()):
+            np.testing.assert_array_equal(row, features["token_ids"][index, :width])
+    indices = np.concatenate([labels.numpy() for _, labels in batches])
+    assert sorted(indices.tolist()) == list(range(96))
+
+
+def test_predictions_with_max_widths_are_the_same_at_fewer_widths():
+    features = _packed_examples()
+    widths = set()
+
+    def predict_batch(batch):
+        widths.add(batch["token_ids"].shape[1])
+        return batch["token_ids"].sum(axis=1)
+
+    plain = predict_by_length(predict_batch, features, batch_size=2, pad_to_multiple_of=4)
+    assert len(widths) > 2
+    widths.clear()
+    fewer = predict_by_length(
+        predict_batch, features, batch_size=2, pad_to_multiple_of=4, max_widths=2
+    )
+    longest_per_batch = np.sort(LENGTHS).reshape(-1, 2).max(axis=1)  # batches shortest first
+    assert widths == set(fewest_padding_widths(longest_per_batch, 2, 4, SEQUENCE_LENGTH).tolist())
+    np.testing.assert_array_equal(fewer, plain)

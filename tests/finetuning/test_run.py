@@ -124,7 +124,9 @@ def test_batch_widths_are_rounded_where_the_step_is_compiled(checkpoint, tmp_pat
     eager = Execution(mixed_precision="none", jit_compile=False)
     mixed = Execution(mixed_precision="bfloat16", jit_compile=False)
     runs = [
-        FineTuningRun(data, checkpoint, str(tmp_path / name), execution=execution)
+        FineTuningRun(
+            data, checkpoint, str(tmp_path / name), execution=execution, max_batch_widths=3
+        )
         for name, execution in (
             ("compiled", Execution(jit_compile=True)),
             ("eager", eager),
@@ -135,6 +137,8 @@ def test_batch_widths_are_rounded_where_the_step_is_compiled(checkpoint, tmp_pat
     compiles = keras.backend.backend() != "torch"  # torch runs eagerly
     assert [batching["pad_to_multiple_of"] for batching in widths] == [16 if compiles else 1, 1, 8]
     assert {batching["bucket_width"] for batching in widths} == {16}
+    # A bound on the widths where each compiles a program; none where the step takes any.
+    assert [batching["max_widths"] for batching in widths] == [3 if compiles else None, None, None]
     prediction = [run.prediction_batching for run in runs]
     # TensorFlow scores in one graph for every width (no XLA), jax compiles each.
     compiles_each_width = keras.backend.backend() == "jax"
@@ -147,6 +151,11 @@ def test_batch_widths_are_rounded_where_the_step_is_compiled(checkpoint, tmp_pat
         compiles_each_width,
         False,
         False,
+    ]
+    assert [options["max_widths"] for options in prediction] == [
+        3 if compiles_each_width else None,
+        None,
+        None,
     ]
 
 
