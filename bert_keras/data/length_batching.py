@@ -12,8 +12,8 @@ length are also batched together (tf.data's `bucket_by_sequence_length`),
 so a shuffled stream's batches carry almost no padding at all.
 `max_widths` caps the widths at a few chosen from the data's own lengths
 (`fewest_padding_widths`), where each new width costs a compile that the
-steps at it would not pay back. `trimmed_batch` does the same to batches already padded to the sequence
-length (pretraining records).
+steps at it would not pay back. `trimmed_batch` does the same to batches
+already padded to the sequence length (pretraining records).
 """
 
 import numpy as np
@@ -107,7 +107,7 @@ def batch_by_length(
             f"of shape {features_spec['padding_mask'].shape}."
         )
     per_token = token_labels_fill is not None
-    widths = None
+    widths = _candidate_widths(sequence_length, pad_to_multiple_of, sequence_length)
     if max_widths is not None:
         lengths = _dataset_lengths(dataset)
         if not bucket:  # a batch is as long as its longest example
@@ -116,7 +116,7 @@ def batch_by_length(
 
     def trimmed(*element):
         features, *rest = element
-        length = tf.reduce_max(tf.reduce_sum(features["padding_mask"], axis=-1))
+        length = _example_length(features)
 
         def trim(tensor):
             return tensor[..., :length]
@@ -130,9 +130,7 @@ def batch_by_length(
 
     def widened(*batch):
         width = tf.shape(batch[0]["padding_mask"])[-1]
-        target = tf.minimum(-(-width // pad_to_multiple_of) * pad_to_multiple_of, sequence_length)
-        if widths is not None:
-            target = tf.gather(widths, tf.searchsorted(widths, [width]))[0]
+        target = tf.gather(widths, tf.searchsorted(widths, [width]))[0]
         return _padded_to(
             batch if len(batch) > 1 else batch[0], target, per_token, token_labels_fill
         )
@@ -143,7 +141,7 @@ def batch_by_length(
         # Bucket k holds the lengths (k-1)*w+1 ... k*w; 0 and 1..w share one.
         width = bucket_width or pad_to_multiple_of
         boundaries = list(range(width + 1, sequence_length + 1, width))
-        if widths is not None:
+        if max_widths is not None:
             boundaries = [int(width) + 1 for width in widths[:-1]]
         dataset = dataset.bucket_by_sequence_length(
             lambda *element: tf.shape(element[0]["padding_mask"])[-1],
@@ -196,16 +194,16 @@ def trimmed_batch(features, pad_to_multiple_of=PAD_TO_MULTIPLE_OF):
     }
 
 
+def _example_length(features):
+    """An unbatched packed example's tokens (of several sequences, its longest's)."""
+    return tf.reduce_max(tf.reduce_sum(features["padding_mask"], axis=-1))
+
+
 def _dataset_lengths(dataset):
     """Each example's tokens, `[examples]`, in one pass over an unbatched packed `dataset`."""
-
-    def length(*element):
-        mask = tf.reshape(
-            element[0]["padding_mask"], [-1, tf.shape(element[0]["padding_mask"])[-1]]
-        )
-        return tf.reduce_max(tf.reduce_sum(mask, axis=-1))
-
-    counted = dataset.map(length, num_parallel_calls=tf.data.AUTOTUNE).batch(4096)
+    counted = dataset.map(
+        lambda *element: _example_length(element[0]), num_parallel_calls=tf.data.AUTOTUNE
+    ).batch(4096)
     return np.concatenate([batch.numpy() for batch in counted])
 
 
@@ -404,7 +402,7 @@ def _candidate_widths(longest, pad_to_multiple_of, sequence_length):
 
 
 def _least_padding_choice(widths, counts, max_widths):
-    """Indices of at most `max_widths` of `widths`, the last included, holding `counts` in fewest tokens.
+    """Indices of at most `max_widths` of `widths`, the last among them, padding `counts` least.
 
     `tokens[k][j]`: the fewest tokens of the examples up to candidate j,
     with k+1 chosen widths, the widest being j.
