@@ -9,6 +9,7 @@ line; a label outside the task's label set too.
 
 import csv
 import dataclasses
+import itertools
 import os
 import sys
 
@@ -142,11 +143,11 @@ def _read_rows(path, task, label_names, limit):
     if not os.path.exists(path):
         raise FileNotFoundError(f"No such file: {path}")
     with open(path, encoding="utf-8", newline="") as file:
-        rows = list(csv.reader(file, delimiter="\t", quotechar=None))
-    first_line = 1
-    if task.header:
-        rows, first_line = rows[1:], 2
-    return _parse_rows(rows, path, task, label_names, limit, first_line)
+        reader = csv.reader(file, delimiter="\t", quotechar=None)
+        if task.header:
+            next(reader, None)
+        rows = list(itertools.islice(reader, limit))  # a limit reads no further
+    return _parse_rows(rows, path, task, label_names, limit, first_line=2 if task.header else 1)
 
 
 def _parse_rows(rows, path, task, label_names, limit, first_line):

@@ -56,6 +56,13 @@ def test_malformed_line_names_file_and_line(tmp_path):
         read_glue("SST-2", str(tmp_path), "dev")
 
 
+def test_a_limit_reads_the_first_rows_and_no_further(tmp_path):
+    path = _write(tmp_path, "train.tsv", "sentence\tlabel\ngood\t1\nbad\t0\nno label here\n")
+    assert read_glue("SST-2", str(tmp_path), "train", limit=2).texts_a == ["good", "bad"]
+    with pytest.raises(ValueError, match=f"{path}:4: expected at least 2"):
+        read_glue("SST-2", str(tmp_path), "train", limit=3)
+
+
 def test_label_outside_the_label_set(tmp_path):
     path = _write(tmp_path, "dev.tsv", "sentence\tlabel\ngood\t7\n")
     with pytest.raises(ValueError, match=f"{path}:2: label '7' is not one of \\['0', '1'\\]"):
