@@ -24,6 +24,9 @@ ratio to transformers. `--sst2_bucket_by_length` adds a run per backend
 with `--bucket_by_length`; `--sst2_max_batch_widths=N` gives every
 bert_keras run `--max_batch_widths=N` (it bounds the widths XLA compiles,
 on jax here; the other backends take each batch at its longest sentence).
+`--sst2_jax_compilation_cache` gives each jax run a `JAX_COMPILATION_CACHE_DIR`
+of its own and then runs it again, its compiled programs read from there
+(a "warm cache" row): what a rerun with other seeds costs.
 
     python -m benchmarks.finetuning --parts=sst2
 """
@@ -36,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import typing
 
 from absl import flags
 
@@ -64,6 +68,11 @@ _MAX_BATCH_WIDTHS = flags.DEFINE_integer(
     None,
     "tasks.classify --max_batch_widths for every bert_keras run; default: every multiple of 16.",
     lower_bound=1,
+)
+_JAX_COMPILATION_CACHE = flags.DEFINE_boolean(
+    "sst2_jax_compilation_cache",
+    False,
+    "Give each jax run a fresh JAX_COMPILATION_CACHE_DIR, then run it again with the cache warm.",
 )
 _SEQUENCE_LENGTH = 128
 _BATCH_SIZE = 32
@@ -94,15 +103,18 @@ def measure(checkpoint):
             ],
             os.path.join(work_dir, "transformers.json"),
         )
-        for backend in _BACKENDS.value:
-            for bucketed in (False, True) if _BUCKET_BY_LENGTH.value else (False,):
-                name = f"bert_keras {backend}" + (" buckets" if bucketed else "")
-                output_dir = os.path.join(work_dir, name.replace(" ", "_"))
-                rows[name] = _timed(
-                    _classify_command(checkpoint, output_dir, bucketed),
-                    os.path.join(output_dir, "eval_results.json"),
-                    {"KERAS_BACKEND": backend},
-                )
+        runs = program_runs(_BACKENDS.value, _BUCKET_BY_LENGTH.value, _JAX_COMPILATION_CACHE.value)
+        for run in runs:
+            output_dir = os.path.join(work_dir, run.name.replace(" ", "_"))
+            environment = {"KERAS_BACKEND": run.backend}
+            if run.compilation_cache:
+                cache = os.path.join(work_dir, "jax_cache" + ("_buckets" if run.bucketed else ""))
+                environment["JAX_COMPILATION_CACHE_DIR"] = cache
+            rows[run.name] = _timed(
+                _classify_command(checkpoint, output_dir, run.bucketed),
+                os.path.join(output_dir, "eval_results.json"),
+                environment,
+            )
     print(
         f"SST-2: {_TRAIN_EXAMPLES.value} train sentences, {_EPOCHS.value} epochs, batch "
         f"{_BATCH_SIZE}, max length {_SEQUENCE_LENGTH}, lr {_LEARNING_RATE.value}, seed "
@@ -111,7 +123,7 @@ def measure(checkpoint):
         f"{_MAX_BATCH_WIDTHS.value or 'every multiple of 16'}"
     )
     header = (
-        f"{'program':<26} {'seconds':>8} {'epoch 1 s':>10} {'later epochs s':>15} "
+        f"{'program':<34} {'seconds':>8} {'epoch 1 s':>10} {'later epochs s':>15} "
         f"{'dev scoring s':>14} {'dev accuracy':>13} {'time / transformers':>20}"
     )
     print(header)
@@ -120,7 +132,7 @@ def measure(checkpoint):
     for name, row in rows.items():
         first, *later = row["epoch_seconds"]
         print(
-            f"{name:<26} {row['seconds']:>8.1f} {first:>10.1f} "
+            f"{name:<34} {row['seconds']:>8.1f} {first:>10.1f} "
             f"{statistics.median(later) if later else float('nan'):>15.1f} "
             f"{row['scoring_seconds']:>14.2f} {row['accuracy']:>13.4f} "
             f"{row['seconds'] / reference['seconds']:>20.2f}"
@@ -131,22 +143,73 @@ def measure(checkpoint):
     return [
         measurements.measurement(
             "sst2",
-            f"{measure}{' (buckets)' if name.endswith('buckets') else ''}",
-            row[key],
+            measure + run.variant,
+            rows[run.name][key],
             "transformers (torch)",
             reference[key],
-            backend=name.split()[1],
+            backend=run.backend,
             higher_is_better=key == "accuracy",
             settings=settings,
         )
-        for name, row in rows.items()
-        if name.startswith("bert_keras")
+        for run in runs
         for measure, key in (
             ("program seconds", "seconds"),
             ("dev scoring seconds", "scoring_seconds"),
             ("dev accuracy", "accuracy"),
         )
     ]
+
+
+class ProgramRun(typing.NamedTuple):
+    """One `tasks.classify` run of the benchmark.
+
+    `compilation_cache` is "written" for a jax run given an empty
+    `JAX_COMPILATION_CACHE_DIR` and "read" for the same program run again
+    with it; None without one.
+    """
+
+    backend: str
+    bucketed: bool
+    compilation_cache: str | None = None
+
+    @property
+    def name(self):
+        buckets = " buckets" if self.bucketed else ""
+        warm = " warm cache" if self.compilation_cache == "read" else ""
+        return f"bert_keras {self.backend}{buckets}{warm}"
+
+    @property
+    def variant(self):
+        """What the measurements' names add: " (buckets)", " (buckets, warm compile cache)"."""
+        parts = []
+        if self.bucketed:
+            parts.append("buckets")
+        if self.compilation_cache == "read":
+            parts.append("warm compile cache")
+        return f" ({', '.join(parts)})" if parts else ""
+
+
+def program_runs(backends, bucket_by_length, jax_compilation_cache):
+    """The bert_keras runs, in order: each backend, then with buckets, each jax run then warm.
+
+    Example:
+    >>> for run in program_runs(["jax", "torch"], True, jax_compilation_cache=True):
+    ...     print((run.name, run.compilation_cache, run.variant))
+    ('bert_keras jax', 'written', '')
+    ('bert_keras jax warm cache', 'read', ' (warm compile cache)')
+    ('bert_keras jax buckets', 'written', ' (buckets)')
+    ('bert_keras jax buckets warm cache', 'read', ' (buckets, warm compile cache)')
+    ('bert_keras torch', None, '')
+    ('bert_keras torch buckets', None, ' (buckets)')
+    """
+    runs = []
+    for backend in backends:
+        for bucketed in (False, True) if bucket_by_length else (False,):
+            if backend == "jax" and jax_compilation_cache:
+                runs += [ProgramRun(backend, bucketed, cache) for cache in ("written", "read")]
+            else:
+                runs.append(ProgramRun(backend, bucketed))
+    return runs
 
 
 def _classify_command(checkpoint, output_dir, bucket_by_length):
