@@ -107,8 +107,9 @@ def batch_by_length(
             f"of shape {features_spec['padding_mask'].shape}."
         )
     per_token = token_labels_fill is not None
-    widths = _candidate_widths(sequence_length, pad_to_multiple_of, sequence_length)
-    if max_widths is not None:
+    if max_widths is None:
+        widths = _candidate_widths(sequence_length, pad_to_multiple_of, sequence_length)
+    else:
         lengths = _dataset_lengths(dataset)
         if not bucket:  # a batch is as long as its longest example
             lengths = _longest_per_batch(lengths, batch_size)
@@ -138,10 +139,11 @@ def batch_by_length(
     padding_values = _padding_values(dataset.element_spec, per_token, token_labels_fill)
     dataset = dataset.map(trimmed, num_parallel_calls=tf.data.AUTOTUNE)
     if bucket:
-        # Bucket k holds the lengths (k-1)*w+1 ... k*w; 0 and 1..w share one.
-        width = bucket_width or pad_to_multiple_of
-        boundaries = list(range(width + 1, sequence_length + 1, width))
-        if max_widths is not None:
+        if max_widths is None:
+            # Bucket k holds the lengths (k-1)*w+1 ... k*w; 0 and 1..w share one.
+            width = bucket_width or pad_to_multiple_of
+            boundaries = list(range(width + 1, sequence_length + 1, width))
+        else:
             boundaries = [int(width) + 1 for width in widths[:-1]]
         dataset = dataset.bucket_by_sequence_length(
             lambda *element: tf.shape(element[0]["padding_mask"])[-1],
