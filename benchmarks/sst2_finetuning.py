@@ -66,7 +66,7 @@ _BUCKET_BY_LENGTH = flags.DEFINE_boolean(
 _MAX_BATCH_WIDTHS = flags.DEFINE_integer(
     "sst2_max_batch_widths",
     None,
-    "tasks.classify --max_batch_widths for every bert_keras run; default: every multiple of 16.",
+    "tasks.classify --max_batch_widths for every bert_keras run; default: the program's.",
     lower_bound=1,
 )
 _JAX_COMPILATION_CACHE = flags.DEFINE_boolean(
@@ -120,7 +120,7 @@ def measure(checkpoint):
         f"{_BATCH_SIZE}, max length {_SEQUENCE_LENGTH}, lr {_LEARNING_RATE.value}, seed "
         f"{_SEED.value}; 872 dev "
         f"sentences; {os.cpu_count()} CPU cores; max batch widths "
-        f"{_MAX_BATCH_WIDTHS.value or 'every multiple of 16'}"
+        f"{_MAX_BATCH_WIDTHS.value or 'those of the programs'}"
     )
     header = (
         f"{'program':<34} {'seconds':>8} {'epoch 1 s':>10} {'later epochs s':>15} "

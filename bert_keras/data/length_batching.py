@@ -11,8 +11,8 @@ padded-to-the-maximum ones. With `bucket=True`, examples of one rounded
 length are also batched together (tf.data's `bucket_by_sequence_length`),
 so a shuffled stream's batches carry almost no padding at all.
 `max_widths` caps the widths at a few chosen from the data's own lengths
-(`fewest_padding_widths`), where each new width costs a compile that the
-steps at it would not pay back. `trimmed_batch` does the same to batches
+(`fewest_padding_widths`); in prediction, `compile_tokens` keeps only the
+widths whose padding saved pays for their compile. `trimmed_batch` does the same to batches
 already padded to the sequence length (pretraining records).
 """
 
@@ -21,6 +21,9 @@ import tensorflow as tf
 
 # Widths of batches are multiples of this: 8 shapes for sequences of 128.
 PAD_TO_MULTIPLE_OF = 16
+# Where XLA compiles a program per batch width, the tokens whose prediction costs about as much
+# as compiling one (BERT on CPUs; on accelerators, compiling costs more tokens).
+COMPILE_TOKENS = 8192
 # The per-token features of packed examples; others (masked positions) keep their length.
 PACKED_FEATURES = ("token_ids", "segment_ids", "padding_mask")
 
@@ -276,6 +279,7 @@ def predict_by_length(
     pad_to_multiple_of=PAD_TO_MULTIPLE_OF,
     full_batches=False,
     max_widths=None,
+    compile_tokens=0,
 ):
     """Predictions for packed examples, batched shortest first, in the examples' order.
 
@@ -301,7 +305,10 @@ def predict_by_length(
             then needs none of its own.
         max_widths: at most this many batch widths, those that pad these
             batches least (`fewest_padding_widths`); each batch is as wide
-            as the narrowest that holds it. None: every multiple.
+            as the narrowest that holds it. None: every multiple, unless
+            `compile_tokens`.
+        compile_tokens: the tokens a width should save to earn its compile
+            (`fewest_padding_widths`); 0: widths cost nothing.
 
     Returns:
         The predictions of all examples: an array or a dict of arrays.
@@ -323,9 +330,11 @@ def predict_by_length(
     order = np.argsort(lengths, kind="stable")
     filled = whole_batches(order, batch_size) if full_batches else order
     widths = _candidate_widths(lengths.max(), pad_to_multiple_of, sequence_length)
-    if max_widths is not None:
+    if max_widths is not None or compile_tokens > 0:
         longest = _longest_per_batch(lengths[filled], batch_size)
-        widths = fewest_padding_widths(longest, max_widths, pad_to_multiple_of, sequence_length)
+        widths = fewest_padding_widths(
+            longest, max_widths, pad_to_multiple_of, sequence_length, compile_tokens / batch_size
+        )
     batches = []
     for start in range(0, len(filled), batch_size):
         rows = filled[start : start + batch_size]
@@ -342,24 +351,31 @@ def predict_by_length(
 
 
 def fewest_padding_widths(
-    lengths, max_widths, pad_to_multiple_of=PAD_TO_MULTIPLE_OF, sequence_length=None
+    lengths,
+    max_widths=None,
+    pad_to_multiple_of=PAD_TO_MULTIPLE_OF,
+    sequence_length=None,
+    compile_tokens=0,
 ):
-    """The at most `max_widths` batch widths that pad sequences of `lengths` least.
+    """The batch widths that pad sequences of `lengths` least, each width costing `compile_tokens`.
 
     Candidates are the multiples of `pad_to_multiple_of` (and
     `sequence_length`, the widest) up to the longest sequence's; a sequence
     (an example in a bucket, or a batch's longest) takes the narrowest
-    chosen width that holds it. Of all choices that hold every sequence,
-    the one with the fewest tokens in all (found exactly, by dynamic
-    programming over the candidates). Where each width compiles a program
-    (XLA), this bounds the compiles of a run whose rare lengths would
-    otherwise each add one for a few batches.
+    chosen width that holds it. Of all choices of at most `max_widths`
+    widths that hold every sequence, the one with the fewest tokens in all
+    plus `compile_tokens` per width (found exactly, by dynamic programming
+    over the candidates). Where each width compiles a program (XLA), this
+    spares the compiles that a run's rare lengths would otherwise each add
+    for a few batches.
 
     Args:
         lengths: each sequence's tokens, `[sequences]`.
-        max_widths: how many widths at most, >= 1.
+        max_widths: how many widths at most, >= 1; None: any number.
         pad_to_multiple_of: widths are multiples of it (or `sequence_length`).
         sequence_length: the widest a batch may be; None: no limit.
+        compile_tokens: what one more width costs, in tokens of `lengths`
+            (a compile's worth of computing); 0: padding alone decides.
 
     Returns:
         The widths, ascending: an int32 array whose last element holds the
@@ -373,13 +389,15 @@ def fewest_padding_widths(
     >>> lengths = [3] * 50 + [20] * 30 + [40] * 5 + [50]
     >>> fewest_padding_widths(lengths, max_widths=3).tolist()  # 40 and 50 share 64
     [16, 32, 64]
-    >>> fewest_padding_widths(lengths, max_widths=4).tolist()
+    >>> fewest_padding_widths(lengths).tolist()
     [16, 32, 48, 64]
+    >>> fewest_padding_widths(lengths, compile_tokens=100).tolist()  # 48 saves 5 * 16 tokens
+    [16, 32, 64]
     >>> fewest_padding_widths(lengths, max_widths=1, sequence_length=60).tolist()
     [60]
     """
     lengths = np.asarray(lengths, np.int64).reshape(-1)
-    if max_widths < 1 or not len(lengths):
+    if (max_widths is not None and max_widths < 1) or not len(lengths):
         raise ValueError(
             f"fewest_padding_widths needs max_widths >= 1 and some lengths, got "
             f"max_widths={max_widths} and {len(lengths)} lengths."
@@ -391,7 +409,8 @@ def fewest_padding_widths(
         )
     candidates = _candidate_widths(lengths.max(), pad_to_multiple_of, sequence_length)
     counts = np.bincount(np.searchsorted(candidates, lengths), minlength=len(candidates))
-    return candidates[_least_padding_choice(candidates, counts, max_widths)]
+    max_widths = min(max_widths or len(candidates), len(candidates))
+    return candidates[_least_padding_choice(candidates, counts, max_widths, compile_tokens)]
 
 
 def _candidate_widths(longest, pad_to_multiple_of, sequence_length):
@@ -403,8 +422,10 @@ def _candidate_widths(longest, pad_to_multiple_of, sequence_length):
     return widths.astype(np.int32)
 
 
-def _least_padding_choice(widths, counts, max_widths):
+def _least_padding_choice(widths, counts, max_widths, compile_tokens):
     """Indices of at most `max_widths` of `widths`, the last among them, padding `counts` least.
+
+    Each chosen width adds `compile_tokens` to the tokens it pads.
 
     `tokens[k][j]`: the fewest tokens of the examples up to candidate j,
     with k+1 chosen widths, the widest being j.
@@ -420,7 +441,7 @@ def _least_padding_choice(widths, counts, max_widths):
                 cost = tokens[k - 1][i] + widths[j] * (prefix[j + 1] - prefix[i + 1])
                 if cost < tokens[k][j]:
                     tokens[k][j], previous[k][j] = cost, i
-    k, j = int(np.argmin(tokens[:, -1])), size - 1
+    k, j = int(np.argmin(tokens[:, -1] + compile_tokens * np.arange(1, max_widths + 1))), size - 1
     chosen = []
     while j >= 0:
         chosen.append(j)

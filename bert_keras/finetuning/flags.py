@@ -147,8 +147,9 @@ def define_max_batch_widths_flag(flag_values=flags.FLAGS):
         "max_batch_widths",
         None,
         "Where XLA compiles a program per batch width (jax; TensorFlow with --jit_compile): "
-        "at most this many widths, the multiples of 16 that pad the data's texts least. "
-        "Fewer compiles for more padding; pays on short runs. Default: every multiple of 16.",
+        "at most this many widths, the multiples of 16 that pad the data's texts least: "
+        "fewer compiles for more padding. Default: in training every multiple of 16, in "
+        "scoring those whose padding saved pays for their compile.",
         lower_bound=1,
         flag_values=flag_values,
     )

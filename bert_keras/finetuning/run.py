@@ -23,6 +23,7 @@ from absl import logging
 from bert_keras.atomic_files import write_text
 from bert_keras.checkpoints import read_checkpoint
 from bert_keras.checkpoints import write_checkpoint
+from bert_keras.data.length_batching import COMPILE_TOKENS
 from bert_keras.data.length_batching import PAD_TO_MULTIPLE_OF
 from bert_keras.data.length_batching import predict_by_length
 from bert_keras.models.bert_backbone import BertBackbone
@@ -67,9 +68,11 @@ class FineTuningRun:
         max_batch_widths: where XLA compiles a program per batch width
             (`jit_compile`), at most this many widths, those that pad the
             data's texts least (`batch_by_length`'s `max_widths`), in
-            training and scoring alike: fewer compiles for more padding,
-            which pays on runs of few steps. None: every multiple of
-            `PAD_TO_MULTIPLE_OF`. Runs without XLA take each batch at its
+            training and scoring alike: fewer compiles for more padding.
+            None: in training every multiple of `PAD_TO_MULTIPLE_OF`; in
+            scoring those whose padding saved pays for their compile, each
+            counted as `COMPILE_TOKENS` tokens (`predict_by_length`'s
+            `compile_tokens`). Runs without XLA take each batch at its
             longest text whatever it is.
         freeze_backbone: keep the backbone's weights as the checkpoint has
             them (non-trainable) and train only the task's head.
@@ -166,9 +169,14 @@ class FineTuningRun:
     def prediction_batching(self):
         """`predict_by_length`'s options in this run's scoring (`predict_features`).
 
-        Where XLA compiles a program per input shape (jax), widths are as in
-        training and a short last batch is filled up to a full one, which
-        needs none. TensorFlow scores in one graph traced for every shape,
+        Where XLA compiles a program per input shape (jax), a short last
+        batch is filled up to a full one, which then needs no program of its
+        own, and the widths are `max_batch_widths` or else those whose
+        padding saved pays for their compile (`COMPILE_TOKENS` each): a
+        prediction step's cost grows with its tokens, so a few more of
+        them cost less than a compile. In training, a wider step costs more
+        than its tokens (attention and its dropout grow with the square of
+        the width), and every width is kept. TensorFlow scores in one graph traced for every shape,
         torch eagerly: their batches are as long as their longest example
         (a multiple of 8 in mixed precision).
         """
@@ -177,6 +185,9 @@ class FineTuningRun:
             "pad_to_multiple_of": self._width_multiple(compiled_per_shape),
             "full_batches": compiled_per_shape,
             "max_widths": self.max_batch_widths if compiled_per_shape else None,
+            "compile_tokens": (
+                COMPILE_TOKENS if compiled_per_shape and self.max_batch_widths is None else 0
+            ),
         }
 
     @property

@@ -210,31 +210,35 @@ def test_a_filled_last_batch_gives_the_same_predictions_and_one_batch_size():
     assert sizes == [12]  # no batch was full: nothing to match
 
 
-def _brute_force_tokens(lengths, max_widths, multiple, sequence_length):
-    """The fewest tokens of any choice of at most `max_widths` candidate widths holding every length."""
+def _brute_force_cost(lengths, max_widths, multiple, sequence_length, compile_tokens):
+    """The least tokens plus `compile_tokens` per width of any choice of candidate widths."""
     widest = min(-(-max(lengths) // multiple) * multiple, sequence_length)
     candidates = sorted({min(w, sequence_length) for w in range(multiple, widest + 1, multiple)})
     best = None
-    for size in range(1, max_widths + 1):
+    for size in range(1, (max_widths or len(candidates)) + 1):
         for chosen in itertools.combinations(candidates[:-1], size - 1):
             widths = np.array([*chosen, candidates[-1]])
-            tokens = widths[np.searchsorted(widths, lengths)].sum()
-            best = tokens if best is None else min(best, tokens)
+            cost = widths[np.searchsorted(widths, lengths)].sum() + compile_tokens * size
+            best = cost if best is None else min(best, cost)
     return best
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_fewest_padding_widths_pad_no_more_than_any_other_choice(seed):
+@pytest.mark.parametrize("seed", range(8))
+def test_fewest_padding_widths_cost_no_more_than_any_other_choice(seed):
     rng = np.random.default_rng(seed)
     sequence_length = int(rng.choice([50, 64, 128]))
     lengths = np.minimum(rng.geometric(1 / 14, 300) + 2, sequence_length)
-    max_widths = int(rng.integers(1, 5))
-    widths = fewest_padding_widths(lengths, max_widths, 8, sequence_length)
-    assert 1 <= len(widths) <= max_widths and list(widths) == sorted(set(widths.tolist()))
+    max_widths = [None, int(rng.integers(1, 5))][seed % 2]
+    compile_tokens = [0, float(rng.uniform(0, 600))][seed // 2 % 2]
+    widths = fewest_padding_widths(lengths, max_widths, 8, sequence_length, compile_tokens)
+    assert 1 <= len(widths) <= (max_widths or 16)
+    assert list(widths) == sorted(set(widths.tolist()))
     assert widths[-1] >= lengths.max() and widths[-1] <= sequence_length
     assert all(width % 8 == 0 or width == sequence_length for width in widths)
-    tokens = widths[np.searchsorted(widths, lengths)].sum()
-    assert tokens == _brute_force_tokens(lengths, max_widths, 8, sequence_length)
+    cost = widths[np.searchsorted(widths, lengths)].sum() + compile_tokens * len(widths)
+    assert cost == pytest.approx(
+        _brute_force_cost(lengths, max_widths, 8, sequence_length, compile_tokens)
+    )
 
 
 def test_fewest_padding_widths_refuse_what_they_cannot_hold():
@@ -269,7 +273,8 @@ def test_max_widths_bound_the_batch_widths_and_keep_every_token(bucket):
     assert sorted(indices.tolist()) == list(range(96))
 
 
-def test_predictions_with_max_widths_are_the_same_at_fewer_widths():
+@pytest.mark.parametrize("choice", [{"max_widths": 2}, {"compile_tokens": 80}])
+def test_predictions_at_chosen_widths_are_the_same_at_fewer_widths(choice):
     features = _packed_examples()
     widths = set()
 
@@ -280,9 +285,14 @@ def test_predictions_with_max_widths_are_the_same_at_fewer_widths():
     plain = predict_by_length(predict_batch, features, batch_size=2, pad_to_multiple_of=4)
     assert len(widths) > 2
     widths.clear()
-    fewer = predict_by_length(
-        predict_batch, features, batch_size=2, pad_to_multiple_of=4, max_widths=2
-    )
+    fewer = predict_by_length(predict_batch, features, batch_size=2, pad_to_multiple_of=4, **choice)
     longest_per_batch = np.sort(LENGTHS).reshape(-1, 2).max(axis=1)  # batches shortest first
-    assert widths == set(fewest_padding_widths(longest_per_batch, 2, 4, SEQUENCE_LENGTH).tolist())
+    expected = fewest_padding_widths(
+        longest_per_batch,
+        choice.get("max_widths"),
+        4,
+        SEQUENCE_LENGTH,
+        choice.get("compile_tokens", 0) / 2,  # a batch's width, twice: its 2 examples
+    )
+    assert widths == set(expected.tolist()) and len(widths) == 2
     np.testing.assert_array_equal(fewer, plain)

@@ -9,6 +9,7 @@ from absl import flags
 
 from bert_keras.checkpoints import read_checkpoint
 from bert_keras.checkpoints import write_checkpoint
+from bert_keras.data.length_batching import COMPILE_TOKENS
 from bert_keras.finetuning.classification import ClassificationRun
 from bert_keras.finetuning.flags import define_flags
 from bert_keras.finetuning.run import FineTuningRun
@@ -157,6 +158,15 @@ def test_batch_widths_are_rounded_where_the_step_is_compiled(checkpoint, tmp_pat
         None,
         None,
     ]
+    # Given no bound, each width compiled for scoring earns its compile in padding saved.
+    assert [options["compile_tokens"] for options in prediction] == [0] * 3
+    unbounded = FineTuningRun(
+        data, checkpoint, str(tmp_path / "unbounded"), execution=Execution(jit_compile=True)
+    )
+    assert unbounded.prediction_batching["compile_tokens"] == (
+        COMPILE_TOKENS if compiles_each_width else 0
+    )
+    assert unbounded.batching["max_widths"] is None  # training keeps every width
 
 
 @pytest.mark.one_backend("tensorflow")
