@@ -12,8 +12,8 @@ length are also batched together (tf.data's `bucket_by_sequence_length`),
 so a shuffled stream's batches carry almost no padding at all.
 `max_widths` caps the widths at a few chosen from the data's own lengths
 (`fewest_padding_widths`); in prediction, `compile_tokens` keeps only the
-widths whose padding saved pays for their compile. `trimmed_batch` does the same to batches
-already padded to the sequence length (pretraining records).
+widths whose padding saved pays for their compile. `trimmed_batch` does the
+same to batches already padded to the sequence length (pretraining records).
 """
 
 import numpy as np
@@ -436,11 +436,12 @@ def _least_padding_choice(widths, counts, max_widths, compile_tokens):
     previous = np.full((max_widths, size), -1)
     tokens[0] = widths * prefix[1:]
     for k in range(1, max_widths):
-        for j in range(size):
-            for i in range(j):  # i: the next narrower chosen width
-                cost = tokens[k - 1][i] + widths[j] * (prefix[j + 1] - prefix[i + 1])
-                if cost < tokens[k][j]:
-                    tokens[k][j], previous[k][j] = cost, i
+        for j in range(1, size):
+            # Each i < j as the next narrower chosen width.
+            costs = tokens[k - 1][:j] + widths[j] * (prefix[j + 1] - prefix[1 : j + 1])
+            i = int(np.argmin(costs))
+            if costs[i] < np.inf:
+                tokens[k][j], previous[k][j] = costs[i], i
     k, j = int(np.argmin(tokens[:, -1] + compile_tokens * np.arange(1, max_widths + 1))), size - 1
     chosen = []
     while j >= 0:
