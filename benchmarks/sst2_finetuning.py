@@ -115,12 +115,12 @@ def measure(checkpoint):
                 os.path.join(output_dir, "eval_results.json"),
                 environment,
             )
+    widths = _MAX_BATCH_WIDTHS.value
     print(
         f"SST-2: {_TRAIN_EXAMPLES.value} train sentences, {_EPOCHS.value} epochs, batch "
         f"{_BATCH_SIZE}, max length {_SEQUENCE_LENGTH}, lr {_LEARNING_RATE.value}, seed "
-        f"{_SEED.value}; 872 dev "
-        f"sentences; {os.cpu_count()} CPU cores; max batch widths "
-        f"{_MAX_BATCH_WIDTHS.value or 'those of the programs'}"
+        f"{_SEED.value}; 872 dev sentences; {os.cpu_count()} CPU cores; batch widths: "
+        f"{f'at most {widths}' if widths else 'as each program chooses them'}"
     )
     header = (
         f"{'program':<34} {'seconds':>8} {'epoch 1 s':>10} {'later epochs s':>15} "
