@@ -329,8 +329,9 @@ def predict_by_length(
     lengths = example_lengths(features["padding_mask"])
     order = np.argsort(lengths, kind="stable")
     filled = whole_batches(order, batch_size) if full_batches else order
-    widths = _candidate_widths(lengths.max(), pad_to_multiple_of, sequence_length)
-    if max_widths is not None or compile_tokens > 0:
+    if max_widths is None and not compile_tokens:
+        widths = _candidate_widths(lengths.max(), pad_to_multiple_of, sequence_length)
+    else:
         longest = _longest_per_batch(lengths[filled], batch_size)
         widths = fewest_padding_widths(
             longest, max_widths, pad_to_multiple_of, sequence_length, compile_tokens / batch_size
@@ -423,9 +424,10 @@ def _candidate_widths(longest, pad_to_multiple_of, sequence_length):
 
 
 def _least_padding_choice(widths, counts, max_widths, compile_tokens):
-    """Indices of at most `max_widths` of `widths`, the last among them, padding `counts` least.
+    """Indices of at most `max_widths` of `widths`, the last among them, costing `counts` least.
 
-    Each chosen width adds `compile_tokens` to the tokens it pads.
+    The cost is the tokens the widths pad `counts` to, plus `compile_tokens`
+    per chosen width.
 
     `tokens[k][j]`: the fewest tokens of the examples up to candidate j,
     with k+1 chosen widths, the widest being j.
@@ -439,9 +441,8 @@ def _least_padding_choice(widths, counts, max_widths, compile_tokens):
         for j in range(1, size):
             # Each i < j as the next narrower chosen width.
             costs = tokens[k - 1][:j] + widths[j] * (prefix[j + 1] - prefix[1 : j + 1])
-            i = int(np.argmin(costs))
-            if costs[i] < np.inf:
-                tokens[k][j], previous[k][j] = costs[i], i
+            previous[k][j] = np.argmin(costs)
+            tokens[k][j] = costs[previous[k][j]]
     k, j = int(np.argmin(tokens[:, -1] + compile_tokens * np.arange(1, max_widths + 1))), size - 1
     chosen = []
     while j >= 0:

@@ -176,9 +176,9 @@ class FineTuningRun:
         prediction step's cost grows with its tokens, so a few more of
         them cost less than a compile. In training, a wider step costs more
         than its tokens (attention and its dropout grow with the square of
-        the width), and every width is kept. TensorFlow scores in one graph traced for every shape,
-        torch eagerly: their batches are as long as their longest example
-        (a multiple of 8 in mixed precision).
+        the width), and every width is kept. TensorFlow scores in one graph
+        traced for every shape, torch eagerly: their batches are as long as
+        their longest example (a multiple of 8 in mixed precision).
         """
         compiled_per_shape = self.jit_compile and not self._scores_in_one_graph
         return {
