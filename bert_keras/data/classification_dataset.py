@@ -1,8 +1,14 @@
 """Text classification examples → a tf.data pipeline of packed BERT inputs."""
 
+import functools
+
+import numpy as np
 import tensorflow as tf
 
 from bert_keras.data.length_batching import batch_by_length
+
+# Texts tokenized per eager call of the preprocessor in `classification_features`.
+FEATURE_CHUNK = 4096
 
 
 def classification_dataset(
@@ -53,7 +59,10 @@ def classification_dataset(
 def classification_features(preprocessor, examples):
     """Every example's packed inputs, as arrays `[examples, sequence_length]`.
 
-    For `predict_by_length`, which sorts the examples by length first.
+    For `predict_by_length`, which sorts the examples by length first. The
+    texts are tokenized eagerly, `FEATURE_CHUNK` at a time: a tf.data
+    pipeline would trace the preprocessor first, which takes longer than
+    tokenizing a dev set.
 
     Raises:
         ValueError: `examples` is empty.
@@ -69,21 +78,32 @@ def classification_features(preprocessor, examples):
     """
     if not len(examples):
         raise ValueError("classification_features got no examples.")
-    packed = _packed(preprocessor, examples).batch(len(examples)).get_single_element()
-    return {name: tensor.numpy() for name, tensor in packed.items()}
+    chunks = [
+        _preprocessed(
+            preprocessor, *(column[start : start + FEATURE_CHUNK] for column in _texts(examples))
+        )
+        for start in range(0, len(examples), FEATURE_CHUNK)
+    ]
+    return {name: np.concatenate([chunk[name].numpy() for chunk in chunks]) for name in chunks[0]}
+
+
+def _texts(examples):
+    """The examples' text columns: `(texts_a,)` or `(texts_a, texts_b)`."""
+    if examples.texts_b is None:
+        return (examples.texts_a,)
+    return (examples.texts_a, examples.texts_b)
+
+
+def _preprocessed(preprocessor, *texts):
+    """`preprocessor` on one batch of texts, or of text pairs."""
+    return preprocessor(texts if len(texts) > 1 else texts[0])
 
 
 def _packed(preprocessor, examples):
     """The examples' packed inputs, one element each, tokenized 256 texts at a time."""
-    texts = (
-        (examples.texts_a,) if examples.texts_b is None else (examples.texts_a, examples.texts_b)
-    )
     return (
-        tf.data.Dataset.from_tensor_slices(texts)
+        tf.data.Dataset.from_tensor_slices(_texts(examples))
         .batch(256)
-        .map(
-            lambda *batch: preprocessor(batch if len(batch) > 1 else batch[0]),
-            num_parallel_calls=tf.data.AUTOTUNE,
-        )
+        .map(functools.partial(_preprocessed, preprocessor), num_parallel_calls=tf.data.AUTOTUNE)
         .unbatch()
     )
