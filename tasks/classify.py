@@ -22,6 +22,8 @@ from absl import flags
 from bert_keras.finetuning.flags import check_flags
 from bert_keras.finetuning.flags import define_flags
 from bert_keras.finetuning.flags import run_steps
+from bert_keras.training.garbage_collection import freeze_heap_at_exit
+from bert_keras.training.garbage_collection import long_lived_objects
 from bert_keras.training.host_memory import restart_with_training_malloc
 
 _TASK_NAME = flags.DEFINE_string("task_name", None, "GLUE task (e.g. SST-2, MNLI) or 'csv'.")
@@ -31,11 +33,13 @@ _FLAGS = define_flags()
 def main(argv):
     del argv
     check_flags(_FLAGS, required=[_TASK_NAME])
-    from bert_keras.finetuning.classification import ClassificationRun
+    with long_lived_objects():
+        from bert_keras.finetuning.classification import ClassificationRun
 
     run_steps(functools.partial(ClassificationRun, _TASK_NAME.value), _FLAGS)
 
 
 if __name__ == "__main__":
     restart_with_training_malloc()
+    freeze_heap_at_exit()
     app.run(main)

@@ -40,6 +40,7 @@ import time
 from absl import app
 from absl import flags
 
+from bert_keras.training.garbage_collection import freeze_heap_at_exit
 from bert_keras.training.host_memory import restart_with_training_malloc
 from bert_keras.training.output_lock import OutputLockedError
 from bert_keras.training.output_lock import output_lock
@@ -419,4 +420,5 @@ def _run_steps(files):
 
 if __name__ == "__main__":
     restart_with_training_malloc()
+    freeze_heap_at_exit()
     app.run(main)

@@ -20,6 +20,8 @@ from absl import app
 from bert_keras.finetuning.flags import check_flags
 from bert_keras.finetuning.flags import define_flags
 from bert_keras.finetuning.flags import run_steps
+from bert_keras.training.garbage_collection import freeze_heap_at_exit
+from bert_keras.training.garbage_collection import long_lived_objects
 from bert_keras.training.host_memory import restart_with_training_malloc
 
 _FLAGS = define_flags(learning_rate=2e-5)
@@ -28,11 +30,13 @@ _FLAGS = define_flags(learning_rate=2e-5)
 def main(argv):
     del argv
     check_flags(_FLAGS)
-    from bert_keras.finetuning.multiple_choice import MultipleChoiceRun
+    with long_lived_objects():
+        from bert_keras.finetuning.multiple_choice import MultipleChoiceRun
 
     run_steps(MultipleChoiceRun, _FLAGS)
 
 
 if __name__ == "__main__":
     restart_with_training_malloc()
+    freeze_heap_at_exit()
     app.run(main)

@@ -22,6 +22,8 @@ from absl import app
 from absl import flags
 
 from bert_keras.training.execution import define_execution_flags
+from bert_keras.training.garbage_collection import freeze_heap_at_exit
+from bert_keras.training.garbage_collection import long_lived_objects
 from bert_keras.training.host_memory import restart_with_training_malloc
 from bert_keras.training.output_lock import OutputLockedError
 from bert_keras.training.output_lock import output_lock
@@ -75,9 +77,10 @@ def main(argv):
         raise app.UsageError(
             "One of --preset, --bert_config_file or --init_checkpoint is required."
         )
-    from bert_keras.pretraining.pretraining_run import PretrainingConfig
-    from bert_keras.pretraining.pretraining_run import PretrainingRun
-    from bert_keras.pretraining.pretraining_run import resolve_backbone_config
+    with long_lived_objects():
+        from bert_keras.pretraining.pretraining_run import PretrainingConfig
+        from bert_keras.pretraining.pretraining_run import PretrainingRun
+        from bert_keras.pretraining.pretraining_run import resolve_backbone_config
 
     with contextlib.ExitStack() as stack:
         try:
@@ -116,4 +119,5 @@ def main(argv):
 
 if __name__ == "__main__":
     restart_with_training_malloc()
+    freeze_heap_at_exit()
     app.run(main)

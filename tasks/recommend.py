@@ -20,6 +20,8 @@ from absl import app
 from absl import flags
 
 from bert_keras.data.interactions import INPUT_FORMATS
+from bert_keras.training.garbage_collection import freeze_heap_at_exit
+from bert_keras.training.garbage_collection import long_lived_objects
 from bert_keras.training.host_memory import restart_with_training_malloc
 from bert_keras.training.output_lock import OutputLockedError
 from bert_keras.training.output_lock import output_lock
@@ -87,8 +89,9 @@ def check_flags():
 def main(argv):
     del argv
     check_flags()
-    from bert_keras.models.presets import BERT4REC_PRESETS
-    from bert_keras.recommendation.run import RecommendationRun
+    with long_lived_objects():
+        from bert_keras.models.presets import BERT4REC_PRESETS
+        from bert_keras.recommendation.run import RecommendationRun
 
     if _PRESET.value not in BERT4REC_PRESETS:
         raise app.UsageError(f"--preset={_PRESET.value}: not one of {sorted(BERT4REC_PRESETS)}.")
@@ -135,4 +138,5 @@ def _run_steps(run_class):
 
 if __name__ == "__main__":
     restart_with_training_malloc()
+    freeze_heap_at_exit()
     app.run(main)

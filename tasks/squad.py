@@ -23,6 +23,8 @@ from bert_keras.finetuning.flags import define_bucket_by_length_flag
 from bert_keras.finetuning.flags import define_freeze_backbone_flag
 from bert_keras.finetuning.flags import define_max_batch_widths_flag
 from bert_keras.training.execution import define_execution_flags
+from bert_keras.training.garbage_collection import freeze_heap_at_exit
+from bert_keras.training.garbage_collection import long_lived_objects
 from bert_keras.training.host_memory import restart_with_training_malloc
 from bert_keras.training.output_lock import OutputLockedError
 from bert_keras.training.output_lock import output_lock
@@ -59,7 +61,8 @@ _EXECUTION = define_execution_flags()
 def main(argv):
     del argv
     _check_flags()
-    from bert_keras.finetuning.squad import SquadRun
+    with long_lived_objects():
+        from bert_keras.finetuning.squad import SquadRun
 
     with contextlib.ExitStack() as stack:
         try:
@@ -139,4 +142,5 @@ def _check_flags():
 
 if __name__ == "__main__":
     restart_with_training_malloc()
+    freeze_heap_at_exit()
     app.run(main)

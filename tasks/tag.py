@@ -22,6 +22,8 @@ from absl import app
 from bert_keras.finetuning.flags import check_flags
 from bert_keras.finetuning.flags import define_flags
 from bert_keras.finetuning.flags import run_steps
+from bert_keras.training.garbage_collection import freeze_heap_at_exit
+from bert_keras.training.garbage_collection import long_lived_objects
 from bert_keras.training.host_memory import restart_with_training_malloc
 
 _FLAGS = define_flags()
@@ -30,11 +32,13 @@ _FLAGS = define_flags()
 def main(argv):
     del argv
     check_flags(_FLAGS)
-    from bert_keras.finetuning.tagging import TaggingRun
+    with long_lived_objects():
+        from bert_keras.finetuning.tagging import TaggingRun
 
     run_steps(TaggingRun, _FLAGS)
 
 
 if __name__ == "__main__":
     restart_with_training_malloc()
+    freeze_heap_at_exit()
     app.run(main)

@@ -18,6 +18,8 @@ from absl import flags
 from absl import logging
 
 from bert_keras.atomic_files import write_text
+from bert_keras.training.garbage_collection import freeze_heap_at_exit
+from bert_keras.training.garbage_collection import long_lived_objects
 
 _INPUT_FILE = flags.DEFINE_string("input_file", None, "Comma-separated text files or globs.")
 _OUTPUT_FILE = flags.DEFINE_string("output_file", None, "Where vocab.txt goes.")
@@ -47,8 +49,9 @@ def _lines(paths):
 def main(argv):
     del argv
     paths = input_paths(_INPUT_FILE.value)  # before the imports below, so a bad glob fails fast
-    from bert_keras.text.vocabulary_learner import count_words
-    from bert_keras.text.vocabulary_learner import learn_vocabulary
+    with long_lived_objects():
+        from bert_keras.text.vocabulary_learner import count_words
+        from bert_keras.text.vocabulary_learner import learn_vocabulary
 
     counts = count_words(_lines(paths), lowercase=_DO_LOWER_CASE.value)
     logging.info("%d distinct words in %d files", len(counts), len(paths))
@@ -61,5 +64,6 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    freeze_heap_at_exit()
     flags.mark_flags_as_required(["input_file", "output_file"])
     app.run(main)

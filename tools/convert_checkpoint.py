@@ -27,6 +27,7 @@ from absl import flags
 from bert_keras.checkpoints import FORMATS
 from bert_keras.checkpoints import OUTPUT_FORMATS
 from bert_keras.models.checkpoint_conversion import convert_checkpoint
+from bert_keras.training.garbage_collection import freeze_heap_at_exit
 
 _SOURCE = flags.DEFINE_string("source", None, "Checkpoint directory (or .keras file) to read.")
 _OUTPUT_DIR = flags.DEFINE_string(
@@ -65,6 +66,7 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    freeze_heap_at_exit()
     # Marked here, not on import, so tests that import this module parse other flags freely.
     flags.mark_flags_as_required(["source", "output_dir"])
     app.run(main)

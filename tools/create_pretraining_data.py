@@ -15,7 +15,6 @@ Example:
         --output_file=/tmp/tf_examples.tfrecord --vocab_file=vocab.txt
 """
 
-import gc
 import os
 import sys
 
@@ -31,14 +30,13 @@ if __name__ == "__main__":
     sys.modules.setdefault("jax", None)
     sys.modules.setdefault("sklearn", None)
     # Those imports make hundreds of thousands of objects that live as long
-    # as the process; the cyclic garbage collector, left on, walks them again
-    # and again while they are made, before any worker has work. Made with it
-    # paused, they go to its permanent generation.
-    gc.disable()
-    import bert_keras.text.tokenizer  # noqa: F401  (TensorFlow, tensorflow-text, Keras)
+    # as the process, before any worker has work.
+    from bert_keras.training.garbage_collection import freeze_heap_at_exit
+    from bert_keras.training.garbage_collection import long_lived_objects
 
-    gc.freeze()
-    gc.enable()
+    freeze_heap_at_exit()
+    with long_lived_objects():
+        import bert_keras.text.tokenizer  # noqa: F401  (TensorFlow, tensorflow-text, Keras)
 
 from absl import app
 from absl import flags
@@ -116,9 +114,6 @@ def main(argv):
     for line in summary_lines(summary):
         logging.info(line)
         print(line)
-    # Leaves TensorFlow's objects out of the interpreter's last garbage
-    # collection, which would otherwise walk them all after the work is done.
-    gc.freeze()
 
 
 if __name__ == "__main__":

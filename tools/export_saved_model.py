@@ -18,6 +18,9 @@ import sys
 from absl import app
 from absl import flags
 
+from bert_keras.training.garbage_collection import freeze_heap_at_exit
+from bert_keras.training.garbage_collection import long_lived_objects
+
 _MODEL = flags.DEFINE_string(
     "model",
     None,
@@ -54,7 +57,8 @@ def main(argv):
     if _VERSION.value is not None and _VERSION.value < 1:
         sys.exit(f"export_saved_model: --version is {_VERSION.value} but must be at least 1.")
     os.environ["KERAS_BACKEND"] = "tensorflow"
-    from bert_keras.export.saved_model import export_saved_model
+    with long_lived_objects():
+        from bert_keras.export.saved_model import export_saved_model
 
     try:
         directory = export_saved_model(
@@ -73,5 +77,6 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    freeze_heap_at_exit()
     flags.mark_flags_as_required(["model", "export_base"])
     app.run(main)
