@@ -8,11 +8,11 @@ program's work is done. `gc.freeze` moves every object alive into a
 generation the collector no longer visits. A program pauses the collector
 over its heavy imports and then freezes what they made
 (`long_lived_objects`), and freezes everything as it exits
-(`freeze_heap_at_exit`); the README's Fine-tuning section has what each
-saves. Objects are still freed as their references go. Garbage in cycles
-made inside `long_lived_objects` is never collected, and Python never
+(`freeze_heap_at_exit`); the README's Pretraining section has what each
+saves. Frozen objects are still freed when their last reference goes; one
+that ends in a reference cycle stays until the process ends. Python never
 promised to finalize objects alive at exit, so nothing a program writes
-depends on either: outputs are closed by the program itself
+depends on the collector: outputs are closed by the program itself
 (`bert_keras.atomic_files`).
 """
 
