@@ -1,4 +1,4 @@
-"""Text classification examples → a tf.data pipeline of packed BERT inputs."""
+"""Text classification examples → packed BERT inputs: a tf.data pipeline, or arrays."""
 
 import functools
 
@@ -78,10 +78,9 @@ def classification_features(preprocessor, examples):
     """
     if not len(examples):
         raise ValueError("classification_features got no examples.")
+    texts = _texts(examples)
     chunks = [
-        _preprocessed(
-            preprocessor, *(column[start : start + FEATURE_CHUNK] for column in _texts(examples))
-        )
+        _preprocessed(preprocessor, *(column[start : start + FEATURE_CHUNK] for column in texts))
         for start in range(0, len(examples), FEATURE_CHUNK)
     ]
     return {name: np.concatenate([chunk[name].numpy() for chunk in chunks]) for name in chunks[0]}
