@@ -7,8 +7,8 @@ written from docstring prose, as the feature-building part writes it):
 
 - bert_keras: a `SquadRun` on the checkpoint in the current Keras backend;
   two passes of training as `tasks.squad` trains (shuffled, each batch as
-  long as its longest window, rounded up to 16 where XLA compiles each
-  width), then every window predicted twice by length
+  long as its longest window, or where XLA compiles each width as the
+  narrowest of the run's widths chosen by their cost), then every window predicted twice by length
   (`FineTuningRun.predict_features`, as `tasks.squad --do_predict`);
 - transformers: `BertForQuestionAnswering` from the same checkpoint, a
   torch loop with the same recipe (AdamW, weight decay off biases and

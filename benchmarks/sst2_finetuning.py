@@ -6,8 +6,8 @@ then score SST-2 dev.
 
 - bert_keras: `python -m tasks.classify --do_train --do_eval` in a child
   process per Keras backend (`--sst2_backends`), each batch padded to its
-  longest sentence, rounded up to a multiple of 16 where XLA compiles each
-  width (jax, tensorflow);
+  longest sentence, or where XLA compiles each width (jax) to the
+  narrowest of the few widths that the run chose by their cost;
 - transformers: `BertForSequenceClassification` from the same checkpoint,
   the fast tokenizer with dynamic padding (each batch to its longest
   sentence, as `DataCollatorWithPadding` does), a plain torch loop with the

@@ -11,19 +11,22 @@ padded-to-the-maximum ones. With `bucket=True`, examples of one rounded
 length are also batched together (tf.data's `bucket_by_sequence_length`),
 so a shuffled stream's batches carry almost no padding at all.
 `max_widths` caps the widths at a few chosen from the data's own lengths
-(`fewest_padding_widths`); in prediction, `compile_tokens` keeps only the
-widths whose padding saved pays for their compile. `trimmed_batch` does the
+(`fewest_padding_widths`); `compile_tokens` keeps only the widths whose
+padding saved pays for their compile. `trimmed_batch` does the
 same to batches already padded to the sequence length (pretraining records).
 """
 
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
 # Widths of batches are multiples of this: 8 shapes for sequences of 128.
 PAD_TO_MULTIPLE_OF = 16
-# Where XLA compiles a program per batch width, the tokens whose prediction costs about as much
-# as compiling one (BERT on CPUs; on accelerators, compiling costs more tokens).
-COMPILE_TOKENS = 8192
+# Where XLA compiles a program per batch width, the tokens whose prediction, or whose training
+# steps, cost about as much as compiling one (BERT on CPUs; on accelerators, compiling costs more
+# tokens): `fewest_padding_widths`' price of a width.
+PREDICTION_COMPILE_TOKENS = 8192
+TRAINING_COMPILE_TOKENS = 10240
 # The per-token features of packed examples; others (masked positions) keep their length.
 PACKED_FEATURES = ("token_ids", "segment_ids", "padding_mask")
 
@@ -37,6 +40,7 @@ def batch_by_length(
     bucket=False,
     bucket_width=None,
     max_widths=None,
+    compile_tokens=0,
 ):
     """Batches `dataset`, each batch as long as its longest example (rounded up).
 
@@ -69,7 +73,11 @@ def batch_by_length(
             stream's order (counted in one pass over `dataset`). Each batch
             is as wide as the narrowest width that holds it, and buckets
             (replacing `bucket_width`) hold the lengths between two widths.
-            None: every multiple.
+            None: every multiple, unless `compile_tokens`.
+        compile_tokens: the tokens (of every sequence: a multiple-choice
+            example has several) a width should save in one pass to earn
+            its compile (`fewest_padding_widths`, counted in one pass as
+            with `max_widths`); 0: widths cost nothing.
 
     Returns:
         A batched `tf.data.Dataset` of the same structure.
@@ -110,13 +118,30 @@ def batch_by_length(
             f"of shape {features_spec['padding_mask'].shape}."
         )
     per_token = token_labels_fill is not None
-    if max_widths is None:
+    chosen = max_widths is not None or compile_tokens > 0
+    if not chosen:
         widths = _candidate_widths(sequence_length, pad_to_multiple_of, sequence_length)
     else:
         lengths = _dataset_lengths(dataset)
+        # A width's tokens per length counted: an example's sequences, or a batch's.
+        tokens_per_length = np.prod(features_spec["padding_mask"].shape[:-1], dtype=int)
         if not bucket:  # a batch is as long as its longest example
             lengths = _longest_per_batch(lengths, batch_size)
-        widths = fewest_padding_widths(lengths, max_widths, pad_to_multiple_of, sequence_length)
+            tokens_per_length *= batch_size
+        widths = fewest_padding_widths(
+            lengths,
+            max_widths,
+            pad_to_multiple_of,
+            sequence_length,
+            compile_tokens / tokens_per_length,
+        )
+        logging.info(
+            "Batch widths %s, those that pad %d %s least%s.",
+            widths.tolist(),
+            len(lengths),
+            "examples" if bucket else "batches",
+            f", each compile costing {compile_tokens:g} tokens" if compile_tokens else "",
+        )
 
     def trimmed(*element):
         features, *rest = element
@@ -142,7 +167,7 @@ def batch_by_length(
     padding_values = _padding_values(dataset.element_spec, per_token, token_labels_fill)
     dataset = dataset.map(trimmed, num_parallel_calls=tf.data.AUTOTUNE)
     if bucket:
-        if max_widths is None:
+        if not chosen:
             # Bucket k holds the lengths (k-1)*w+1 ... k*w; 0 and 1..w share one.
             width = bucket_width or pad_to_multiple_of
             boundaries = list(range(width + 1, sequence_length + 1, width))
@@ -307,7 +332,8 @@ def predict_by_length(
             batches least (`fewest_padding_widths`); each batch is as wide
             as the narrowest that holds it. None: every multiple, unless
             `compile_tokens`.
-        compile_tokens: the tokens a width should save to earn its compile
+        compile_tokens: the tokens (of every sequence: a multiple-choice
+            example has several) a width should save to earn its compile
             (`fewest_padding_widths`); 0: widths cost nothing.
 
     Returns:
@@ -333,8 +359,13 @@ def predict_by_length(
         widths = _candidate_widths(lengths.max(), pad_to_multiple_of, sequence_length)
     else:
         longest = _longest_per_batch(lengths[filled], batch_size)
+        tokens_per_length = batch_size * np.prod(features["padding_mask"].shape[1:-1], dtype=int)
         widths = fewest_padding_widths(
-            longest, max_widths, pad_to_multiple_of, sequence_length, compile_tokens / batch_size
+            longest,
+            max_widths,
+            pad_to_multiple_of,
+            sequence_length,
+            compile_tokens / tokens_per_length,
         )
     batches = []
     for start in range(0, len(filled), batch_size):

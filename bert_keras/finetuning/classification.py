@@ -105,7 +105,7 @@ class ClassificationRun(FineTuningRun):
             batch_size,
             shuffle=True,
             seed=self.seed,
-            **self.batching,
+            **self.training_batching(num_epochs),
         )
         history = self.fit(
             self.model,

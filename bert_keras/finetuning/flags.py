@@ -126,8 +126,9 @@ def define_bucket_by_length_flag(flag_values=flags.FLAGS):
     return flags.DEFINE_boolean(
         "bucket_by_length",
         False,
-        "Train on batches of texts of one length bucket (multiples of 16 tokens): less "
-        "padding; the buckets' leftovers make a pass's last, mixed batches.",
+        "Train on batches of texts of one length bucket (the lengths between two batch "
+        "widths where XLA compiles each width, else 16 lengths each): less padding; the "
+        "buckets' leftovers make a pass's last, mixed batches.",
         flag_values=flag_values,
     )
 
@@ -147,9 +148,8 @@ def define_max_batch_widths_flag(flag_values=flags.FLAGS):
         "max_batch_widths",
         None,
         "Where XLA compiles a program per batch width (jax; TensorFlow with --jit_compile): "
-        "at most this many widths, the multiples of 16 that pad the data's texts least: "
-        "fewer compiles for more padding. Default: in training every multiple of 16, in "
-        "scoring those whose padding saved pays for their compile.",
+        "at most this many widths, those that pad the data's texts least: fewer compiles "
+        "for more padding. Default: the widths whose padding saved pays for their compile.",
         lower_bound=1,
         flag_values=flag_values,
     )

@@ -90,7 +90,7 @@ class MultipleChoiceRun(FineTuningRun):
                 (features, np.asarray(examples.labels, np.int32))
             ).shuffle(len(examples), seed=self.seed, reshuffle_each_iteration=True),
             batch_size,
-            **self.batching,
+            **self.training_batching(num_epochs),
         )
         history = self.fit(
             self.model,

@@ -23,8 +23,9 @@ from absl import logging
 from bert_keras.atomic_files import write_text
 from bert_keras.checkpoints import read_checkpoint
 from bert_keras.checkpoints import write_checkpoint
-from bert_keras.data.length_batching import COMPILE_TOKENS
 from bert_keras.data.length_batching import PAD_TO_MULTIPLE_OF
+from bert_keras.data.length_batching import PREDICTION_COMPILE_TOKENS
+from bert_keras.data.length_batching import TRAINING_COMPILE_TOKENS
 from bert_keras.data.length_batching import predict_by_length
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_task import checkpoint_tokenizer
@@ -62,18 +63,18 @@ class FineTuningRun:
         seed: seeds Keras (weights of new heads, dropout) and shuffling.
         execution: an `Execution` (distribution, mixed precision, XLA,
             steps per execution); the default trains in float32 on one device.
-        bucket_by_length: train on batches of texts of one rounded length
+        bucket_by_length: train on batches of texts of one length bucket
             (see `batch_by_length`'s `bucket`): less padding; the
             buckets' leftovers make a pass's last, mixed batches.
         max_batch_widths: where XLA compiles a program per batch width
             (`jit_compile`), at most this many widths, those that pad the
             data's texts least (`batch_by_length`'s `max_widths`), in
             training and scoring alike: fewer compiles for more padding.
-            None: in training every multiple of `PAD_TO_MULTIPLE_OF`; in
-            scoring those whose padding saved pays for their compile, each
-            counted as `COMPILE_TOKENS` tokens (`predict_by_length`'s
-            `compile_tokens`). Runs without XLA take each batch at its
-            longest text whatever it is.
+            None: the widths whose padding saved pays for their compile,
+            each counted as `TRAINING_COMPILE_TOKENS` tokens in training
+            and `PREDICTION_COMPILE_TOKENS` in scoring (`batch_by_length`'s
+            and `predict_by_length`'s `compile_tokens`). Runs without XLA
+            take each batch at its longest text whatever it is.
         freeze_backbone: keep the backbone's weights as the checkpoint has
             them (non-trainable) and train only the task's head.
 
@@ -122,12 +123,15 @@ class FineTuningRun:
 
     @property
     def pad_to_multiple_of(self):
-        """Batch widths are rounded up to a multiple of this (see `batch_by_length`).
+        """Batch widths are multiples of this: 1, or 8 in mixed precision (the tensor cores' tile).
 
-        `PAD_TO_MULTIPLE_OF` where XLA compiles a program per width; a step
-        without XLA (torch, TensorFlow on CPUs, `--nojit_compile`) takes every width as it
-        comes, so its batches are exactly as long as their longest example,
-        or a multiple of 8 in mixed precision, the tensor cores' tile.
+        A step without XLA (torch, TensorFlow on CPUs, `--nojit_compile`)
+        takes every width as it comes, so its batches are as long as their
+        longest example, rounded up to this. Where XLA compiles a program
+        per width, the run's widths are a few of these multiples, those that
+        pad its batches least for their compiles (`training_batching`,
+        `prediction_batching`), and each batch takes the narrowest of them
+        that holds it.
 
         Example:
         >>> import tempfile
@@ -136,16 +140,11 @@ class FineTuningRun:
         >>> _ = open(vocab, "w").write("\\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]))
         >>> BertBackbone(5, 1, 2, 8, 16).save_to_preset(checkpoint, vocabulary_file=vocab)
         >>> run = FineTuningRun(tempfile.mkdtemp(), checkpoint, tempfile.mkdtemp())
-        >>> run.pad_to_multiple_of == (16 if run.jit_compile else 1)
-        True
+        >>> run.pad_to_multiple_of
+        1
         >>> run.jit_compile == (keras.backend.backend() == "jax")  # on CPUs
         True
         """
-        return self._width_multiple(compiled_per_shape=self.jit_compile)
-
-    def _width_multiple(self, compiled_per_shape):
-        if compiled_per_shape:
-            return PAD_TO_MULTIPLE_OF
         return 1 if self.execution.mixed_precision == "none" else 8
 
     @functools.cached_property
@@ -172,23 +171,26 @@ class FineTuningRun:
         Where XLA compiles a program per input shape (jax), a short last
         batch is filled up to a full one, which then needs no program of its
         own, and the widths are `max_batch_widths` or else those whose
-        padding saved pays for their compile (`COMPILE_TOKENS` each): a
-        prediction step's cost grows with its tokens, so a few more of
-        them cost less than a compile. In training, a wider step costs more
-        than its tokens (attention and its dropout grow with the square of
-        the width), and every width is kept. TensorFlow scores in one graph
-        traced for every shape, torch eagerly: their batches are as long as
-        their longest example (a multiple of 8 in mixed precision).
+        padding saved pays for their compile (`PREDICTION_COMPILE_TOKENS`
+        each): a prediction step's cost grows with its tokens, so a few
+        more of them cost less than a compile. TensorFlow scores in one
+        graph traced for every shape, torch eagerly: their batches are as
+        long as their longest example (`pad_to_multiple_of`).
         """
         compiled_per_shape = self.jit_compile and not self._scores_in_one_graph
         return {
-            "pad_to_multiple_of": self._width_multiple(compiled_per_shape),
+            "pad_to_multiple_of": self.pad_to_multiple_of,
             "full_batches": compiled_per_shape,
-            "max_widths": self.max_batch_widths if compiled_per_shape else None,
-            "compile_tokens": (
-                COMPILE_TOKENS if compiled_per_shape and self.max_batch_widths is None else 0
-            ),
+            **self._chosen_widths(compiled_per_shape, PREDICTION_COMPILE_TOKENS),
         }
+
+    def _chosen_widths(self, compiled_per_shape, compile_tokens):
+        """`max_widths` and `compile_tokens` of `batch_by_length` or `predict_by_length`."""
+        if not compiled_per_shape:
+            return {"max_widths": None, "compile_tokens": 0}
+        if self.max_batch_widths is not None:
+            return {"max_widths": self.max_batch_widths, "compile_tokens": 0}
+        return {"max_widths": None, "compile_tokens": compile_tokens}
 
     @property
     def _scores_in_one_graph(self):
@@ -241,14 +243,34 @@ class FineTuningRun:
             step = self._graph_steps.setdefault(id(model), _one_graph_step(model))
         return predict_by_length(step, features, batch_size, **options, **self.prediction_batching)
 
-    @property
-    def batching(self):
-        """`batch_by_length`'s options in this run: its batch widths and length buckets."""
+    def training_batching(self, num_epochs):
+        """`batch_by_length`'s options in training for `num_epochs` passes: widths and buckets.
+
+        Where XLA compiles a program per width, the widths are
+        `max_batch_widths` or else those whose padding saved in all passes
+        pays for their compile (`TRAINING_COMPILE_TOKENS` each), counted on
+        one pass; elsewhere each batch is as long as its longest example.
+        Buckets without XLA hold `PAD_TO_MULTIPLE_OF` lengths each.
+
+        Args:
+            num_epochs: the passes over the data that training takes.
+
+        Example:
+        >>> import tempfile
+        >>> checkpoint = tempfile.mkdtemp() + "/tiny"
+        >>> vocab = tempfile.mkdtemp() + "/vocab.txt"
+        >>> _ = open(vocab, "w").write("\\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]))
+        >>> BertBackbone(5, 1, 2, 8, 16).save_to_preset(checkpoint, vocabulary_file=vocab)
+        >>> run = FineTuningRun(tempfile.mkdtemp(), checkpoint, tempfile.mkdtemp())
+        >>> run.training_batching(num_epochs=2)["compile_tokens"] * 2 == (
+        ...     TRAINING_COMPILE_TOKENS if run.jit_compile else 0)
+        True
+        """
         return {
             "pad_to_multiple_of": self.pad_to_multiple_of,
             "bucket": self.bucket_by_length,
             "bucket_width": PAD_TO_MULTIPLE_OF,
-            "max_widths": self.max_batch_widths if self.jit_compile else None,
+            **self._chosen_widths(self.jit_compile, TRAINING_COMPILE_TOKENS / num_epochs),
         }
 
     def build_model(self, build_task, head_name, output_layer="logits"):

@@ -297,7 +297,7 @@ class SquadRun(FineTuningRun):
         dataset = dataset.shuffle(len(features), seed=self.seed, reshuffle_each_iteration=True)
         history = self.fit(
             self.model,
-            batch_by_length(dataset, batch_size, **self.batching),
+            batch_by_length(dataset, batch_size, **self.training_batching(num_epochs)),
             len(features),
             batch_size,
             learning_rate,

@@ -113,7 +113,7 @@ class TaggingRun(FineTuningRun):
             ),
             batch_size,
             token_labels_fill=IGNORED_LABEL,
-            **self.batching,
+            **self.training_batching(num_epochs),
         )
         history = self.fit(
             self.model,

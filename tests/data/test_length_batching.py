@@ -252,18 +252,25 @@ def test_fewest_padding_widths_refuse_what_they_cannot_hold():
 
 # Buckets: the widths pad the examples least; plain batches (here in order): their longest.
 @pytest.mark.parametrize("bucket", [False, True])
-def test_max_widths_bound_the_batch_widths_and_keep_every_token(bucket):
+@pytest.mark.parametrize("choice", [{"max_widths": 2}, {"compile_tokens": 120}])
+def test_chosen_widths_are_the_batch_widths_and_keep_every_token(bucket, choice):
     lengths = np.random.default_rng(3).integers(1, SEQUENCE_LENGTH + 1, 96)
     features = _packed_examples(lengths)
     dataset = tf.data.Dataset.from_tensor_slices((features, np.arange(96)))
     if bucket:
         dataset = dataset.shuffle(96, seed=0, reshuffle_each_iteration=True)
-        padded = lengths
+        padded, tokens_per_length = lengths, 1
     else:
-        padded = lengths.reshape(-1, 8).max(axis=1)
-    widths = fewest_padding_widths(padded, 2, 4, SEQUENCE_LENGTH)
-    assert len(widths) == 2
-    batches = list(batch_by_length(dataset, 8, 4, bucket=bucket, max_widths=2))
+        padded, tokens_per_length = lengths.reshape(-1, 8).max(axis=1), 8  # a batch's 8 rows
+    widths = fewest_padding_widths(
+        padded,
+        choice.get("max_widths"),
+        4,
+        SEQUENCE_LENGTH,
+        choice.get("compile_tokens", 0) / tokens_per_length,
+    )
+    assert 1 < len(widths) < SEQUENCE_LENGTH // 4
+    batches = list(batch_by_length(dataset, 8, 4, bucket=bucket, **choice))
     for batch, labels in batches:
         width = batch["token_ids"].shape[1]
         assert width == widths[np.searchsorted(widths, lengths[labels.numpy()].max())]
@@ -271,6 +278,23 @@ def test_max_widths_bound_the_batch_widths_and_keep_every_token(bucket):
             np.testing.assert_array_equal(row, features["token_ids"][index, :width])
     indices = np.concatenate([labels.numpy() for _, labels in batches])
     assert sorted(indices.tolist()) == list(range(96))
+
+
+def test_a_multiple_choice_width_costs_the_tokens_of_every_choice():
+    lengths = np.random.default_rng(4).integers(1, SEQUENCE_LENGTH + 1, 64)
+    one_choice = _packed_examples(lengths)
+    # Three choices, the first as long as the example, the others empty.
+    choices = {
+        name: np.stack([array, array * 0, array * 0], 1) for name, array in one_choice.items()
+    }
+    dataset = tf.data.Dataset.from_tensor_slices((choices, np.arange(64)))
+    longest = lengths.reshape(-1, 2).max(axis=1)
+    expected = fewest_padding_widths(longest, None, 4, SEQUENCE_LENGTH, 60 / (2 * 3))
+    one_sequence_each = fewest_padding_widths(longest, None, 4, SEQUENCE_LENGTH, 60 / 2)
+    assert len(expected) > len(one_sequence_each)  # a width saves three times the tokens
+    batches = list(batch_by_length(dataset, 2, 4, compile_tokens=60))
+    assert {batch["token_ids"].shape[-1] for batch, _ in batches} == set(expected.tolist())
+    assert {tuple(batch["token_ids"].shape[:2]) for batch, _ in batches} == {(2, 3)}
 
 
 @pytest.mark.parametrize("choice", [{"max_widths": 2}, {"compile_tokens": 80}])

@@ -9,7 +9,8 @@ from absl import flags
 
 from bert_keras.checkpoints import read_checkpoint
 from bert_keras.checkpoints import write_checkpoint
-from bert_keras.data.length_batching import COMPILE_TOKENS
+from bert_keras.data.length_batching import PREDICTION_COMPILE_TOKENS
+from bert_keras.data.length_batching import TRAINING_COMPILE_TOKENS
 from bert_keras.finetuning.classification import ClassificationRun
 from bert_keras.finetuning.flags import define_flags
 from bert_keras.finetuning.run import FineTuningRun
@@ -81,18 +82,17 @@ def test_xla_compiles_by_default_only_where_it_pays_and_when_asked(
     backend = keras.backend.backend()
     run, _, _ = _trained(sentiment_data, checkpoint, tmp_path / "default", Execution())
     # No GPU here: TensorFlow's steps run without XLA, in batches as long as their texts.
-    expected = (True, 16) if backend == "jax" else (False, 1)
-    assert (run.model.jit_compile, run.pad_to_multiple_of) == expected
+    assert run.model.jit_compile == (backend == "jax")
 
     def asked(jit_compile):
         execution = Execution(jit_compile=jit_compile)
         run = FineTuningRun(
             sentiment_data, checkpoint, str(tmp_path / "asked"), execution=execution
         )
-        return run.jit_compile, run.pad_to_multiple_of
+        return run.jit_compile
 
-    assert asked(True) == ((False, 1) if backend == "torch" else (True, 16))
-    assert asked(False) == (False, 1)
+    assert asked(True) == (backend != "torch")
+    assert asked(False) is False
 
 
 @pytest.mark.every_backend
@@ -120,7 +120,7 @@ def test_scoring_batches_texts_by_length_and_writes_each_score_in_file_order(che
 
 
 @pytest.mark.every_backend
-def test_batch_widths_are_rounded_where_the_step_is_compiled(checkpoint, tmp_path):
+def test_batch_widths_are_chosen_where_each_compiles_a_program(checkpoint, tmp_path):
     data = str(tmp_path)
     eager = Execution(mixed_precision="none", jit_compile=False)
     mixed = Execution(mixed_precision="bfloat16", jit_compile=False)
@@ -134,20 +134,18 @@ def test_batch_widths_are_rounded_where_the_step_is_compiled(checkpoint, tmp_pat
             ("mixed", mixed),
         )
     ]
-    widths = [run.batching for run in runs]
+    widths = [run.training_batching(num_epochs=2) for run in runs]
     compiles = keras.backend.backend() != "torch"  # torch runs eagerly
-    assert [batching["pad_to_multiple_of"] for batching in widths] == [16 if compiles else 1, 1, 8]
+    # Widths of any length, of 8 in mixed precision (the tensor cores' tile).
+    assert [batching["pad_to_multiple_of"] for batching in widths] == [1, 1, 8]
     assert {batching["bucket_width"] for batching in widths} == {16}
     # A bound on the widths where each compiles a program; none where the step takes any.
     assert [batching["max_widths"] for batching in widths] == [3 if compiles else None, None, None]
+    assert [batching["compile_tokens"] for batching in widths] == [0] * 3
     prediction = [run.prediction_batching for run in runs]
     # TensorFlow scores in one graph for every width (no XLA), jax compiles each.
     compiles_each_width = keras.backend.backend() == "jax"
-    assert [options["pad_to_multiple_of"] for options in prediction] == [
-        16 if compiles_each_width else 1,
-        1,
-        8,
-    ]
+    assert [options["pad_to_multiple_of"] for options in prediction] == [1, 1, 8]
     assert [options["full_batches"] for options in prediction] == [
         compiles_each_width,
         False,
@@ -164,9 +162,14 @@ def test_batch_widths_are_rounded_where_the_step_is_compiled(checkpoint, tmp_pat
         data, checkpoint, str(tmp_path / "unbounded"), execution=Execution(jit_compile=True)
     )
     assert unbounded.prediction_batching["compile_tokens"] == (
-        COMPILE_TOKENS if compiles_each_width else 0
+        PREDICTION_COMPILE_TOKENS if compiles_each_width else 0
     )
-    assert unbounded.batching["max_widths"] is None  # training keeps every width
+    # In training, each compile is shared by every pass; the padding a width saves is not.
+    training = [unbounded.training_batching(num_epochs) for num_epochs in (1, 4)]
+    assert [options["max_widths"] for options in training] == [None, None]
+    assert [options["compile_tokens"] for options in training] == (
+        [TRAINING_COMPILE_TOKENS, TRAINING_COMPILE_TOKENS / 4] if compiles else [0, 0]
+    )
 
 
 @pytest.mark.one_backend("tensorflow")
