@@ -367,6 +367,12 @@ def predict_by_length(
             sequence_length,
             compile_tokens / tokens_per_length,
         )
+        logging.info(
+            "Prediction widths %s, those that pad %d batches least%s.",
+            widths.tolist(),
+            len(longest),
+            f", each compile costing {compile_tokens:g} tokens" if compile_tokens else "",
+        )
     batches = []
     for start in range(0, len(filled), batch_size):
         rows = filled[start : start + batch_size]
