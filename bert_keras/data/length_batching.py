@@ -123,24 +123,18 @@ def batch_by_length(
         widths = _candidate_widths(sequence_length, pad_to_multiple_of, sequence_length)
     else:
         lengths = _dataset_lengths(dataset)
-        # A width's tokens per length counted: an example's sequences, or a batch's.
-        tokens_per_length = np.prod(features_spec["padding_mask"].shape[:-1], dtype=int)
+        sequences = np.prod(features_spec["padding_mask"].shape[:-1], dtype=int)
         if not bucket:  # a batch is as long as its longest example
             lengths = _longest_per_batch(lengths, batch_size)
-            tokens_per_length *= batch_size
-        widths = fewest_padding_widths(
+            sequences *= batch_size
+        widths = _logged_widths(
+            "training " + ("examples" if bucket else "batches"),
             lengths,
+            sequences,
             max_widths,
             pad_to_multiple_of,
             sequence_length,
-            compile_tokens / tokens_per_length,
-        )
-        logging.info(
-            "Batch widths %s, those that pad %d %s least%s.",
-            widths.tolist(),
-            len(lengths),
-            "examples" if bucket else "batches",
-            f", each compile costing {compile_tokens:g} tokens" if compile_tokens else "",
+            compile_tokens,
         )
 
     def trimmed(*element):
@@ -358,20 +352,14 @@ def predict_by_length(
     if max_widths is None and not compile_tokens:
         widths = _candidate_widths(lengths.max(), pad_to_multiple_of, sequence_length)
     else:
-        longest = _longest_per_batch(lengths[filled], batch_size)
-        tokens_per_length = batch_size * np.prod(features["padding_mask"].shape[1:-1], dtype=int)
-        widths = fewest_padding_widths(
-            longest,
+        widths = _logged_widths(
+            "prediction batches",
+            _longest_per_batch(lengths[filled], batch_size),
+            batch_size * np.prod(features["padding_mask"].shape[1:-1], dtype=int),
             max_widths,
             pad_to_multiple_of,
             sequence_length,
-            compile_tokens / tokens_per_length,
-        )
-        logging.info(
-            "Prediction widths %s, those that pad %d batches least%s.",
-            widths.tolist(),
-            len(longest),
-            f", each compile costing {compile_tokens:g} tokens" if compile_tokens else "",
+            compile_tokens,
         )
     batches = []
     for start in range(0, len(filled), batch_size):
@@ -449,6 +437,28 @@ def fewest_padding_widths(
     counts = np.bincount(np.searchsorted(candidates, lengths), minlength=len(candidates))
     max_widths = min(max_widths or len(candidates), len(candidates))
     return candidates[_least_padding_choice(candidates, counts, max_widths, compile_tokens)]
+
+
+def _logged_widths(
+    counted, lengths, sequences, max_widths, pad_to_multiple_of, sequence_length, compile_tokens
+):
+    """`fewest_padding_widths` for `lengths`, logged.
+
+    A length counted stands for `sequences` rows of that width (a batch's
+    rows, an example's choices), so a compile costs `compile_tokens /
+    sequences` of it.
+    """
+    widths = fewest_padding_widths(
+        lengths, max_widths, pad_to_multiple_of, sequence_length, compile_tokens / sequences
+    )
+    logging.info(
+        "Batch widths %s, those that pad %d %s least%s.",
+        widths.tolist(),
+        len(lengths),
+        counted,
+        f", each compile costing {compile_tokens:g} tokens" if compile_tokens else "",
+    )
+    return widths
 
 
 def _candidate_widths(longest, pad_to_multiple_of, sequence_length):
