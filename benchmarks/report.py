@@ -16,6 +16,7 @@ with its error; the report is written all the same.
 
     python -m benchmarks.report --quick          # what `make bench QUICK=1` runs
     python -m benchmarks.report --only=backbone,tokenizer
+    python -m benchmarks.report --only=sst2 --update   # sst2 again, the other rows kept
     python -m benchmarks.report --publish        # build/bench -> docs/benchmarks, README.md
 """
 
@@ -163,6 +164,12 @@ _PUBLISH = flags.DEFINE_bool(
     "publish",
     False,
     "Run nothing: copy --output_dir's report to docs/benchmarks/ and its table into README.md.",
+)
+_UPDATE = flags.DEFINE_bool(
+    "update",
+    False,
+    "Keep the report in --output_dir and measure again only the benchmarks of --only, replacing "
+    "their rows and runs; the report must be of the same mode, machine and packages.",
 )
 _TIMEOUT = flags.DEFINE_integer(
     "timeout_s", None, "Seconds one benchmark run may take (default: 600 quick, 7200 full)."
@@ -322,8 +329,12 @@ _RATIO_NOTE = (
 def _context_lines(context):
     versions = ", ".join(f"{package} {version}" for package, version in context["versions"].items())
     quick_note = " (small sizes and few rounds: a smoke run, not figures to quote)"
+    date = context["date"]
+    if context.get("update"):
+        update = context["update"]
+        date += f" ({', '.join(update['benchmarks'])}); the other runs: {update['others_since']} or later"
     return [
-        f"- Date: {context['date']}",
+        f"- Date: {date}",
         f"- Mode: {context['mode']}" + (quick_note if context["mode"] == "quick" else ""),
         f"- Machine: {context['machine']}",
         f"- Packages: {versions}",
@@ -379,8 +390,8 @@ def markdown_report(rows, run_records, context):
     if run_records:
         lines += ["", "## Runs", ""]
         lines += _table(
-            ["benchmark", "backend", "flags", "seconds", "status"],
-            "|---|---|---|---:|---|",
+            ["benchmark", "backend", "flags", "seconds", "status", "date", "commit"],
+            "|---|---|---|---:|---|---|---|",
             [
                 [
                     record["benchmark"],
@@ -388,6 +399,8 @@ def markdown_report(rows, run_records, context):
                     f"`{record['flags']}`" if record.get("flags") else "—",
                     _cell(record.get("seconds"), digits=1),
                     record["status"],
+                    record.get("date") or "—",
+                    f"`{record['commit']}`" if record.get("commit") else "—",
                 ]
                 for record in run_records
             ],
@@ -555,13 +568,22 @@ def main(argv):
     mode = "quick" if _QUICK.value else "full"
     timeout_s = _TIMEOUT.value or (600 if _QUICK.value else 7200)
     context = {
-        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "date": _now(),
         "mode": mode,
         "machine": machine_description(),
         "versions": package_versions(),
     }
     output_dir = _OUTPUT_DIR.value
     planned = runs(_QUICK.value, _ONLY.value)
+    kept_rows, kept_records = [], []
+    if _UPDATE.value:
+        names = sorted({name for name, _, _ in planned}, key=_benchmark_order)
+        kept_rows, kept_records = kept_by_update(_previous_report(output_dir), context, names)
+        context["update"] = {
+            "benchmarks": names,
+            "others_since": min((record["date"] for record in kept_records), default="—"),
+        }
+    commit = source_commit()
     rows, run_records = [], []
     for number, (name, backend, benchmark_flags) in enumerate(planned):
         if benchmark_flags is None:
@@ -570,14 +592,100 @@ def main(argv):
         else:
             benchmark_rows, record = run_benchmark(name, backend, benchmark_flags, timeout_s)
         rows += benchmark_rows
-        run_records.append(record)
+        run_records.append({**record, "date": _now(), "commit": commit})
         # Rewritten after every run: an interrupted report keeps what it measured.
-        context["runs_finished"] = f"{number + 1} of {len(planned)}"
-        context["total_seconds"] = round(sum(record["seconds"] for record in run_records), 1)
+        all_records = kept_records + run_records
+        context["runs_finished"] = f"{len(all_records)} of {len(kept_records) + len(planned)}"
+        context["total_seconds"] = round(sum(record["seconds"] for record in all_records), 1)
         path = write_report(
-            rows, run_records + _pending(planned[number + 1 :]), context, output_dir
+            in_benchmark_order(kept_rows + rows),
+            in_benchmark_order(all_records + _pending(planned[number + 1 :])),
+            context,
+            output_dir,
         )
     print(path)
+
+
+def _now():
+    return datetime.datetime.now().astimezone().isoformat(timespec="seconds")
+
+
+def source_commit(repository=REPOSITORY):
+    """The measured code's commit, `git describe --always --dirty`; None outside a git checkout.
+
+    Example:
+    >>> import tempfile
+    >>> source_commit(tempfile.mkdtemp()) is None
+    True
+    """
+    try:
+        completed = subprocess.run(
+            ["git", "-C", repository, "describe", "--always", "--dirty"],
+            capture_output=True,
+            text=True,
+        )
+    except OSError:
+        return None
+    if completed.returncode != 0:
+        return None
+    return completed.stdout.strip() or None
+
+
+def _benchmark_order(name):
+    return [benchmark.name for benchmark in BENCHMARKS].index(name)
+
+
+def in_benchmark_order(items):
+    """Rows or run records sorted as `BENCHMARKS` lists their benchmarks, in order within each.
+
+    Example:
+    >>> [item["benchmark"] for item in in_benchmark_order(
+    ...     [{"benchmark": "sst2"}, {"benchmark": "backbone"}, {"benchmark": "tokenizer"}])]
+    ['backbone', 'tokenizer', 'sst2']
+    """
+    return sorted(items, key=lambda item: _benchmark_order(item["benchmark"]))
+
+
+def _previous_report(output_dir):
+    path = os.path.join(output_dir, "report.json")
+    try:
+        with open(path, encoding="utf-8") as file:
+            return {**json.load(file), "path": path}
+    except FileNotFoundError:
+        raise app.UsageError(f"--update: {path} is missing; run the whole report first.") from None
+
+
+def kept_by_update(previous, context, names):
+    """The rows and run records of `previous` (report.json's contents) that measuring again
+    the benchmarks `names` keeps: every other benchmark's, each run dated.
+
+    A run record without a date gets `previous`'s, the date of the report
+    that measured it.
+
+    Raises:
+        app.UsageError: `previous` is of another mode, machine or packages than `context`.
+
+    Example:
+    >>> context = {"date": "2025-01-02", "mode": "full", "machine": "a CPU", "versions": {}}
+    >>> previous = {**context, "date": "2025-01-01", "measurements": [
+    ...     {"benchmark": "tokenizer"}, {"benchmark": "sst2"}], "runs": [
+    ...     {"benchmark": "tokenizer"}, {"benchmark": "sst2"}]}
+    >>> kept_by_update(previous, context, ["sst2"])
+    ([{'benchmark': 'tokenizer'}], [{'benchmark': 'tokenizer', 'date': '2025-01-01'}])
+    """
+    for key in ("mode", "machine", "versions"):
+        if previous.get(key) != context[key]:
+            raise app.UsageError(
+                f"--update: {previous.get('path', 'the report')} has {key} "
+                f"{previous.get(key)!r}, this run {context[key]!r}; run the whole report."
+            )
+    kept_rows = [row for row in previous["measurements"] if row["benchmark"] not in names]
+    kept_records = [
+        {**record, "date": record.get("date", previous["date"])}
+        for record in previous["runs"]
+        if record["benchmark"] not in names
+    ]
+    return kept_rows, kept_records
 
 
 def _pending(planned):

@@ -79,7 +79,7 @@ def test_markdown_has_context_measurements_and_runs(report_dir):
         "| lower | ok |" in text
     )
     assert "- backbone: batch 8, seq 64" in text
-    assert "| backbone | — | `--sizes=bert_tiny` | 12.3 | ok |" in text
+    assert "| backbone | — | `--sizes=bert_tiny` | 12.3 | ok | — | — |" in text
 
 
 def test_a_failed_benchmark_is_shown_as_failed(report_dir):
@@ -87,7 +87,7 @@ def test_a_failed_benchmark_is_shown_as_failed(report_dir):
     failed = [line for line in text.splitlines() if line.startswith("| tokenizer |")]
     # The error's "|" is escaped, so the table keeps its columns.
     assert failed[0].endswith("| FAILED: exit status 1: ImportError: no \\| tokenizers |")
-    assert failed[1] == "| tokenizer | — | `--megabytes=0.5` | 1.0 | failed |"
+    assert failed[1] == "| tokenizer | — | `--megabytes=0.5` | 1.0 | failed | — | — |"
 
 
 def test_json_holds_the_rows_and_the_context(report_dir):
@@ -216,3 +216,77 @@ def test_the_readmes_benchmark_table_is_the_published_reports_output():
     with open(os.path.join(REPOSITORY, "README.md"), encoding="utf-8") as file:
         readme = file.read()
     assert completed.stdout.strip() in readme
+
+
+_WRITE_PREVIOUS_QUICK_REPORT = """
+import sys
+from benchmarks import measurements, report
+
+rows = [
+    measurements.measurement("tokenizer", "MB/s", 3.0, "transformers", 2.0),
+    measurements.measurement("sst2", "program seconds", 9.0, "transformers (torch)", 10.0),
+]
+runs = [
+    {"benchmark": name, "backend": None, "flags": "", "seconds": 5.0, "status": "ok"}
+    for name in ("tokenizer", "sst2")
+]
+context = {
+    "date": "2025-01-02T03:04:05+00:00",
+    "mode": sys.argv[2],
+    "machine": report.machine_description(),
+    "versions": report.package_versions(),
+}
+report.write_report(rows, runs, context, sys.argv[1])
+"""
+
+
+def _run_report(*flags):
+    return subprocess.run(
+        [sys.executable, "-m", "benchmarks.report", *flags],
+        cwd=REPOSITORY,
+        env={**os.environ, "MPLBACKEND": "Agg"},
+        capture_output=True,
+        text=True,
+    )
+
+
+def test_an_update_measures_again_only_its_benchmarks_and_keeps_the_others(tmp_path):
+    assert _child(_WRITE_PREVIOUS_QUICK_REPORT, tmp_path, "quick").returncode == 0
+    # sst2 has no quick flags: its run is a "skipped" row, made without starting a benchmark.
+    completed = _run_report("--quick", "--only=sst2", "--update", f"--output_dir={tmp_path}")
+    assert completed.returncode == 0, completed.stderr
+    report = json.loads((tmp_path / "report.json").read_text())
+    tokenizer, sst2 = report["measurements"]
+    assert tokenizer["benchmark"] == "tokenizer" and tokenizer["ratio"] == 1.5
+    assert sst2["benchmark"] == "sst2" and sst2["skipped"] and sst2["ratio"] is None
+    kept, updated = report["runs"]
+    assert kept == {
+        "benchmark": "tokenizer",
+        "backend": None,
+        "flags": "",
+        "seconds": 5.0,
+        "status": "ok",
+        "date": "2025-01-02T03:04:05+00:00",
+    }
+    assert updated["status"] == "skipped" and updated["date"] > kept["date"]
+    assert updated["commit"]  # the checkout's git describe
+    assert report["runs_finished"] == "2 of 2"
+    text = (tmp_path / "report.md").read_text()
+    assert f"- Date: {report['date']} (sst2); the other runs: 2025-01-02T03:04:05+00:00" in text
+
+
+def test_an_update_refuses_a_report_of_another_mode(tmp_path):
+    assert _child(_WRITE_PREVIOUS_QUICK_REPORT, tmp_path, "full").returncode == 0
+    before = (tmp_path / "report.json").read_text()
+    completed = _run_report("--quick", "--only=sst2", "--update", f"--output_dir={tmp_path}")
+    assert completed.returncode != 0
+    assert f"--update: {tmp_path / 'report.json'} has mode 'full', this run 'quick'" in (
+        completed.stderr
+    )
+    assert (tmp_path / "report.json").read_text() == before
+
+
+def test_an_update_without_a_report_says_which_file_is_missing(tmp_path):
+    completed = _run_report("--quick", "--only=sst2", "--update", f"--output_dir={tmp_path}")
+    assert completed.returncode != 0
+    assert f"--update: {tmp_path / 'report.json'} is missing" in completed.stderr
