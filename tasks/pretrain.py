@@ -109,6 +109,7 @@ def main(argv):
                 distribution=_EXECUTION.distribution.value,
                 mesh_shape=_EXECUTION.execution().mesh_shape,
                 bucket_by_length=_BUCKET_BY_LENGTH.value,
+                compilation_cache_dir=_EXECUTION.compilation_cache_dir.value,
             )
             stack.enter_context(output_lock(config.output_dir))
             run = PretrainingRun(config)

@@ -105,6 +105,7 @@ class FineTuningRun:
     ):
         self.execution = execution or Execution()
         self.execution.validate()
+        self.execution.use_compilation_cache()
         self.replicas = DataParallel(
             self.execution.distribution, self.execution.mesh_shape, bert_layout_map
         )

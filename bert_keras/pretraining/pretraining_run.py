@@ -156,6 +156,8 @@ class PretrainingConfig:
         bucket_by_length: batch records of one rounded length together
             (`pretraining_dataset(bucket_by_length=True)`): for records of
             short and long sequences mixed.
+        compilation_cache_dir: where XLA's compiled programs stay for later
+            runs (jax; `Execution.use_compilation_cache`), or None.
     """
 
     input_file: str
@@ -182,6 +184,7 @@ class PretrainingConfig:
     distribution: str = "none"
     mesh_shape: tuple = None
     bucket_by_length: bool = False
+    compilation_cache_dir: str = None
 
     @property
     def execution(self):
@@ -192,6 +195,7 @@ class PretrainingConfig:
             self.jit_compile,
             self.steps_per_execution,
             self.mesh_shape,
+            self.compilation_cache_dir,
         )
 
     def validate(self):
@@ -280,6 +284,7 @@ class PretrainingRun:
 
     def __init__(self, config):
         config.validate()
+        config.execution.use_compilation_cache()
         self.config = config
         self.replicas = DataParallel(config.distribution, config.mesh_shape, bert_layout_map)
         self.replicas.check_batch_size(config.train_batch_size)

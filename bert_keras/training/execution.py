@@ -1,6 +1,6 @@
 """How a run trains: distribution, precision, compilation; and the flags every program takes for it.
 
-Pretraining and the fine-tuning programs define the same four flags with
+Pretraining and the fine-tuning programs define the same flags with
 `define_execution_flags` and check them with `Execution.validate`, so each
 behaves the same everywhere. Imports neither Keras nor TensorFlow at module
 level: a program checks its flags before the backend loads.
@@ -34,6 +34,8 @@ class Execution:
         steps_per_execution: batches per compiled call (1 on torch).
         mesh_shape: (batch, model) device counts of "model_parallel", or
             None for (1, every device).
+        compilation_cache_dir: a directory where XLA's compiled programs
+            stay for later runs (jax; `use_compilation_cache`), or None.
 
     Example:
     >>> Execution(mixed_precision="bfloat16").dtype_policy
@@ -49,6 +51,7 @@ class Execution:
     jit_compile: bool | None = None
     steps_per_execution: int = 1
     mesh_shape: tuple = None
+    compilation_cache_dir: str | None = None
 
     @property
     def dtype_policy(self):
@@ -76,11 +79,38 @@ class Execution:
             )
         import keras
 
+        if self.compilation_cache_dir and keras.backend.backend() != "jax":
+            raise ValueError(
+                f"compilation_cache_dir is {self.compilation_cache_dir!r} but only jax keeps "
+                f"XLA's compiled programs on disk, not {keras.backend.backend()}: leave it unset."
+            )
         if self.steps_per_execution > 1 and keras.backend.backend() == "torch":
             raise ValueError(
                 f"steps_per_execution is {self.steps_per_execution} but Keras' torch backend runs "
                 "one batch per call: use 1, or the jax or tensorflow backend."
             )
+
+    def use_compilation_cache(self):
+        """Keeps the programs XLA compiles in this process in `compilation_cache_dir` (jax).
+
+        A later run that compiles the same program (the same model, batch
+        width, precision and XLA flags) loads it from there instead: on
+        jax, compiling each batch width is most of a short fine-tuning
+        run's first steps. Every program goes in, however quick its
+        compile. JAX runs what it finds there as it is, so the directory
+        must be one that only trusted users can write. Does nothing when
+        `compilation_cache_dir` is None.
+
+        Example:
+        >>> Execution().use_compilation_cache()  # no directory: nothing changes
+        """
+        if not self.compilation_cache_dir:
+            return
+        import jax
+
+        jax.config.update("jax_compilation_cache_dir", self.compilation_cache_dir)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,6 +122,7 @@ class ExecutionFlags:
     jit_compile: flags.FlagHolder
     steps_per_execution: flags.FlagHolder
     mesh_shape: flags.FlagHolder
+    compilation_cache_dir: flags.FlagHolder
 
     def execution(self):
         """The parsed flags as an `Execution`."""
@@ -101,11 +132,13 @@ class ExecutionFlags:
             jit_compile=self.jit_compile.value,
             steps_per_execution=self.steps_per_execution.value,
             mesh_shape=_mesh_shape(self.mesh_shape),
+            compilation_cache_dir=self.compilation_cache_dir.value,
         )
 
 
 def define_execution_flags(flag_values=flags.FLAGS, allow_override=False):
-    """Defines --distribution, --mixed_precision, --jit_compile, --steps_per_execution, --mesh_shape.
+    """Defines --distribution, --mixed_precision, --jit_compile, --steps_per_execution,
+    --mesh_shape and --compilation_cache_dir.
 
     Args:
         flag_values: the `absl.flags.FlagValues` to define them in.
@@ -121,7 +154,7 @@ def define_execution_flags(flag_values=flags.FLAGS, allow_override=False):
     >>> _ = flag_values(["program", "--mixed_precision=bfloat16", "--nojit_compile"])
     >>> execution_flags.execution()
     Execution(distribution='none', mixed_precision='bfloat16', jit_compile=False, \
-steps_per_execution=1, mesh_shape=None)
+steps_per_execution=1, mesh_shape=None, compilation_cache_dir=None)
     """
     common = {"flag_values": flag_values, "allow_override": allow_override}
     return ExecutionFlags(
@@ -156,6 +189,14 @@ steps_per_execution=1, mesh_shape=None)
             "mesh_shape",
             None,
             "model_parallel's device mesh, 'BATCH,MODEL' (e.g. 2,4); default 1,ALL_DEVICES.",
+            **common,
+        ),
+        compilation_cache_dir=flags.DEFINE_string(
+            "compilation_cache_dir",
+            None,
+            "jax: keep XLA's compiled programs in this directory, so that later runs of the same "
+            "model, batch widths and flags load them instead of compiling. A directory only "
+            "trusted users can write: JAX runs the programs it finds there.",
             **common,
         ),
     )
