@@ -24,7 +24,7 @@ ratio to transformers. `--sst2_bucket_by_length` adds a run per backend
 with `--bucket_by_length`; `--sst2_max_batch_widths=N` gives every
 bert_keras run `--max_batch_widths=N` (it bounds the widths XLA compiles,
 on jax here; the other backends take each batch at its longest sentence).
-`--sst2_jax_compilation_cache` gives each jax run a `JAX_COMPILATION_CACHE_DIR`
+`--sst2_jax_compilation_cache` gives each jax run a `--compilation_cache_dir`
 of its own and then runs it again, its compiled programs read from there
 (a "warm cache" row): what a rerun with other seeds costs.
 
@@ -72,7 +72,7 @@ _MAX_BATCH_WIDTHS = flags.DEFINE_integer(
 _JAX_COMPILATION_CACHE = flags.DEFINE_boolean(
     "sst2_jax_compilation_cache",
     False,
-    "Give each jax run a fresh JAX_COMPILATION_CACHE_DIR, then run it again with the cache warm.",
+    "Give each jax run a fresh --compilation_cache_dir, then run it again with the cache warm.",
 )
 _SEQUENCE_LENGTH = 128
 _BATCH_SIZE = 32
@@ -106,14 +106,13 @@ def measure(checkpoint):
         runs = program_runs(_BACKENDS.value, _BUCKET_BY_LENGTH.value, _JAX_COMPILATION_CACHE.value)
         for run in runs:
             output_dir = os.path.join(work_dir, run.name.replace(" ", "_"))
-            environment = {"KERAS_BACKEND": run.backend}
+            cache = None
             if run.compilation_cache:
                 cache = os.path.join(work_dir, "jax_cache" + ("_buckets" if run.bucketed else ""))
-                environment["JAX_COMPILATION_CACHE_DIR"] = cache
             rows[run.name] = _timed(
-                _classify_command(checkpoint, output_dir, run.bucketed),
+                _classify_command(checkpoint, output_dir, run.bucketed, cache),
                 os.path.join(output_dir, "eval_results.json"),
-                environment,
+                {"KERAS_BACKEND": run.backend},
             )
     widths = _MAX_BATCH_WIDTHS.value
     print(
@@ -164,7 +163,7 @@ class ProgramRun(typing.NamedTuple):
     """One `tasks.classify` run of the benchmark.
 
     `compilation_cache` is "written" for a jax run given an empty
-    `JAX_COMPILATION_CACHE_DIR` and "read" for the same program run again
+    `--compilation_cache_dir` and "read" for the same program run again
     with it; None without one.
     """
 
@@ -212,7 +211,7 @@ def program_runs(backends, bucket_by_length, jax_compilation_cache):
     return runs
 
 
-def _classify_command(checkpoint, output_dir, bucket_by_length):
+def _classify_command(checkpoint, output_dir, bucket_by_length, compilation_cache_dir=None):
     return [
         sys.executable,
         "-m",
@@ -232,6 +231,7 @@ def _classify_command(checkpoint, output_dir, bucket_by_length):
         f"--seed={_SEED.value}",
         f"--bucket_by_length={bucket_by_length}",
         *([f"--max_batch_widths={_MAX_BATCH_WIDTHS.value}"] if _MAX_BATCH_WIDTHS.value else []),
+        *([f"--compilation_cache_dir={compilation_cache_dir}"] if compilation_cache_dir else []),
     ]
 
 
