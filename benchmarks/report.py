@@ -578,7 +578,10 @@ def main(argv):
     kept_rows, kept_records = [], []
     if _UPDATE.value:
         names = sorted({name for name, _, _ in planned}, key=_benchmark_order)
-        kept_rows, kept_records = kept_by_update(_previous_report(output_dir), context, names)
+        previous_path = os.path.join(output_dir, "report.json")
+        kept_rows, kept_records = kept_by_update(
+            _previous_report(previous_path), context, names, previous_path
+        )
         context["update"] = {
             "benchmarks": names,
             "others_since": min((record["date"] for record in kept_records), default="—"),
@@ -646,21 +649,20 @@ def in_benchmark_order(items):
     return sorted(items, key=lambda item: _benchmark_order(item["benchmark"]))
 
 
-def _previous_report(output_dir):
-    path = os.path.join(output_dir, "report.json")
+def _previous_report(path):
     try:
         with open(path, encoding="utf-8") as file:
-            return {**json.load(file), "path": path}
+            return json.load(file)
     except FileNotFoundError:
         raise app.UsageError(f"--update: {path} is missing; run the whole report first.") from None
 
 
-def kept_by_update(previous, context, names):
+def kept_by_update(previous, context, names, source="the report"):
     """The rows and run records of `previous` (report.json's contents) that measuring again
     the benchmarks `names` keeps: every other benchmark's, each run dated.
 
     A run record without a date gets `previous`'s, the date of the report
-    that measured it.
+    that measured it. `source` names `previous` in errors.
 
     Raises:
         app.UsageError: `previous` is of another mode, machine or packages than `context`.
@@ -676,7 +678,7 @@ def kept_by_update(previous, context, names):
     for key in ("mode", "machine", "versions"):
         if previous.get(key) != context[key]:
             raise app.UsageError(
-                f"--update: {previous.get('path', 'the report')} has {key} "
+                f"--update: {source} has {key} "
                 f"{previous.get(key)!r}, this run {context[key]!r}; run the whole report."
             )
     kept_rows = [row for row in previous["measurements"] if row["benchmark"] not in names]

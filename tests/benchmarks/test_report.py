@@ -13,6 +13,8 @@ import sys
 
 import pytest
 
+from tests.programs import program
+
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 _WRITE_SYNTHETIC_REPORT = """
@@ -240,20 +242,17 @@ report.write_report(rows, runs, context, sys.argv[1])
 """
 
 
-def _run_report(*flags):
-    return subprocess.run(
-        [sys.executable, "-m", "benchmarks.report", *flags],
-        cwd=REPOSITORY,
-        env={**os.environ, "MPLBACKEND": "Agg"},
-        capture_output=True,
-        text=True,
+def _update_sst2(output_dir):
+    """`benchmarks.report --update` of sst2, which has no quick flags: its run is a "skipped"
+    row, made without starting a benchmark."""
+    return program("benchmarks.report")(
+        "--quick", "--only=sst2", "--update", f"--output_dir={output_dir}"
     )
 
 
 def test_an_update_measures_again_only_its_benchmarks_and_keeps_the_others(tmp_path):
     assert _child(_WRITE_PREVIOUS_QUICK_REPORT, tmp_path, "quick").returncode == 0
-    # sst2 has no quick flags: its run is a "skipped" row, made without starting a benchmark.
-    completed = _run_report("--quick", "--only=sst2", "--update", f"--output_dir={tmp_path}")
+    completed = _update_sst2(tmp_path)
     assert completed.returncode == 0, completed.stderr
     report = json.loads((tmp_path / "report.json").read_text())
     tokenizer, sst2 = report["measurements"]
@@ -278,7 +277,7 @@ def test_an_update_measures_again_only_its_benchmarks_and_keeps_the_others(tmp_p
 def test_an_update_refuses_a_report_of_another_mode(tmp_path):
     assert _child(_WRITE_PREVIOUS_QUICK_REPORT, tmp_path, "full").returncode == 0
     before = (tmp_path / "report.json").read_text()
-    completed = _run_report("--quick", "--only=sst2", "--update", f"--output_dir={tmp_path}")
+    completed = _update_sst2(tmp_path)
     assert completed.returncode != 0
     assert f"--update: {tmp_path / 'report.json'} has mode 'full', this run 'quick'" in (
         completed.stderr
@@ -287,6 +286,6 @@ def test_an_update_refuses_a_report_of_another_mode(tmp_path):
 
 
 def test_an_update_without_a_report_says_which_file_is_missing(tmp_path):
-    completed = _run_report("--quick", "--only=sst2", "--update", f"--output_dir={tmp_path}")
+    completed = _update_sst2(tmp_path)
     assert completed.returncode != 0
     assert f"--update: {tmp_path / 'report.json'} is missing" in completed.stderr
