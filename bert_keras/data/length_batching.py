@@ -347,6 +347,77 @@ def predict_by_length(
     features = {name: np.asarray(array) for name, array in features.items()}
     sequence_length = features["padding_mask"].shape[-1]
     lengths = example_lengths(features["padding_mask"])
+    order, filled, widths = _prediction_plan(
+        lengths, features, batch_size, pad_to_multiple_of, full_batches, max_widths, compile_tokens
+    )
+    batches = []
+    for start in range(0, len(filled), batch_size):
+        rows = filled[start : start + batch_size]
+        width = int(widths[np.searchsorted(widths, lengths[rows].max())])
+        outputs = predict_batch(
+            {name: array[rows, ..., :width] for name, array in features.items()}
+        )
+        if per_token_outputs:
+            outputs = _tree_map(
+                lambda array: _padded_length_axis(np.asarray(array), sequence_length, fill), outputs
+            )
+        batches.append(outputs)
+    return _tree_map(lambda *arrays: in_input_order(np.concatenate(arrays), order), *batches)
+
+
+def length_sorted_dataset(
+    features,
+    batch_size,
+    pad_to_multiple_of=PAD_TO_MULTIPLE_OF,
+    full_batches=False,
+    max_widths=None,
+    compile_tokens=0,
+):
+    """Packed examples shortest first, batched as `predict_by_length` batches them: a dataset.
+
+    For `keras.Model.predict`: each batch is as wide as the narrowest
+    width that holds its longest example, the widths chosen as
+    `predict_by_length` chooses them (its arguments have its meanings).
+    `in_input_order(predictions, order)` puts the predictions back in the
+    examples' order.
+
+    Returns:
+        `(order, dataset)`: the examples' order in the dataset, and a
+        `tf.data.Dataset` of dicts of int tensors `[batch, ..., width]`.
+
+    Example:
+    >>> mask = np.array([[1, 1, 1, 0, 0, 0], [1, 0, 0, 0, 0, 0], [1, 1, 0, 0, 0, 0]])
+    >>> features = {"token_ids": mask, "segment_ids": mask * 0, "padding_mask": mask}
+    >>> order, dataset = length_sorted_dataset(features, batch_size=2, pad_to_multiple_of=1)
+    >>> order.tolist(), [batch["padding_mask"].shape.as_list() for batch in dataset]
+    ([1, 2, 0], [[2, 2], [1, 3]])
+    """
+    features = {name: np.asarray(array) for name, array in features.items()}
+    lengths = example_lengths(features["padding_mask"])
+    order, filled, widths = _prediction_plan(
+        lengths, features, batch_size, pad_to_multiple_of, full_batches, max_widths, compile_tokens
+    )
+    widths = tf.constant(widths)
+
+    def trimmed(batch):
+        longest = tf.reduce_max(tf.reduce_sum(batch["padding_mask"], axis=-1))
+        width = tf.gather(widths, tf.searchsorted(widths, [tf.cast(longest, widths.dtype)]))[0]
+        return {name: tensor[..., :width] for name, tensor in batch.items()}
+
+    sorted_features = {name: array[filled] for name, array in features.items()}
+    dataset = tf.data.Dataset.from_tensor_slices(sorted_features).batch(batch_size).map(trimmed)
+    return order, dataset
+
+
+def _prediction_plan(
+    lengths, features, batch_size, pad_to_multiple_of, full_batches, max_widths, compile_tokens
+):
+    """`predict_by_length`'s batches: `(order, filled, widths)`.
+
+    `order` takes the examples shortest first; `filled` is `order` filled
+    up to whole batches where `full_batches`; `widths` are the batches'.
+    """
+    sequence_length = features["padding_mask"].shape[-1]
     order = np.argsort(lengths, kind="stable")
     filled = whole_batches(order, batch_size) if full_batches else order
     if max_widths is None and not compile_tokens:
@@ -361,19 +432,7 @@ def predict_by_length(
             sequence_length,
             compile_tokens,
         )
-    batches = []
-    for start in range(0, len(filled), batch_size):
-        rows = filled[start : start + batch_size]
-        width = int(widths[np.searchsorted(widths, lengths[rows].max())])
-        outputs = predict_batch(
-            {name: array[rows, ..., :width] for name, array in features.items()}
-        )
-        if per_token_outputs:
-            outputs = _tree_map(
-                lambda array: _padded_length_axis(np.asarray(array), sequence_length, fill), outputs
-            )
-        batches.append(outputs)
-    return _tree_map(lambda *arrays: in_input_order(np.concatenate(arrays), order), *batches)
+    return order, filled, widths
 
 
 def fewest_padding_widths(

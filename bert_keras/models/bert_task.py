@@ -15,8 +15,7 @@ from bert_keras.models.dataset_release import without_autotuning_thread
 from bert_keras.models.text_inputs import DEFAULT_BATCH_SIZE
 from bert_keras.models.text_inputs import holds_dataset
 from bert_keras.models.text_inputs import holds_text
-from bert_keras.models.text_inputs import length_order
-from bert_keras.models.text_inputs import reordered
+from bert_keras.models.text_inputs import packed_features
 from bert_keras.models.text_inputs import split_for_validation
 from bert_keras.models.text_inputs import text_dataset
 from bert_keras.training.optimizer_build import build_optimizer
@@ -257,29 +256,53 @@ class BertTask(keras.Model):
     def predict(self, x, batch_size=None, **kwargs):
         """`keras.Model.predict`; with a preprocessor, `x` may be text.
 
-        Texts in arrays or lists go to a by-length preprocessor
-        (`pads_batches_by_length`) shortest first, so that each batch
-        carries little padding; the predictions come back in their order.
-        Where the predict step is compiled per input shape (XLA), a short
-        last batch is filled up with copies of its last text
-        (`whole_batches`), so that it needs no program of its own.
+        Texts in arrays or lists are packed once, then batched shortest
+        first, each batch as wide as its longest text needs
+        (`length_sorted_dataset` with `prediction_batching`); the
+        predictions come back in the texts' order.
         """
         if not self._takes_as_text(x):
             return super().predict(without_autotuning_thread(x), batch_size=batch_size, **kwargs)
+        if not self.pads_batches_by_length or holds_dataset(x):
+            dataset = text_dataset(self.preprocess_text, x, batch_size=batch_size)
+            return super().predict(without_autotuning_thread(dataset), **kwargs)
         # Text needs TensorFlow, as length_batching does.
         from bert_keras.data.length_batching import in_input_order
-        from bert_keras.data.length_batching import whole_batches
+        from bert_keras.data.length_batching import length_sorted_dataset
 
-        order = None
-        if self.pads_batches_by_length and not holds_dataset(x):
-            order = length_order(self.preprocess_text, x)
-            batch_size = batch_size or DEFAULT_BATCH_SIZE
-            x = reordered(x, whole_batches(order, batch_size) if self.jit_compile else order)
-        dataset = text_dataset(self.preprocess_text, x, batch_size=batch_size)
+        order, dataset = length_sorted_dataset(
+            packed_features(self.preprocess_text, x),
+            batch_size or DEFAULT_BATCH_SIZE,
+            **self.prediction_batching,
+        )
         predictions = super().predict(without_autotuning_thread(dataset), **kwargs)
-        if order is None:
-            return predictions
         return keras.tree.map_structure(lambda array: in_input_order(array, order), predictions)
+
+    @property
+    def prediction_batching(self):
+        """`length_sorted_dataset`'s options in `predict` on texts.
+
+        Where XLA compiles a program per input shape (`jit_compile`), a short
+        last batch is filled up to a full one, which then needs no program of
+        its own, and the widths are those whose padding saved pays for their
+        compile (`PREDICTION_COMPILE_TOKENS` each). Otherwise each batch is
+        as wide as its longest text; in mixed precision widths are multiples
+        of 8 (the tensor cores' tile).
+
+        Example:
+        >>> from bert_keras.models.bert_classifier import BertClassifier
+        >>> classifier = BertClassifier(BertBackbone(10, 1, 2, 8, 16), num_classes=2)
+        >>> classifier.prediction_batching["full_batches"] == classifier.jit_compile
+        True
+        """
+        from bert_keras.data.length_batching import PREDICTION_COMPILE_TOKENS
+
+        compiled_per_shape = bool(self.jit_compile)
+        return {
+            "pad_to_multiple_of": 1 if self.compute_dtype == "float32" else 8,
+            "full_batches": compiled_per_shape,
+            "compile_tokens": PREDICTION_COMPILE_TOKENS if compiled_per_shape else 0,
+        }
 
     def _takes_as_text(self, x):
         if not holds_text(x):

@@ -15,6 +15,7 @@ import sys
 import numpy as np
 
 DEFAULT_BATCH_SIZE = 32  # keras.Model.fit's default.
+PACKING_CHUNK = 256  # texts per eager call of the preprocessor in `packed_features`
 
 
 def holds_text(data):
@@ -182,42 +183,42 @@ def holds_dataset(data):
     return bool(tf) and isinstance(data, tf.data.Dataset)
 
 
-def length_order(preprocess, x):
-    """The examples of array-like texts `x`, shortest first: a stable permutation.
+def packed_features(preprocess, x):
+    """The model's inputs for array-like texts `x`: a dict of numpy arrays.
 
-    An example's length is its tokens once packed; `preprocess` packs them
-    (see `text_dataset`), 256 texts at a time.
+    `preprocess` packs the texts (see `text_dataset`) eagerly,
+    `PACKING_CHUNK` at a time: a tf.data pipeline would trace it first, which takes longer than
+    packing a dev set. Chunks it pads to different widths are padded with
+    zeros (masked) to the widest.
 
     Example:
     >>> from bert_keras.text.tokenizer import BertTokenizer
     >>> from bert_keras.text.preprocessor import BertPreprocessor
     >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi"])
-    >>> length_order(BertPreprocessor(tokenizer, 8), ["hi hi hi", "hi", "hi hi", "hi"]).tolist()
-    [1, 3, 2, 0]
+    >>> features = packed_features(BertPreprocessor(tokenizer, 5), ["hi hi", "hi"])
+    >>> features["token_ids"].tolist()
+    [[2, 5, 5, 3, 0], [2, 5, 3, 0, 0]]
     """
-    from bert_keras.data.length_batching import example_lengths
+    import tensorflow as tf
 
-    batches = text_dataset(preprocess, x, batch_size=256)
-    lengths = np.concatenate([example_lengths(features["padding_mask"]) for features in batches])
-    return np.argsort(lengths, kind="stable")
+    x = _map_arrays(_sliceable, x)
+    count = int(next(array for array in _flat_arrays(x)).shape[0])
 
-
-def reordered(arrays, order):
-    """Array-likes (nested in tuples, as `split_for_validation` takes them) taken in `order`.
-
-    Example:
-    >>> [part.tolist() for part in reordered((["a", "b", "c"], ["x", "y", "z"]), [2, 0, 1])]
-    [['c', 'a', 'b'], ['z', 'x', 'y']]
-    """
-    tf = _imported_tensorflow()
-
-    def taken(array):
-        array = _sliceable(array)
-        return (
-            tf.gather(array, order) if tf and isinstance(array, tf.RaggedTensor) else array[order]
+    def chunk(start):
+        texts = _map_arrays(
+            lambda array: tf.convert_to_tensor(array[start : start + PACKING_CHUNK]), x
         )
+        return {name: tensor.numpy() for name, tensor in preprocess(texts).items()}
 
-    return _map_arrays(taken, arrays)
+    batches = [chunk(start) for start in range(0, count, PACKING_CHUNK)]
+    width = max(batch["padding_mask"].shape[-1] for batch in batches)
+
+    def widened(array):
+        return np.pad(array, [(0, 0)] * (array.ndim - 1) + [(0, width - array.shape[-1])])
+
+    return {
+        name: np.concatenate([widened(batch[name]) for batch in batches]) for name in batches[0]
+    }
 
 
 def split_for_validation(arrays, validation_split):

@@ -9,6 +9,8 @@ import tensorflow as tf
 
 from bert_keras.data.length_batching import batch_by_length
 from bert_keras.data.length_batching import fewest_padding_widths
+from bert_keras.data.length_batching import in_input_order
+from bert_keras.data.length_batching import length_sorted_dataset
 from bert_keras.data.length_batching import predict_by_length
 from bert_keras.models.bert_classifier import BertClassifier
 from bert_keras.models.bert_token_classifier import IGNORED_LABEL
@@ -320,3 +322,29 @@ def test_predictions_at_chosen_widths_are_the_same_at_fewer_widths(choice):
     )
     assert widths == set(expected.tolist()) and len(widths) == 2
     np.testing.assert_array_equal(fewer, plain)
+
+
+@pytest.mark.one_backend  # tf.data and numpy only
+@pytest.mark.parametrize(
+    "options", [{"pad_to_multiple_of": 1}, {"full_batches": True, "compile_tokens": 80}]
+)
+def test_a_length_sorted_dataset_holds_the_batches_predict_by_length_makes(options):
+    features = _packed_examples()
+    expected = []
+
+    def predict_batch(batch):
+        expected.append(batch)
+        return batch["token_ids"].sum(axis=1)
+
+    sums = predict_by_length(predict_batch, features, batch_size=5, **options)
+    order, dataset = length_sorted_dataset(features, batch_size=5, **options)
+    batches = [{name: tensor.numpy() for name, tensor in batch.items()} for batch in dataset]
+    assert [batch["token_ids"].shape for batch in batches] == [
+        batch["token_ids"].shape for batch in expected
+    ]
+    for batch, expected_batch in zip(batches, expected):
+        for name in expected_batch:
+            np.testing.assert_array_equal(batch[name], expected_batch[name])
+    summed = np.concatenate([batch["token_ids"].sum(axis=1) for batch in batches])
+    np.testing.assert_array_equal(in_input_order(summed, order), sums)
+    np.testing.assert_array_equal(sums, features["token_ids"].sum(axis=1))

@@ -127,6 +127,40 @@ def test_a_compiled_predict_fills_its_last_batch_of_texts(vocabulary_file, monke
     assert sizes == [3]  # one short batch: nothing to match
 
 
+def test_predict_pads_each_batch_of_texts_to_the_widths_it_needs(vocabulary_file, monkeypatch):
+    widths = []
+    keras_predict = keras.Model.predict
+
+    def recording(model, x, **kwargs):
+        if isinstance(x, tf.data.Dataset):
+            widths.extend(int(batch["token_ids"].shape[1]) for batch in x)
+        return keras_predict(model, x, **kwargs)
+
+    monkeypatch.setattr(keras.Model, "predict", recording)
+    # Packed: 3, 3, 4, 5, 7 and 10 tokens; the preprocessor alone pads to multiples of 8.
+    texts = [
+        "good",
+        "bad awful poor sad worst",
+        "fine nice",
+        "great",
+        "ugly grim dull",
+        "a b c d e f g h",
+    ]
+    by_eights = BertPreprocessor(
+        BertTokenizer(vocabulary_file), SEQUENCE_LENGTH, padding="longest", pad_to_multiple_of=8
+    )
+    classifier = BertClassifier(_backbone(), num_classes=2, preprocessor=by_eights)
+    predictions = classifier.predict(texts, batch_size=2, verbose=0)
+    if classifier.jit_compile:  # a compile costs more than all this padding
+        assert widths == [10, 10, 10]
+    else:  # each batch as wide as its longest text
+        assert widths == [3, 5, 10]
+    expected = classifier.predict(
+        {k: v.numpy() for k, v in _preprocessor(vocabulary_file)(texts).items()}, verbose=0
+    )
+    np.testing.assert_allclose(predictions, expected, atol=1e-5)
+
+
 @pytest.mark.one_backend  # what reaches Keras
 def test_keras_gets_datasets_without_an_autotuning_thread_to_wait_for(vocabulary_file, monkeypatch):
     # An iterator's deletion, when fit, evaluate or predict ends, waits for
