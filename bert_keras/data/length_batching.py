@@ -372,18 +372,22 @@ def length_sorted_dataset(
     full_batches=False,
     max_widths=None,
     compile_tokens=0,
+    columns=(),
 ):
     """Packed examples shortest first, batched as `predict_by_length` batches them: a dataset.
 
-    For `keras.Model.predict`: each batch is as wide as the narrowest
-    width that holds its longest example, the widths chosen as
+    For `keras.Model.predict` and `evaluate`: each batch is as wide as the
+    narrowest width that holds its longest example, the widths chosen as
     `predict_by_length` chooses them (its arguments have its meanings).
     `in_input_order(predictions, order)` puts the predictions back in the
-    examples' order.
+    examples' order. `columns` (labels, sample weights: arrays
+    `[examples, ...]`) come along in the same order; give them without
+    `full_batches`, which repeats examples.
 
     Returns:
         `(order, dataset)`: the examples' order in the dataset, and a
-        `tf.data.Dataset` of dicts of int tensors `[batch, ..., width]`.
+        `tf.data.Dataset` of dicts of int tensors `[batch, ..., width]`,
+        or of tuples `(features, *columns)`.
 
     Example:
     >>> mask = np.array([[1, 1, 1, 0, 0, 0], [1, 0, 0, 0, 0, 0], [1, 1, 0, 0, 0, 0]])
@@ -405,8 +409,15 @@ def length_sorted_dataset(
         return {name: tensor[..., :width] for name, tensor in batch.items()}
 
     sorted_features = {name: array[filled] for name, array in features.items()}
-    dataset = tf.data.Dataset.from_tensor_slices(sorted_features).batch(batch_size).map(trimmed)
-    return order, dataset
+    if not columns:
+        dataset = tf.data.Dataset.from_tensor_slices(sorted_features).batch(batch_size)
+        return order, dataset.map(trimmed)
+    columns = tuple(
+        np.asarray(column) if isinstance(column, list) else column for column in columns
+    )
+    sorted_columns = tf.nest.map_structure(lambda array: np.asarray(array)[filled], columns)
+    dataset = tf.data.Dataset.from_tensor_slices((sorted_features, *sorted_columns))
+    return order, dataset.batch(batch_size).map(lambda batch, *rest: (trimmed(batch), *rest))
 
 
 def _prediction_plan(

@@ -243,7 +243,7 @@ class BertTask(keras.Model):
     def evaluate(self, x=None, y=None, batch_size=None, *, sample_weight=None, **kwargs):
         """`keras.Model.evaluate`; with a preprocessor, `x` may be text."""
         if self._takes_as_text(x):
-            x = text_dataset(self.preprocess_text, x, y, sample_weight, batch_size)
+            x = self._labelled_text_dataset(x, y, sample_weight, batch_size)
             y = sample_weight = batch_size = None
         return super().evaluate(
             without_autotuning_thread(x),
@@ -304,6 +304,26 @@ class BertTask(keras.Model):
             "compile_tokens": PREDICTION_COMPILE_TOKENS if compiled_per_shape else 0,
         }
 
+    def _labelled_text_dataset(self, x, y, sample_weight, batch_size):
+        """Texts `x` with their labels and weights, for `evaluate`: batched as `predict` does.
+
+        Shortest first where the model pads batches by length, without
+        filling the last batch (its copies would count twice); a dataset
+        goes through `text_dataset` as it is.
+        """
+        if not self.pads_batches_by_length or holds_dataset(x) or y is None:
+            return text_dataset(self.preprocess_text, x, y, sample_weight, batch_size)
+        from bert_keras.data.length_batching import length_sorted_dataset
+
+        columns = (y,) if sample_weight is None else (y, sample_weight)
+        _, dataset = length_sorted_dataset(
+            packed_features(self.preprocess_text, x),
+            batch_size or DEFAULT_BATCH_SIZE,
+            **{**self.prediction_batching, "full_batches": False},
+            columns=columns,
+        )
+        return dataset
+
     def _takes_as_text(self, x):
         if not holds_text(x):
             return False
@@ -318,9 +338,7 @@ class BertTask(keras.Model):
         if isinstance(validation_data, tuple):
             x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(validation_data)
             if self._takes_as_text(x):
-                validation_data = text_dataset(
-                    self.preprocess_text, x, y, sample_weight, batch_size
-                )
+                validation_data = self._labelled_text_dataset(x, y, sample_weight, batch_size)
         elif validation_data is not None and self._takes_as_text(validation_data):
             validation_data = text_dataset(self.preprocess_text, validation_data)
         return without_autotuning_thread(validation_data)

@@ -161,6 +161,22 @@ def test_predict_pads_each_batch_of_texts_to_the_widths_it_needs(vocabulary_file
     np.testing.assert_allclose(predictions, expected, atol=1e-5)
 
 
+def test_evaluate_on_texts_takes_them_shortest_first_with_their_labels(vocabulary_file):
+    texts = ["good", "bad awful poor sad worst", "fine nice", "great", "ugly grim dull", "best"]
+    labels, weights = np.array([1, 0, 1, 1, 0, 1]), np.array([1.0, 2.0, 0.5, 1.0, 3.0, 0.0])
+    classifier = _classifier(vocabulary_file)
+    classifier.compile()
+    full_length = {k: v.numpy() for k, v in _preprocessor(vocabulary_file)(texts).items()}
+    for weight in (None, weights):
+        expected = classifier.evaluate(
+            full_length, labels, sample_weight=weight, batch_size=6, verbose=0
+        )
+        by_length = classifier.evaluate(
+            texts, labels.tolist(), sample_weight=weight, batch_size=4, verbose=0
+        )
+        np.testing.assert_allclose(by_length, expected, rtol=1e-5)
+
+
 @pytest.mark.one_backend  # what reaches Keras
 def test_keras_gets_datasets_without_an_autotuning_thread_to_wait_for(vocabulary_file, monkeypatch):
     # An iterator's deletion, when fit, evaluate or predict ends, waits for
