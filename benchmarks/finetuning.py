@@ -44,7 +44,11 @@ In the current KERAS_BACKEND's process, on the same data, measures
    every window, ours against transformers with dynamic padding (see
    `benchmarks.squad_windows`).
 
-4. With --parts=sst2, the real-data case: whole fine-tuning programs on an
+4. Prediction on raw texts: SST-2 dev (or docstring sentences) through a
+   classifier's `predict(texts)`, against transformers' tokenizer and model
+   loop with dynamic padding (see `benchmarks.text_prediction`).
+
+5. With --parts=sst2, the real-data case: whole fine-tuning programs on an
    SST-2 subset, ours on each backend against transformers (see
    `benchmarks.sst2_finetuning`).
 
@@ -72,19 +76,23 @@ from benchmarks import common
 from benchmarks import measurements
 from benchmarks import squad_windows
 from benchmarks import sst2_finetuning
+from benchmarks import text_prediction
 from bert_keras.data.offline_text import docstring_corpus
 from bert_keras.data.offline_text import vocab_file
 from bert_keras.training.host_memory import restart_with_training_malloc
 
-PARTS = ("squad", "squad_windows", "finetuning", "sst2")
+PARTS = ("squad", "squad_windows", "finetuning", "text_prediction", "sst2")
 MAX_SEQ_LENGTH = 384
 DOC_STRIDE = 128
 MAX_QUERY_LENGTH = 64
+SST2_DEV_SIZE = 872  # sentences in GLUE SST-2 dev
 # run_qa.py's datasets.map(batched=True) hands it this many examples a call.
 TRANSFORMERS_MAP_BATCH = 1000
 
 _PARTS = flags.DEFINE_list(
-    "parts", ["squad", "squad_windows", "finetuning"], f"What to measure, of {', '.join(PARTS)}."
+    "parts",
+    ["squad", "squad_windows", "finetuning", "text_prediction"],
+    f"What to measure, of {', '.join(PARTS)}.",
 )
 _CHECKPOINT = flags.DEFINE_string(
     "checkpoint",
@@ -114,7 +122,7 @@ _TORCH_THREADS = flags.DEFINE_integer(
 _SST2_DIR = flags.DEFINE_string(
     "sst2_dir",
     os.path.join(os.path.dirname(common.REPOSITORY), "shared", "data", "sst2"),
-    "GLUE SST-2 directory (train.tsv); docstring sentences with random labels when absent.",
+    "GLUE SST-2 directory (train.tsv, dev.tsv); docstring sentences when absent.",
 )
 
 _WORD = re.compile(r"\w+")
@@ -516,6 +524,19 @@ def _finetuning_examples(work_dir):
     )
 
 
+def _prediction_texts(work_dir):
+    """(texts, description): SST-2 dev's sentences, else as many docstring sentences."""
+    from bert_keras.data.glue import read_glue
+
+    if os.path.exists(os.path.join(_SST2_DIR.value, "dev.tsv")):
+        return read_glue("sst-2", _SST2_DIR.value, "dev").texts_a, "SST-2 dev"
+    logging.warning("No SST-2 in %s: predicting docstring sentences.", _SST2_DIR.value)
+    sentences = [
+        s for document in docstring_documents(SST2_DEV_SIZE * 150, work_dir) for s in document
+    ]
+    return sentences[:SST2_DEV_SIZE], f"docstring sentences (no SST-2 in {_SST2_DIR.value})"
+
+
 def _bert_keras_runners(checkpoint, examples, work_dir):
     """Step runners of our classifier: `fit` on the tf.data pipeline, and the bare step."""
     import numpy as np
@@ -697,6 +718,10 @@ def main(argv):
                 MAX_SEQ_LENGTH,
                 DOC_STRIDE,
                 MAX_QUERY_LENGTH,
+            )
+        if "text_prediction" in _PARTS.value:
+            rows += text_prediction.measure(
+                checkpoint, *_prediction_texts(work_dir), common.BATCH_SIZE.value
             )
         if "sst2" in _PARTS.value:
             rows += sst2_finetuning.measure(checkpoint)

@@ -1,0 +1,29 @@
+"""The raw-text prediction benchmark times both sides on the same texts and reports both."""
+
+import pytest
+
+from benchmarks import text_prediction
+from bert_keras.models.bert_backbone import BertBackbone
+
+VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "good", "film", "dull"]
+
+
+@pytest.mark.one_backend  # transformers' side runs on torch whatever the backend
+def test_rows_give_both_calls_of_both_sides(tmp_path, capsys):
+    vocabulary = tmp_path / "vocab.txt"
+    vocabulary.write_text("\n".join(VOCABULARY) + "\n")
+    checkpoint = str(tmp_path / "tiny")
+    BertBackbone(len(VOCABULARY), 1, 2, 8, 16, max_sequence_length=16).save_to_preset(
+        checkpoint, vocabulary_file=str(vocabulary)
+    )
+    texts = ["a good film", "dull", "a dull , dull film", "good"] * 3
+    rows = text_prediction.measure(checkpoint, texts, "toy texts", batch_size=4, max_seq_length=16)
+    assert [row["measure"] for row in rows] == [
+        "predict(texts) first call seconds",
+        "predict(texts) second call seconds",
+    ]
+    for row in rows:
+        assert row["ours"] > 0 and row["peer_value"] > 0
+        assert row["ratio"] == pytest.approx(row["ours"] / row["peer_value"])
+        assert "12 texts, batch 4" in row["settings"]
+    assert "time ratio bert_keras / transformers" in capsys.readouterr().out
