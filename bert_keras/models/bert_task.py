@@ -275,8 +275,31 @@ class BertTask(keras.Model):
             batch_size or DEFAULT_BATCH_SIZE,
             **self.prediction_batching,
         )
+        self._trace_predict_function_for_any_shape(dataset.element_spec)
         predictions = super().predict(without_autotuning_thread(dataset), **kwargs)
         return keras.tree.map_structure(lambda array: in_input_order(array, order), predictions)
+
+    def _trace_predict_function_for_any_shape(self, element_spec):
+        """On TensorFlow, traces Keras' predict function once, for batches of any shape.
+
+        Keras' `tf.function` retraces on each new batch shape until it has
+        generalized them: three traces for batches of many widths and a
+        short last one. Traced first with every dimension unknown, it serves
+        them all. (Keras calls it with a list of `steps_per_execution`
+        batches; with several replicas, or several steps an execution, it
+        is left to Keras.)
+        """
+        if keras.backend.backend() != "tensorflow" or self.run_eagerly:
+            return
+        if self.steps_per_execution != 1 or self.distribute_strategy.num_replicas_in_sync != 1:
+            return
+        import tensorflow as tf
+
+        self.make_predict_function()
+        any_shape = tf.nest.map_structure(
+            lambda spec: tf.TensorSpec([None] * spec.shape.rank, spec.dtype), element_spec
+        )
+        self.predict_function.get_concrete_function([any_shape])
 
     @property
     def prediction_batching(self):

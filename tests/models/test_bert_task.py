@@ -161,6 +161,19 @@ def test_predict_pads_each_batch_of_texts_to_the_widths_it_needs(vocabulary_file
     np.testing.assert_allclose(predictions, expected, atol=1e-5)
 
 
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="counts tf.function traces")
+def test_tensorflow_traces_predict_once_for_texts_of_any_length(vocabulary_file):
+    texts = ["good", "bad awful poor sad worst", "fine nice", "great", "ugly grim dull", "best"]
+    classifier = _classifier(vocabulary_file)
+    predictions = classifier.predict(texts, batch_size=4, verbose=0)  # widths 3 and 7; 4 + 2
+    classifier.predict(texts[::-1] * 3, batch_size=5, verbose=0)
+    assert classifier.predict_function.experimental_get_tracing_count() == 1
+    expected = classifier.predict(
+        {k: v.numpy() for k, v in _preprocessor(vocabulary_file)(texts).items()}, verbose=0
+    )
+    np.testing.assert_allclose(predictions, expected, atol=1e-5)
+
+
 def test_evaluate_on_texts_takes_them_shortest_first_with_their_labels(vocabulary_file):
     texts = ["good", "bad awful poor sad worst", "fine nice", "great", "ugly grim dull", "best"]
     labels, weights = np.array([1, 0, 1, 1, 0, 1]), np.array([1.0, 2.0, 0.5, 1.0, 3.0, 0.0])
