@@ -380,8 +380,8 @@ def length_sorted_dataset(
     narrowest width that holds its longest example, the widths chosen as
     `predict_by_length` chooses them (its arguments have its meanings).
     `in_input_order(predictions, order)` puts the predictions back in the
-    examples' order. `columns` (labels, sample weights: arrays
-    `[examples, ...]`) come along in the same order; give them without
+    examples' order. `columns` (labels, sample weights: numpy
+    arrays `[examples, ...]`, or dicts of them) come along in the same order; give them without
     `full_batches`, which repeats examples.
 
     Returns:
@@ -412,9 +412,6 @@ def length_sorted_dataset(
     if not columns:
         dataset = tf.data.Dataset.from_tensor_slices(sorted_features).batch(batch_size)
         return order, dataset.map(trimmed)
-    columns = tuple(
-        np.asarray(column) if isinstance(column, list) else column for column in columns
-    )
     sorted_columns = tf.nest.map_structure(lambda array: np.asarray(array)[filled], columns)
     dataset = tf.data.Dataset.from_tensor_slices((sorted_features, *sorted_columns))
     return order, dataset.batch(batch_size).map(lambda batch, *rest: (trimmed(batch), *rest))

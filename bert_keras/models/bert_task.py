@@ -3,6 +3,7 @@
 import inspect
 
 import keras
+import numpy as np
 
 from bert_keras.checkpoints import read_checkpoint
 from bert_keras.layers.dense import Dense
@@ -222,7 +223,9 @@ class BertTask(keras.Model):
                     (x, y, sample_weight), validation_split
                 )
                 validation_split = 0.0
-            x = text_dataset(self.preprocess_text, x, y, sample_weight, batch_size, shuffle)
+            x = self._training_text_dataset(
+                x, y, sample_weight, batch_size, shuffle, kwargs.get("epochs", 1)
+            )
             # The dataset reshuffles itself each epoch.
             y, sample_weight, batch_size, shuffle = None, None, None, False
         validation_data = self._validation_dataset(
@@ -322,10 +325,15 @@ class BertTask(keras.Model):
 
         compiled_per_shape = bool(self.jit_compile)
         return {
-            "pad_to_multiple_of": 1 if self.compute_dtype == "float32" else 8,
+            "pad_to_multiple_of": self._width_multiple,
             "full_batches": compiled_per_shape,
             "compile_tokens": PREDICTION_COMPILE_TOKENS if compiled_per_shape else 0,
         }
+
+    @property
+    def _width_multiple(self):
+        """Batch widths are multiples of this: 1, or 8 in mixed precision (the tensor cores' tile)."""
+        return 1 if self.compute_dtype == "float32" else 8
 
     def _labelled_text_dataset(self, x, y, sample_weight, batch_size):
         """Texts `x` with their labels and weights, for `evaluate`: batched as `predict` does.
@@ -338,14 +346,43 @@ class BertTask(keras.Model):
             return text_dataset(self.preprocess_text, x, y, sample_weight, batch_size)
         from bert_keras.data.length_batching import length_sorted_dataset
 
-        columns = (y,) if sample_weight is None else (y, sample_weight)
         _, dataset = length_sorted_dataset(
             packed_features(self.preprocess_text, x),
             batch_size or DEFAULT_BATCH_SIZE,
             **{**self.prediction_batching, "full_batches": False},
-            columns=columns,
+            columns=_label_columns(y, sample_weight),
         )
         return dataset
+
+    def _training_text_dataset(self, x, y, sample_weight, batch_size, shuffle, epochs):
+        """Texts `x` with their labels and weights, for `fit`: packed once, batched by length.
+
+        Where the model pads batches by length, the texts are packed once
+        and each (reshuffled) batch is as wide as its longest text, or where
+        XLA compiles each input shape, as the narrowest of the widths whose
+        padding saved in all `epochs` pays for their compile
+        (`batch_by_length` with `TRAINING_COMPILE_TOKENS`, as the fine-tuning
+        programs train). A dataset goes through `text_dataset` as it is.
+        """
+        if not self.pads_batches_by_length or holds_dataset(x) or y is None:
+            return text_dataset(self.preprocess_text, x, y, sample_weight, batch_size, shuffle)
+        import tensorflow as tf
+
+        from bert_keras.data.length_batching import TRAINING_COMPILE_TOKENS
+        from bert_keras.data.length_batching import batch_by_length
+
+        dataset = tf.data.Dataset.from_tensor_slices(
+            (packed_features(self.preprocess_text, x), *_label_columns(y, sample_weight))
+        )
+        if shuffle:
+            dataset = dataset.shuffle(dataset.cardinality(), reshuffle_each_iteration=True)
+        batches = batch_by_length(
+            dataset,
+            batch_size or DEFAULT_BATCH_SIZE,
+            pad_to_multiple_of=self._width_multiple,
+            compile_tokens=TRAINING_COMPILE_TOKENS / max(epochs, 1) if self.jit_compile else 0,
+        )
+        return batches.prefetch(tf.data.AUTOTUNE)
 
     def _takes_as_text(self, x):
         if not holds_text(x):
@@ -383,6 +420,12 @@ class BertTask(keras.Model):
         if config.get("preprocessor") is not None:
             config["preprocessor"] = keras.layers.deserialize(config["preprocessor"])
         return cls(**config)
+
+
+def _label_columns(y, sample_weight):
+    """`(labels,)` or `(labels, sample_weights)`, lists made numpy arrays."""
+    columns = (y,) if sample_weight is None else (y, sample_weight)
+    return tuple(np.asarray(column) if isinstance(column, list) else column for column in columns)
 
 
 def checkpoint_preprocessor(checkpoint, sequence_length, by_length=False, **tokenizer_overrides):

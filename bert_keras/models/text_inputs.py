@@ -187,9 +187,9 @@ def packed_features(preprocess, x):
     """The model's inputs for array-like texts `x`: a dict of numpy arrays.
 
     `preprocess` packs the texts (see `text_dataset`) eagerly,
-    `PACKING_CHUNK` at a time: a tf.data pipeline would trace it first, which takes longer than
-    packing a dev set. Chunks it pads to different widths are padded with
-    zeros (masked) to the widest.
+    `PACKING_CHUNK` at a time: a tf.data pipeline would trace it first,
+    which takes longer than packing a dev set. Chunks it pads to
+    different widths are padded with zeros (masked) to the widest.
 
     Example:
     >>> from bert_keras.text.tokenizer import BertTokenizer

@@ -174,6 +174,49 @@ def test_tensorflow_traces_predict_once_for_texts_of_any_length(vocabulary_file)
     np.testing.assert_allclose(predictions, expected, atol=1e-5)
 
 
+def test_fit_on_texts_trains_as_on_full_padding_at_the_widths_it_needs(
+    vocabulary_file, monkeypatch
+):
+    widths = []
+    keras_fit = keras.Model.fit
+
+    def recording(model, x=None, *args, **kwargs):
+        if isinstance(x, tf.data.Dataset):
+            widths.extend(int(batch["token_ids"].shape[1]) for batch, *_ in x)
+        return keras_fit(model, x, *args, **kwargs)
+
+    monkeypatch.setattr(keras.Model, "fit", recording)
+    # Packed: 3, 7, 4, 3, 5 and 10 tokens; the preprocessor alone pads to multiples of 8.
+    texts = [
+        "good",
+        "bad awful poor sad worst",
+        "fine nice",
+        "great",
+        "ugly grim dull",
+        "a b c d e f g h",
+    ]
+    labels, weights = np.array([1, 0, 1, 1, 0, 1]), np.array([1.0, 2.0, 0.5, 1.0, 3.0, 1.0])
+    by_eights = BertPreprocessor(
+        BertTokenizer(vocabulary_file), SEQUENCE_LENGTH, padding="longest", pad_to_multiple_of=8
+    )
+    full_length = {k: v.numpy() for k, v in _preprocessor(vocabulary_file)(texts).items()}
+    histories = []
+    for x in (texts, full_length):
+        keras.utils.set_random_seed(0)
+        model = BertClassifier(_backbone(dropout=0.0), num_classes=2, preprocessor=by_eights)
+        model.compile(learning_rate=1e-2)
+        history = model.fit(
+            x, labels, sample_weight=weights, batch_size=2, epochs=2, shuffle=False, verbose=0
+        )
+        histories.append((history.history["loss"], model.predict(full_length, verbose=0)))
+    np.testing.assert_allclose(histories[0][0], histories[1][0], rtol=1e-4)
+    np.testing.assert_allclose(histories[0][1], histories[1][1], atol=1e-4)
+    if model.jit_compile:  # a compile costs more than all this padding
+        assert widths == [10, 10, 10]
+    else:  # each batch as wide as its longest text
+        assert widths == [7, 4, 10]
+
+
 def test_evaluate_on_texts_takes_them_shortest_first_with_their_labels(vocabulary_file):
     texts = ["good", "bad awful poor sad worst", "fine nice", "great", "ugly grim dull", "best"]
     labels, weights = np.array([1, 0, 1, 1, 0, 1]), np.array([1.0, 2.0, 0.5, 1.0, 3.0, 0.0])
