@@ -21,6 +21,15 @@ NEGATIVE = ["bad", "awful", "poor", "sad", "worst", "ugly", "grim", "dull"]
 NEUTRAL = [f"word{index}" for index in range(50 - len(SPECIAL_TOKENS) - 16)]
 VOCABULARY = list(SPECIAL_TOKENS) + POSITIVE + NEGATIVE + NEUTRAL  # 50 tokens
 SEQUENCE_LENGTH = 12
+# Packed: 3, 7, 4, 3, 5 and 10 tokens (the last of [UNK]s).
+MIXED_LENGTHS = [
+    "good",
+    "bad awful poor sad worst",
+    "fine nice",
+    "great",
+    "ugly grim dull",
+    "a b c d e f g h",
+]
 
 
 def _toy_sentiment(count, seed=0):
@@ -40,6 +49,13 @@ def vocabulary_file(tmp_path_factory):
 
 def _preprocessor(vocabulary_file, sequence_length=SEQUENCE_LENGTH):
     return BertPreprocessor(BertTokenizer(vocabulary_file), sequence_length=sequence_length)
+
+
+def _by_eights(vocabulary_file):
+    """A by-length preprocessor that alone would pad batches to multiples of 8."""
+    return BertPreprocessor(
+        BertTokenizer(vocabulary_file), SEQUENCE_LENGTH, padding="longest", pad_to_multiple_of=8
+    )
 
 
 def _backbone(**overrides):
@@ -137,18 +153,8 @@ def test_predict_pads_each_batch_of_texts_to_the_widths_it_needs(vocabulary_file
         return keras_predict(model, x, **kwargs)
 
     monkeypatch.setattr(keras.Model, "predict", recording)
-    # Packed: 3, 3, 4, 5, 7 and 10 tokens; the preprocessor alone pads to multiples of 8.
-    texts = [
-        "good",
-        "bad awful poor sad worst",
-        "fine nice",
-        "great",
-        "ugly grim dull",
-        "a b c d e f g h",
-    ]
-    by_eights = BertPreprocessor(
-        BertTokenizer(vocabulary_file), SEQUENCE_LENGTH, padding="longest", pad_to_multiple_of=8
-    )
+    texts = MIXED_LENGTHS
+    by_eights = _by_eights(vocabulary_file)
     classifier = BertClassifier(_backbone(), num_classes=2, preprocessor=by_eights)
     predictions = classifier.predict(texts, batch_size=2, verbose=0)
     if classifier.jit_compile:  # a compile costs more than all this padding
@@ -186,19 +192,9 @@ def test_fit_on_texts_trains_as_on_full_padding_at_the_widths_it_needs(
         return keras_fit(model, x, *args, **kwargs)
 
     monkeypatch.setattr(keras.Model, "fit", recording)
-    # Packed: 3, 7, 4, 3, 5 and 10 tokens; the preprocessor alone pads to multiples of 8.
-    texts = [
-        "good",
-        "bad awful poor sad worst",
-        "fine nice",
-        "great",
-        "ugly grim dull",
-        "a b c d e f g h",
-    ]
+    texts = MIXED_LENGTHS
     labels, weights = np.array([1, 0, 1, 1, 0, 1]), np.array([1.0, 2.0, 0.5, 1.0, 3.0, 1.0])
-    by_eights = BertPreprocessor(
-        BertTokenizer(vocabulary_file), SEQUENCE_LENGTH, padding="longest", pad_to_multiple_of=8
-    )
+    by_eights = _by_eights(vocabulary_file)
     full_length = {k: v.numpy() for k, v in _preprocessor(vocabulary_file)(texts).items()}
     histories = []
     for x in (texts, full_length):
