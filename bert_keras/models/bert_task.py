@@ -266,7 +266,7 @@ class BertTask(keras.Model):
         """
         if not self._takes_as_text(x):
             return super().predict(without_autotuning_thread(x), batch_size=batch_size, **kwargs)
-        if not self.pads_batches_by_length or holds_dataset(x):
+        if not self._packs_texts_once(x):
             dataset = text_dataset(self.preprocess_text, x, batch_size=batch_size)
             return super().predict(without_autotuning_thread(dataset), **kwargs)
         # Text needs TensorFlow, as length_batching does.
@@ -342,7 +342,7 @@ class BertTask(keras.Model):
         filling the last batch (its copies would count twice); a dataset
         goes through `text_dataset` as it is.
         """
-        if not self.pads_batches_by_length or holds_dataset(x) or y is None:
+        if not self._packs_texts_once(x) or y is None:
             return text_dataset(self.preprocess_text, x, y, sample_weight, batch_size)
         from bert_keras.data.length_batching import length_sorted_dataset
 
@@ -364,7 +364,7 @@ class BertTask(keras.Model):
         (`batch_by_length` with `TRAINING_COMPILE_TOKENS`, as the fine-tuning
         programs train). A dataset goes through `text_dataset` as it is.
         """
-        if not self.pads_batches_by_length or holds_dataset(x) or y is None:
+        if not self._packs_texts_once(x) or y is None:
             return text_dataset(self.preprocess_text, x, y, sample_weight, batch_size, shuffle)
         import tensorflow as tf
 
@@ -383,6 +383,13 @@ class BertTask(keras.Model):
             compile_tokens=TRAINING_COMPILE_TOKENS / max(epochs, 1) if self.jit_compile else 0,
         )
         return batches.prefetch(tf.data.AUTOTUNE)
+
+    def _packs_texts_once(self, x):
+        """Whether texts `x` are packed once and batched by length: arrays, not a dataset.
+
+        Only for models whose outputs have no length axis (`pads_batches_by_length`).
+        """
+        return self.pads_batches_by_length and not holds_dataset(x)
 
     def _takes_as_text(self, x):
         if not holds_text(x):
