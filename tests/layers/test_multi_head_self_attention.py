@@ -1,8 +1,11 @@
+import jax
 import keras
 import numpy as np
 import pytest
 from keras import ops
 
+from bert_keras.layers import attention_in_steps as attention_steps
+from bert_keras.layers import multi_head_self_attention
 from bert_keras.layers.multi_head_self_attention import MultiHeadSelfAttention
 from tests import reference
 from tests.test_case import TestCase
@@ -102,6 +105,22 @@ class TestMultiHeadSelfAttention(TestCase):
         assert seen["fused"] is expected_fused
         if expected_mask_shape is not None:
             assert seen["mask_shape"] == expected_mask_shape
+
+    @pytest.mark.parametrize("training", [False, True])
+    def test_jax_on_a_cpu_attends_in_steps_in_inference_only(self, monkeypatch, training):
+        monkeypatch.setattr(attention_steps, "STEP_SCORES_BYTES", 64)  # 2 heads of 5 keys
+        steps = []
+        stepped = attention_steps.attention_in_steps
+        monkeypatch.setattr(
+            multi_head_self_attention,
+            "attention_in_steps",
+            lambda *a, **k: steps.append(1) or stepped(*a, **k),
+        )
+        layer = MultiHeadSelfAttention(num_heads=2)
+        actual = _call(layer, PADDING, training=training)
+        np.testing.assert_allclose(actual, _reference(layer, INPUTS, PADDING), atol=1e-5)
+        on_a_jax_cpu = keras.backend.backend() == "jax" and jax.default_backend() == "cpu"
+        assert bool(steps) == (on_a_jax_cpu and not training)
 
     def test_explicit_training_path_matches_the_reference(self):
         # A rate this small drops nothing in practice but selects the explicit path.
