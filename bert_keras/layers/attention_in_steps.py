@@ -4,26 +4,28 @@ XLA's CPU attention (JAX's `dot_product_attention`) writes the scores of the
 whole batch, `[batch, heads, queries, keys]` floats, then reads them back for
 the mask, the softmax and the weighted sum: at 384 tokens and batch 32 that
 is 226 MB per pass, from memory. Computed in steps of a few of one example's
-heads, the same scores fit in a core's cache, and inference runs several
-times faster there. torch's CPU attention is blocked in the same spirit.
-Training keeps the fused op: through `lax.map` the backward pass keeps every
-step's probabilities anyway and gains nothing.
+heads, the same scores stay in the caches, and attention runs faster (torch's
+CPU attention works in blocks for the same reason). Training keeps the fused
+op: through `lax.map` the backward pass keeps every step's probabilities
+anyway and gains nothing.
 """
 
 import keras
 import numpy as np
 
 STEP_SCORES_BYTES = 4 * 1024 * 1024  # a step's scores: a few MiB stay in a CPU's caches
+# Steps compile longer; below this the fused op is about as fast.
+STEPS_FROM_SCORES_BYTES = 16 * 1024 * 1024
 
 
-def attention_steps_pay(query, key, step_scores_bytes=None):
-    """Whether `attention_in_steps` should compute this attention: JAX on a CPU, scores past a step.
+def attention_steps_pay(query, key):
+    """Whether `attention_in_steps` should compute this attention: JAX on a CPU, large scores.
+
+    The batch's float32 scores must pass `STEPS_FROM_SCORES_BYTES`.
 
     Args:
         query: `[batch, queries, heads, head_dim]`.
         key: `[batch, keys, heads, head_dim]`.
-        step_scores_bytes: the float32 scores one step may hold; by
-            default `STEP_SCORES_BYTES`.
 
     Example:
     >>> import numpy as np
@@ -39,7 +41,7 @@ def attention_steps_pay(query, key, step_scores_bytes=None):
     keys = key.shape[1]
     if jax.default_backend() != "cpu" or None in (batch, queries, heads, keys):
         return False
-    return batch * heads * queries * keys * 4 > (step_scores_bytes or STEP_SCORES_BYTES)
+    return batch * heads * queries * keys * 4 > STEPS_FROM_SCORES_BYTES
 
 
 def attention_in_steps(query, key, value, mask=None, step_scores_bytes=None):

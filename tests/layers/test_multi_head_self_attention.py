@@ -108,6 +108,7 @@ class TestMultiHeadSelfAttention(TestCase):
 
     @pytest.mark.parametrize("training", [False, True])
     def test_jax_on_a_cpu_attends_in_steps_in_inference_only(self, monkeypatch, training):
+        monkeypatch.setattr(attention_steps, "STEPS_FROM_SCORES_BYTES", 64)
         monkeypatch.setattr(attention_steps, "STEP_SCORES_BYTES", 64)  # 2 heads of 5 keys
         steps = []
         stepped = attention_steps.attention_in_steps
