@@ -502,6 +502,8 @@ def fewest_padding_widths(
         )
     candidates = _candidate_widths(lengths.max(), pad_to_multiple_of, sequence_length)
     counts = np.bincount(np.searchsorted(candidates, lengths), minlength=len(candidates))
+    # Only widths that some sequence rounds up to can be best: another narrows for less.
+    candidates, counts = candidates[counts > 0], counts[counts > 0]
     max_widths = min(max_widths or len(candidates), len(candidates))
     return candidates[_least_padding_choice(candidates, counts, max_widths, compile_tokens)]
 
@@ -547,19 +549,23 @@ def _least_padding_choice(widths, counts, max_widths, compile_tokens):
     with k+1 chosen widths, the widest being j.
     """
     size = len(widths)
-    prefix = np.concatenate([[0], np.cumsum(counts)])
+    prefix = np.cumsum(counts)
     tokens = np.full((max_widths, size), np.inf)
     previous = np.full((max_widths, size), -1)
-    tokens[0] = widths * prefix[1:]
+    tokens[0] = widths * prefix
+    # padded[j, i]: the examples past candidate i up to j, padded to width j (i < j).
+    padded = np.where(
+        np.tri(size, k=-1, dtype=bool),
+        widths[:, None] * (prefix[:, None] - prefix[None, :]),
+        np.inf,
+    )
     for k in range(1, max_widths):
-        for j in range(1, size):
-            # Each i < j as the next narrower chosen width.
-            costs = tokens[k - 1][:j] + widths[j] * (prefix[j + 1] - prefix[1 : j + 1])
-            previous[k][j] = np.argmin(costs)
-            tokens[k][j] = costs[previous[k][j]]
+        costs = tokens[k - 1][None, :] + padded  # [j, i]: i the next narrower chosen width
+        previous[k] = np.argmin(costs, axis=1)
+        tokens[k] = costs[np.arange(size), previous[k]]
     k, j = int(np.argmin(tokens[:, -1] + compile_tokens * np.arange(1, max_widths + 1))), size - 1
     chosen = []
-    while j >= 0:
+    while k >= 0:
         chosen.append(j)
         j, k = previous[k][j], k - 1
     return np.array(chosen[::-1])

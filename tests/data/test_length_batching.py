@@ -243,6 +243,16 @@ def test_fewest_padding_widths_cost_no_more_than_any_other_choice(seed):
     )
 
 
+@pytest.mark.parametrize("compile_tokens", [0, 10])
+def test_fewest_padding_widths_choose_among_the_lengths_there_are(compile_tokens):
+    # Every length up to 14 is a candidate; only five occur.
+    lengths = np.repeat([2, 5, 6, 11, 14], [20, 1, 6, 3, 2])
+    widths = fewest_padding_widths(lengths, None, 1, 14, compile_tokens)
+    cost = widths[np.searchsorted(widths, lengths)].sum() + compile_tokens * len(widths)
+    assert cost == pytest.approx(_brute_force_cost(lengths, None, 1, 14, compile_tokens))
+    assert set(widths.tolist()) <= set(lengths.tolist())
+
+
 def test_fewest_padding_widths_refuse_what_they_cannot_hold():
     with pytest.raises(
         ValueError, match="A sequence of 40 tokens is longer than sequence_length 32"
