@@ -562,7 +562,7 @@ def _least_padding_choice(widths, counts, max_widths, compile_tokens):
     for k in range(1, max_widths):
         costs = tokens[k - 1][None, :] + padded  # [j, i]: i the next narrower chosen width
         previous[k] = np.argmin(costs, axis=1)
-        tokens[k] = costs[np.arange(size), previous[k]]
+        tokens[k] = costs.min(axis=1)
     k, j = int(np.argmin(tokens[:, -1] + compile_tokens * np.arange(1, max_widths + 1))), size - 1
     chosen = []
     while k >= 0:

@@ -80,10 +80,9 @@ def attention_in_steps(query, key, value, mask=None, step_scores_bytes=None):
 
     step_scores_bytes = step_scores_bytes or STEP_SCORES_BYTES
     batch, queries, heads, head_dim = query.shape
-    if mask is None:
-        mask = jnp.ones((batch, 1, queries, key.shape[1]), bool)
-    mask = jnp.broadcast_to(mask, (batch, 1, queries, key.shape[1]))
-    head_bytes = queries * key.shape[1] * 4
+    keys = key.shape[1]
+    mask = jnp.broadcast_to(True if mask is None else mask, (batch, 1, queries, keys))
+    head_bytes = queries * keys * 4
     examples_per_step = max(1, step_scores_bytes // (heads * head_bytes))
     heads_per_step = max(1, min(heads, step_scores_bytes // head_bytes))
     scale = 1.0 / float(np.sqrt(head_dim))
