@@ -16,6 +16,8 @@ padding saved pays for their compile. `trimmed_batch` does the
 same to batches already padded to the sequence length (pretraining records).
 """
 
+import weakref
+
 import numpy as np
 import tensorflow as tf
 from absl import logging
@@ -27,6 +29,8 @@ PAD_TO_MULTIPLE_OF = 16
 # tokens): `fewest_padding_widths`' price of a width.
 PREDICTION_COMPILE_TOKENS = 8192
 TRAINING_COMPILE_TOKENS = 10240
+# Keras step functions -> {batch shape: widths compiled}, forgotten with the function.
+_COMPILED_WIDTHS = weakref.WeakKeyDictionary()
 # The per-token features of packed examples; others (masked positions) keep their length.
 PACKED_FEATURES = ("token_ids", "segment_ids", "padding_mask")
 
@@ -289,6 +293,29 @@ def _padded_to(element, width, per_token, token_labels_fill):
     )
 
 
+def compiled_widths_of(function):
+    """The batch widths compiled for `function`, by batch shape: a dict to add widths to.
+
+    For a model's XLA-compiled step (e.g. Keras' `predict_function`), which
+    compiles a program for each input shape it meets and keeps it: give it
+    to `predict_by_length` or `length_sorted_dataset` as `compiled_widths`,
+    and their later calls take the widths of earlier ones wherever those
+    pad less than a new compile costs. Forgotten with `function` (Keras
+    builds a new one when a model is compiled again).
+
+    Example:
+    >>> def step(batch):
+    ...     return batch
+    >>> compiled_widths_of(step).setdefault((32,), set()).add(48)
+    >>> compiled_widths_of(step)
+    {(32,): {48}}
+    """
+    try:
+        return _COMPILED_WIDTHS.setdefault(function, {})
+    except TypeError:  # no weak reference to it: nothing is remembered
+        return {}
+
+
 def predict_by_length(
     predict_batch,
     features,
@@ -299,6 +326,7 @@ def predict_by_length(
     full_batches=False,
     max_widths=None,
     compile_tokens=0,
+    compiled_widths=None,
 ):
     """Predictions for packed examples, batched shortest first, in the examples' order.
 
@@ -329,6 +357,9 @@ def predict_by_length(
         compile_tokens: the tokens (of every sequence: a multiple-choice
             example has several) a width should save to earn its compile
             (`fewest_padding_widths`); 0: widths cost nothing.
+        compiled_widths: the widths `predict_batch` has compiled, by batch
+            shape (`compiled_widths_of`): they cost no compile, and the
+            widths chosen are added. None: every width costs one.
 
     Returns:
         The predictions of all examples: an array or a dict of arrays.
@@ -348,7 +379,14 @@ def predict_by_length(
     sequence_length = features["padding_mask"].shape[-1]
     lengths = example_lengths(features["padding_mask"])
     order, filled, widths = _prediction_plan(
-        lengths, features, batch_size, pad_to_multiple_of, full_batches, max_widths, compile_tokens
+        lengths,
+        features,
+        batch_size,
+        pad_to_multiple_of,
+        full_batches,
+        max_widths,
+        compile_tokens,
+        compiled_widths,
     )
     batches = []
     for start in range(0, len(filled), batch_size):
@@ -372,6 +410,7 @@ def length_sorted_dataset(
     full_batches=False,
     max_widths=None,
     compile_tokens=0,
+    compiled_widths=None,
     columns=(),
 ):
     """Packed examples shortest first, batched as `predict_by_length` batches them: a dataset.
@@ -399,7 +438,14 @@ def length_sorted_dataset(
     features = {name: np.asarray(array) for name, array in features.items()}
     lengths = example_lengths(features["padding_mask"])
     order, filled, widths = _prediction_plan(
-        lengths, features, batch_size, pad_to_multiple_of, full_batches, max_widths, compile_tokens
+        lengths,
+        features,
+        batch_size,
+        pad_to_multiple_of,
+        full_batches,
+        max_widths,
+        compile_tokens,
+        compiled_widths,
     )
     widths = tf.constant(widths)
 
@@ -418,28 +464,42 @@ def length_sorted_dataset(
 
 
 def _prediction_plan(
-    lengths, features, batch_size, pad_to_multiple_of, full_batches, max_widths, compile_tokens
+    lengths,
+    features,
+    batch_size,
+    pad_to_multiple_of,
+    full_batches,
+    max_widths,
+    compile_tokens,
+    compiled_widths=None,
 ):
     """`predict_by_length`'s batches: `(order, filled, widths)`.
 
     `order` takes the examples shortest first; `filled` is `order` filled
     up to whole batches where `full_batches`; `widths` are the batches'.
+    `compiled_widths` (`compiled_widths_of`), where given, makes the widths
+    compiled at the batches' shape free, and adds those chosen at a
+    compile's cost.
     """
     sequence_length = features["padding_mask"].shape[-1]
     order = np.argsort(lengths, kind="stable")
     filled = whole_batches(order, batch_size) if full_batches else order
     if max_widths is None and not compile_tokens:
         widths = _candidate_widths(lengths.max(), pad_to_multiple_of, sequence_length)
-    else:
-        widths = _logged_widths(
-            "prediction batches",
-            _longest_per_batch(lengths[filled], batch_size),
-            batch_size * np.prod(features["padding_mask"].shape[1:-1], dtype=int),
-            max_widths,
-            pad_to_multiple_of,
-            sequence_length,
-            compile_tokens,
-        )
+        return order, filled, widths
+    batch_shape = (min(batch_size, len(filled)), *features["padding_mask"].shape[1:-1])
+    compiled = set() if compiled_widths is None else compiled_widths.setdefault(batch_shape, set())
+    widths = _logged_widths(
+        "prediction batches",
+        _longest_per_batch(lengths[filled], batch_size),
+        np.prod(batch_shape, dtype=int),
+        max_widths,
+        pad_to_multiple_of,
+        sequence_length,
+        compile_tokens,
+        compiled,
+    )
+    compiled.update(int(width) for width in widths)
     return order, filled, widths
 
 
@@ -449,18 +509,21 @@ def fewest_padding_widths(
     pad_to_multiple_of=PAD_TO_MULTIPLE_OF,
     sequence_length=None,
     compile_tokens=0,
+    compiled_widths=(),
 ):
-    """The batch widths that pad sequences of `lengths` least, each width costing `compile_tokens`.
+    """The batch widths that pad sequences of `lengths` least, each new width costing `compile_tokens`.
 
     Candidates are the multiples of `pad_to_multiple_of` (and
-    `sequence_length`, the widest) up to the longest sequence's; a sequence
-    (an example in a bucket, or a batch's longest) takes the narrowest
-    chosen width that holds it. Of all choices of at most `max_widths`
-    widths that hold every sequence, the one with the fewest tokens in all
-    plus `compile_tokens` per width (found exactly, by dynamic programming
-    over the candidates). Where each width compiles a program (XLA), this
-    spares the compiles that a run's rare lengths would otherwise each add
-    for a few batches.
+    `sequence_length`, the widest) up to the longest sequence's, and
+    `compiled_widths`; a sequence (an example in a bucket, or a batch's
+    longest) takes the narrowest chosen width that holds it. Of all choices
+    of at most `max_widths` widths that hold every sequence, the one with
+    the fewest tokens in all plus `compile_tokens` per width not compiled
+    yet (found exactly, by dynamic programming over the candidates). Where
+    each width compiles a program (XLA), this spares the compiles that a
+    run's rare lengths would otherwise each add for a few batches, and
+    takes the widths of earlier calls where they pad less than a compile
+    costs.
 
     Args:
         lengths: each sequence's tokens, `[sequences]`.
@@ -469,6 +532,8 @@ def fewest_padding_widths(
         sequence_length: the widest a batch may be; None: no limit.
         compile_tokens: what one more width costs, in tokens of `lengths`
             (a compile's worth of computing); 0: padding alone decides.
+        compiled_widths: widths that cost nothing (compiled already), of
+            any multiple.
 
     Returns:
         The widths, ascending: an int32 array whose last element holds the
@@ -486,6 +551,8 @@ def fewest_padding_widths(
     [16, 32, 48, 64]
     >>> fewest_padding_widths(lengths, compile_tokens=100).tolist()  # 48 saves 5 * 16 tokens
     [16, 32, 64]
+    >>> fewest_padding_widths(lengths, compile_tokens=100, compiled_widths=[24, 56]).tolist()
+    [16, 24, 56]
     >>> fewest_padding_widths(lengths, max_widths=1, sequence_length=60).tolist()
     [60]
     """
@@ -503,13 +570,31 @@ def fewest_padding_widths(
     candidates = _candidate_widths(lengths.max(), pad_to_multiple_of, sequence_length)
     counts = np.bincount(np.searchsorted(candidates, lengths), minlength=len(candidates))
     # Only widths that some sequence rounds up to can be best: another narrows for less.
-    candidates, counts = candidates[counts > 0], counts[counts > 0]
+    compiled = _useful_compiled_widths(compiled_widths, lengths, sequence_length)
+    candidates = np.union1d(candidates[counts > 0], compiled).astype(np.int32)
+    counts = np.bincount(np.searchsorted(candidates, lengths), minlength=len(candidates))
+    width_costs = np.where(np.isin(candidates, compiled), 0.0, compile_tokens)
     max_widths = min(max_widths or len(candidates), len(candidates))
-    return candidates[_least_padding_choice(candidates, counts, max_widths, compile_tokens)]
+    return candidates[_least_padding_choice(candidates, counts, max_widths, width_costs)]
+
+
+def _useful_compiled_widths(compiled_widths, lengths, sequence_length):
+    """Of `compiled_widths`, those that can be best: some sequence fits, no wider than needed."""
+    compiled = np.unique(np.asarray(list(compiled_widths), np.int64))
+    compiled = compiled[(compiled >= lengths.min()) & (compiled <= (sequence_length or np.inf))]
+    holding_all = compiled[compiled >= lengths.max()]
+    return np.concatenate([compiled[compiled < lengths.max()], holding_all[:1]])
 
 
 def _logged_widths(
-    counted, lengths, sequences, max_widths, pad_to_multiple_of, sequence_length, compile_tokens
+    counted,
+    lengths,
+    sequences,
+    max_widths,
+    pad_to_multiple_of,
+    sequence_length,
+    compile_tokens,
+    compiled_widths=(),
 ):
     """`fewest_padding_widths` for `lengths`, logged.
 
@@ -518,14 +603,21 @@ def _logged_widths(
     sequences` of it.
     """
     widths = fewest_padding_widths(
-        lengths, max_widths, pad_to_multiple_of, sequence_length, compile_tokens / sequences
+        lengths,
+        max_widths,
+        pad_to_multiple_of,
+        sequence_length,
+        compile_tokens / sequences,
+        compiled_widths,
     )
+    reused = sorted(set(widths.tolist()) & set(compiled_widths))
     logging.info(
-        "Batch widths %s, those that pad %d %s least%s.",
+        "Batch widths %s, those that pad %d %s least%s%s.",
         widths.tolist(),
         len(lengths),
         counted,
         f", each compile costing {compile_tokens:g} tokens" if compile_tokens else "",
+        f" ({reused} compiled already)" if reused else "",
     )
     return widths
 
@@ -539,20 +631,20 @@ def _candidate_widths(longest, pad_to_multiple_of, sequence_length):
     return widths.astype(np.int32)
 
 
-def _least_padding_choice(widths, counts, max_widths, compile_tokens):
-    """Indices of at most `max_widths` of `widths`, the last among them, costing `counts` least.
+def _least_padding_choice(widths, counts, max_widths, width_costs):
+    """Indices of at most `max_widths` of `widths`, the widest holding every count, costing least.
 
-    The cost is the tokens the widths pad `counts` to, plus `compile_tokens`
-    per chosen width.
+    The cost is the tokens the widths pad `counts` to, plus each chosen
+    width's `width_costs`.
 
-    `tokens[k][j]`: the fewest tokens of the examples up to candidate j,
-    with k+1 chosen widths, the widest being j.
+    `tokens[k][j]`: the least cost of the examples up to candidate j, with
+    k+1 chosen widths, the widest being j.
     """
     size = len(widths)
     prefix = np.cumsum(counts)
     tokens = np.full((max_widths, size), np.inf)
     previous = np.full((max_widths, size), -1)
-    tokens[0] = widths * prefix
+    tokens[0] = widths * prefix + width_costs
     # padded[j, i]: the examples past candidate i up to j, padded to width j (i < j).
     padded = np.where(
         np.tri(size, k=-1, dtype=bool),
@@ -562,8 +654,9 @@ def _least_padding_choice(widths, counts, max_widths, compile_tokens):
     for k in range(1, max_widths):
         costs = tokens[k - 1][None, :] + padded  # [j, i]: i the next narrower chosen width
         previous[k] = np.argmin(costs, axis=1)
-        tokens[k] = costs.min(axis=1)
-    k, j = int(np.argmin(tokens[:, -1] + compile_tokens * np.arange(1, max_widths + 1))), size - 1
+        tokens[k] = costs.min(axis=1) + width_costs
+    holds_all = prefix == prefix[-1]
+    k, j = np.unravel_index(np.argmin(np.where(holds_all, tokens, np.inf)), tokens.shape)
     chosen = []
     while k >= 0:
         chosen.append(j)

@@ -26,6 +26,7 @@ from bert_keras.checkpoints import write_checkpoint
 from bert_keras.data.length_batching import PAD_TO_MULTIPLE_OF
 from bert_keras.data.length_batching import PREDICTION_COMPILE_TOKENS
 from bert_keras.data.length_batching import TRAINING_COMPILE_TOKENS
+from bert_keras.data.length_batching import compiled_widths_of
 from bert_keras.data.length_batching import predict_by_length
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_task import checkpoint_tokenizer
@@ -212,7 +213,9 @@ class FineTuningRun:
 
         `predict_by_length` with this run's `prediction_batching`, on
         TensorFlow in one graph traced for every batch shape (see
-        `_scores_in_one_graph`), elsewhere with `model.predict_on_batch`.
+        `_scores_in_one_graph`), elsewhere with `model.predict_on_batch`,
+        taking the widths of earlier calls where XLA compiled them and they
+        pad less than a compile costs (`compiled_widths_of`).
 
         Args:
             model: the task model.
@@ -239,10 +242,20 @@ class FineTuningRun:
         >>> run.predict_features(model, features, batch_size=2).shape
         (3, 3)
         """
-        step = model.predict_on_batch
         if self._scores_in_one_graph:  # traced once per model, for every call
             step = self._graph_steps.setdefault(id(model), _one_graph_step(model))
-        return predict_by_length(step, features, batch_size, **options, **self.prediction_batching)
+            return predict_by_length(
+                step, features, batch_size, **options, **self.prediction_batching
+            )
+        model.make_predict_function()  # predict_on_batch's, whose widths later calls may take
+        return predict_by_length(
+            model.predict_on_batch,
+            features,
+            batch_size,
+            **options,
+            **self.prediction_batching,
+            compiled_widths=compiled_widths_of(model.predict_function),
+        )
 
     def training_batching(self, num_epochs):
         """`batch_by_length`'s options in training for `num_epochs` passes: widths and buckets.

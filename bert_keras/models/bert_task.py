@@ -261,8 +261,10 @@ class BertTask(keras.Model):
 
         Texts in arrays or lists are packed once, then batched shortest
         first, each batch as wide as its longest text needs
-        (`length_sorted_dataset` with `prediction_batching`); the
-        predictions come back in the texts' order.
+        (`length_sorted_dataset` with `prediction_batching`, and where XLA
+        compiles each width, the widths of earlier calls where they pad
+        less than a compile costs); the predictions come back in the
+        texts' order.
         """
         if not self._takes_as_text(x):
             return super().predict(without_autotuning_thread(x), batch_size=batch_size, **kwargs)
@@ -277,6 +279,7 @@ class BertTask(keras.Model):
             packed_features(self.preprocess_text, x),
             batch_size or DEFAULT_BATCH_SIZE,
             **self.prediction_batching,
+            compiled_widths=self._compiled_widths("predict"),
         )
         self._trace_predict_function_for_any_shape(dataset.element_spec)
         predictions = super().predict(without_autotuning_thread(dataset), **kwargs)
@@ -350,9 +353,23 @@ class BertTask(keras.Model):
             packed_features(self.preprocess_text, x),
             batch_size or DEFAULT_BATCH_SIZE,
             **{**self.prediction_batching, "full_batches": False},
+            compiled_widths=self._compiled_widths("test"),
             columns=_label_columns(y, sample_weight),
         )
         return dataset
+
+    def _compiled_widths(self, step):
+        """The widths XLA compiled Keras' `step` function for ("predict", "test"), by batch shape.
+
+        Later calls take them where they pad less than a new compile costs
+        (`compiled_widths_of`); None where nothing compiles per shape.
+        """
+        if not self.jit_compile:
+            return None
+        from bert_keras.data.length_batching import compiled_widths_of
+
+        getattr(self, f"make_{step}_function")()
+        return compiled_widths_of(getattr(self, f"{step}_function"))
 
     def _training_text_dataset(self, x, y, sample_weight, batch_size, shuffle, epochs):
         """Texts `x` with their labels and weights, for `fit`: packed once, batched by length.

@@ -8,6 +8,7 @@ import pytest
 import tensorflow as tf
 
 from bert_keras.data.length_batching import batch_by_length
+from bert_keras.data.length_batching import compiled_widths_of
 from bert_keras.data.length_batching import fewest_padding_widths
 from bert_keras.data.length_batching import in_input_order
 from bert_keras.data.length_batching import length_sorted_dataset
@@ -212,15 +213,19 @@ def test_a_filled_last_batch_gives_the_same_predictions_and_one_batch_size():
     assert sizes == [12]  # no batch was full: nothing to match
 
 
-def _brute_force_cost(lengths, max_widths, multiple, sequence_length, compile_tokens):
-    """The least tokens plus `compile_tokens` per width of any choice of candidate widths."""
+def _brute_force_cost(lengths, max_widths, multiple, sequence_length, compile_tokens, compiled=()):
+    """The least tokens plus `compile_tokens` per width not `compiled` of any choice of widths."""
     widest = min(-(-max(lengths) // multiple) * multiple, sequence_length)
-    candidates = sorted({min(w, sequence_length) for w in range(multiple, widest + 1, multiple)})
+    multiples = {min(w, sequence_length) for w in range(multiple, widest + 1, multiple)}
+    candidates = sorted(multiples | {w for w in compiled if w <= sequence_length})
     best = None
     for size in range(1, (max_widths or len(candidates)) + 1):
-        for chosen in itertools.combinations(candidates[:-1], size - 1):
-            widths = np.array([*chosen, candidates[-1]])
-            cost = widths[np.searchsorted(widths, lengths)].sum() + compile_tokens * size
+        for chosen in itertools.combinations(candidates, size):
+            widths = np.array(chosen)
+            if widths[-1] < max(lengths):
+                continue
+            new = sum(width not in compiled for width in chosen)
+            cost = widths[np.searchsorted(widths, lengths)].sum() + compile_tokens * new
             best = cost if best is None else min(best, cost)
     return best
 
@@ -251,6 +256,62 @@ def test_fewest_padding_widths_choose_among_the_lengths_there_are(compile_tokens
     cost = widths[np.searchsorted(widths, lengths)].sum() + compile_tokens * len(widths)
     assert cost == pytest.approx(_brute_force_cost(lengths, None, 1, 14, compile_tokens))
     assert set(widths.tolist()) <= set(lengths.tolist())
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_fewest_padding_widths_take_compiled_widths_where_they_cost_least(seed):
+    rng = np.random.default_rng(seed)
+    lengths = np.minimum(rng.geometric(1 / 14, 200) + 2, 64)
+    compiled = set(rng.integers(3, 72, 3).tolist())  # of any multiple, some too wide
+    compile_tokens = float(rng.uniform(50, 800))
+    max_widths = [None, 3][seed % 2]
+    widths = fewest_padding_widths(lengths, max_widths, 8, 64, compile_tokens, compiled)
+    assert widths[-1] >= lengths.max() and widths[-1] <= 64
+    new = [width for width in widths.tolist() if width not in compiled]
+    assert all(width % 8 == 0 for width in new)
+    cost = widths[np.searchsorted(widths, lengths)].sum() + compile_tokens * len(new)
+    assert cost == pytest.approx(
+        _brute_force_cost(lengths, max_widths, 8, 64, compile_tokens, compiled)
+    )
+
+
+def test_a_compiled_width_serves_where_padding_to_it_costs_less_than_a_compile():
+    lengths = [30] * 100
+    assert fewest_padding_widths(lengths, None, 1, 64, 1000, {32, 48}).tolist() == [32]
+    assert fewest_padding_widths(lengths, None, 1, 64, 100, {32, 48}).tolist() == [30]
+    assert fewest_padding_widths(lengths, None, 1, 64, 1000, {20, 70}).tolist() == [30]
+
+
+@pytest.mark.one_backend
+def test_later_predictions_take_the_widths_compiled_before_where_they_cost_less():
+    shapes = []
+
+    def predict_batch(batch):
+        shapes.append(batch["token_ids"].shape)
+        return batch["token_ids"].sum(axis=1)
+
+    def predict(lengths, compiled_widths):
+        features = _packed_examples(lengths)
+        sums = predict_by_length(
+            predict_batch,
+            features,
+            batch_size=4,
+            pad_to_multiple_of=1,
+            full_batches=True,
+            compile_tokens=8,  # a compile costs 2 tokens a row
+            compiled_widths=compiled_widths,
+        )
+        np.testing.assert_array_equal(sums, features["token_ids"].sum(axis=1))
+
+    compiled = compiled_widths_of(predict_batch)
+    predict([3, 3, 4, 4, 9, 10, 10, 10], compiled)
+    assert shapes == [(4, 4), (4, 10)] and compiled == {(4,): {4, 10}}
+    shapes.clear()
+    predict([2, 3, 3, 3, 7, 8, 9, 9], compiled)  # a row padded by 1 costs less than a compile
+    assert shapes == [(4, 4), (4, 10)] and compiled == {(4,): {4, 10}}
+    shapes.clear()
+    predict([2, 3, 3, 3, 7, 8, 9, 9], {})  # nothing compiled: every width costs
+    assert shapes == [(4, 3), (4, 9)]
 
 
 def test_fewest_padding_widths_refuse_what_they_cannot_hold():

@@ -180,6 +180,29 @@ def test_tensorflow_traces_predict_once_for_texts_of_any_length(vocabulary_file)
     np.testing.assert_allclose(predictions, expected, atol=1e-5)
 
 
+@pytest.mark.skipif(keras.backend.backend() != "jax", reason="counts XLA compilations of JAX")
+def test_jax_predicts_later_texts_at_the_widths_it_compiled_before(vocabulary_file):
+    import jax
+
+    compilations = []
+
+    def listener(event, duration, **kwargs):
+        if event == "/jax/core/compile/backend_compile_duration":
+            compilations.append(event)
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    classifier = _classifier(vocabulary_file)
+    classifier.predict(MIXED_LENGTHS, batch_size=2, verbose=0)
+    first = len(compilations)
+    shorter = ["good", "fine nice", "great", "best"]  # narrower than any width compiled
+    predictions = classifier.predict(shorter, batch_size=2, verbose=0)
+    assert len(compilations) == first  # a compile costs more than this padding
+    expected = classifier.predict(
+        {k: v.numpy() for k, v in _preprocessor(vocabulary_file)(shorter).items()}, verbose=0
+    )
+    np.testing.assert_allclose(predictions, expected, atol=1e-5)
+
+
 def test_fit_on_texts_trains_as_on_full_padding_at_the_widths_it_needs(
     vocabulary_file, monkeypatch
 ):
