@@ -12,11 +12,11 @@ length are also batched together (tf.data's `bucket_by_sequence_length`),
 so a shuffled stream's batches carry almost no padding at all.
 `max_widths` caps the widths at a few chosen from the data's own lengths
 (`fewest_padding_widths`); `compile_tokens` keeps only the widths whose
-padding saved pays for their compile. `trimmed_batch` does the
-same to batches already padded to the sequence length (pretraining records).
+padding saved pays for their compile, and `compiled_widths` makes free
+those an earlier call compiled. `trimmed_batch`
+does the same to batches already padded to the sequence length
+(pretraining records).
 """
-
-import weakref
 
 import numpy as np
 import tensorflow as tf
@@ -29,8 +29,6 @@ PAD_TO_MULTIPLE_OF = 16
 # tokens): `fewest_padding_widths`' price of a width.
 PREDICTION_COMPILE_TOKENS = 8192
 TRAINING_COMPILE_TOKENS = 10240
-# Keras step functions -> {batch shape: widths compiled}, forgotten with the function.
-_COMPILED_WIDTHS = weakref.WeakKeyDictionary()
 # The per-token features of packed examples; others (masked positions) keep their length.
 PACKED_FEATURES = ("token_ids", "segment_ids", "padding_mask")
 
@@ -45,6 +43,7 @@ def batch_by_length(
     bucket_width=None,
     max_widths=None,
     compile_tokens=0,
+    compiled_widths=None,
 ):
     """Batches `dataset`, each batch as long as its longest example (rounded up).
 
@@ -82,6 +81,11 @@ def batch_by_length(
             example has several) a width should save in one pass to earn
             its compile (`fewest_padding_widths`, counted in one pass as
             with `max_widths`); 0: widths cost nothing.
+        compiled_widths: the widths the training step has compiled, by
+            batch shape without the width (a dict such as
+            `BertTask.compiled_widths("train")`): with `compile_tokens`,
+            they cost no compile, and the widths chosen are added. None:
+            every width costs one.
 
     Returns:
         A batched `tf.data.Dataset` of the same structure.
@@ -131,6 +135,7 @@ def batch_by_length(
         if not bucket:  # a batch is as long as its longest example
             lengths = _longest_per_batch(lengths, batch_size)
             sequences *= batch_size
+        batch_shape = (batch_size, *features_spec["padding_mask"].shape[:-1])
         widths = _logged_widths(
             "training " + ("examples" if bucket else "batches"),
             lengths,
@@ -139,6 +144,7 @@ def batch_by_length(
             pad_to_multiple_of,
             sequence_length,
             compile_tokens,
+            _compiled_at(compiled_widths, batch_shape),
         )
 
     def trimmed(*element):
@@ -293,29 +299,6 @@ def _padded_to(element, width, per_token, token_labels_fill):
     )
 
 
-def compiled_widths_of(function):
-    """The batch widths compiled for `function`, by batch shape: a dict to add widths to.
-
-    For a model's XLA-compiled step (e.g. Keras' `predict_function`), which
-    compiles a program for each input shape it meets and keeps it: give it
-    to `predict_by_length` or `length_sorted_dataset` as `compiled_widths`,
-    and their later calls take the widths of earlier ones wherever those
-    pad less than a new compile costs. Forgotten with `function` (Keras
-    builds a new one when a model is compiled again).
-
-    Example:
-    >>> def step(batch):
-    ...     return batch
-    >>> compiled_widths_of(step).setdefault((32,), set()).add(48)
-    >>> compiled_widths_of(step)
-    {(32,): {48}}
-    """
-    try:
-        return _COMPILED_WIDTHS.setdefault(function, {})
-    except TypeError:  # no weak reference to it: nothing is remembered
-        return {}
-
-
 def predict_by_length(
     predict_batch,
     features,
@@ -358,8 +341,10 @@ def predict_by_length(
             example has several) a width should save to earn its compile
             (`fewest_padding_widths`); 0: widths cost nothing.
         compiled_widths: the widths `predict_batch` has compiled, by batch
-            shape (`compiled_widths_of`): they cost no compile, and the
-            widths chosen are added. None: every width costs one.
+            shape without the width (a dict such as
+            `BertTask.compiled_widths("predict")`): with `compile_tokens`,
+            they cost no compile, and the widths chosen are added. None:
+            every width costs one.
 
     Returns:
         The predictions of all examples: an array or a dict of arrays.
@@ -477,9 +462,8 @@ def _prediction_plan(
 
     `order` takes the examples shortest first; `filled` is `order` filled
     up to whole batches where `full_batches`; `widths` are the batches'.
-    `compiled_widths` (`compiled_widths_of`), where given, makes the widths
-    compiled at the batches' shape free, and adds those chosen at a
-    compile's cost.
+    `compiled_widths`, where given, makes the widths compiled at the
+    batches' shape free, and gets those chosen at a compile's cost.
     """
     sequence_length = features["padding_mask"].shape[-1]
     order = np.argsort(lengths, kind="stable")
@@ -488,7 +472,6 @@ def _prediction_plan(
         widths = _candidate_widths(lengths.max(), pad_to_multiple_of, sequence_length)
         return order, filled, widths
     batch_shape = (min(batch_size, len(filled)), *features["padding_mask"].shape[1:-1])
-    compiled = set() if compiled_widths is None else compiled_widths.setdefault(batch_shape, set())
     widths = _logged_widths(
         "prediction batches",
         _longest_per_batch(lengths[filled], batch_size),
@@ -497,9 +480,8 @@ def _prediction_plan(
         pad_to_multiple_of,
         sequence_length,
         compile_tokens,
-        compiled,
+        _compiled_at(compiled_widths, batch_shape),
     )
-    compiled.update(int(width) for width in widths)
     return order, filled, widths
 
 
@@ -594,9 +576,9 @@ def _logged_widths(
     pad_to_multiple_of,
     sequence_length,
     compile_tokens,
-    compiled_widths=(),
+    compiled_widths,
 ):
-    """`fewest_padding_widths` for `lengths`, logged.
+    """`fewest_padding_widths` for `lengths`, logged and added to `compiled_widths` (a set).
 
     A length counted stands for `sequences` rows of that width (a batch's
     rows, an example's choices), so a compile costs `compile_tokens /
@@ -619,7 +601,13 @@ def _logged_widths(
         f", each compile costing {compile_tokens:g} tokens" if compile_tokens else "",
         f" ({reused} compiled already)" if reused else "",
     )
+    compiled_widths.update(int(width) for width in widths)
     return widths
+
+
+def _compiled_at(compiled_widths, batch_shape):
+    """The widths of `compiled_widths` compiled at `batch_shape`: a set to add to."""
+    return set() if compiled_widths is None else compiled_widths.setdefault(batch_shape, set())
 
 
 def _candidate_widths(longest, pad_to_multiple_of, sequence_length):

@@ -26,7 +26,6 @@ from bert_keras.checkpoints import write_checkpoint
 from bert_keras.data.length_batching import PAD_TO_MULTIPLE_OF
 from bert_keras.data.length_batching import PREDICTION_COMPILE_TOKENS
 from bert_keras.data.length_batching import TRAINING_COMPILE_TOKENS
-from bert_keras.data.length_batching import compiled_widths_of
 from bert_keras.data.length_batching import predict_by_length
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_task import checkpoint_tokenizer
@@ -215,7 +214,7 @@ class FineTuningRun:
         TensorFlow in one graph traced for every batch shape (see
         `_scores_in_one_graph`), elsewhere with `model.predict_on_batch`,
         taking the widths of earlier calls where XLA compiled them and they
-        pad less than a compile costs (`compiled_widths_of`).
+        pad less than a compile costs (`BertTask.compiled_widths`).
 
         Args:
             model: the task model.
@@ -247,14 +246,13 @@ class FineTuningRun:
             return predict_by_length(
                 step, features, batch_size, **options, **self.prediction_batching
             )
-        model.make_predict_function()  # predict_on_batch's, whose widths later calls may take
         return predict_by_length(
             model.predict_on_batch,
             features,
             batch_size,
             **options,
             **self.prediction_batching,
-            compiled_widths=compiled_widths_of(model.predict_function),
+            compiled_widths=model.compiled_widths("predict"),
         )
 
     def training_batching(self, num_epochs):

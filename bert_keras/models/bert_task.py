@@ -77,6 +77,7 @@ class BertTask(keras.Model):
         self.dtype_policy = backbone.dtype_policy
         self.backbone = backbone
         self.preprocessor = preprocessor
+        self._widths_of_steps = {}  # "train", "test", "predict" -> (Keras' function, widths)
 
     default_learning_rate = 5e-5
 
@@ -118,6 +119,7 @@ class BertTask(keras.Model):
             metrics=self.default_metrics() if metrics == "auto" else metrics,
             **kwargs,
         )
+        self._widths_of_steps = {}  # Keras makes new step functions, which compile anew
 
     def compile_from_config(self, config):
         """Compiles a model loaded from a `.keras` file as it was saved.
@@ -279,7 +281,7 @@ class BertTask(keras.Model):
             packed_features(self.preprocess_text, x),
             batch_size or DEFAULT_BATCH_SIZE,
             **self.prediction_batching,
-            compiled_widths=self._compiled_widths("predict"),
+            compiled_widths=self.compiled_widths("predict"),
         )
         self._trace_predict_function_for_any_shape(dataset.element_spec)
         predictions = super().predict(without_autotuning_thread(dataset), **kwargs)
@@ -353,23 +355,40 @@ class BertTask(keras.Model):
             packed_features(self.preprocess_text, x),
             batch_size or DEFAULT_BATCH_SIZE,
             **{**self.prediction_batching, "full_batches": False},
-            compiled_widths=self._compiled_widths("test"),
+            compiled_widths=self.compiled_widths("test"),
             columns=_label_columns(y, sample_weight),
         )
         return dataset
 
-    def _compiled_widths(self, step):
-        """The widths XLA compiled Keras' `step` function for ("predict", "test"), by batch shape.
+    def compiled_widths(self, step):
+        """The batch widths XLA compiled Keras' `step` function for, by batch shape without the width.
 
-        Later calls take them where they pad less than a new compile costs
-        (`compiled_widths_of`); None where nothing compiles per shape.
+        A dict such as `{(32,): {31, 55}}`, for `length_sorted_dataset`,
+        `predict_by_length` or `batch_by_length`, whose later calls then
+        take these widths wherever they pad less than a compile costs, and
+        add those they choose. `fit`, `evaluate` and `predict` on texts do
+        so. Kept while Keras keeps its step function; compiling the model
+        again starts afresh. None where nothing compiles per shape.
+
+        Args:
+            step: "train", "test" or "predict".
+
+        Example:
+        >>> from bert_keras.models.bert_classifier import BertClassifier
+        >>> classifier = BertClassifier(BertBackbone(10, 1, 2, 8, 16), num_classes=2)
+        >>> widths = classifier.compiled_widths("predict")
+        >>> widths == {} if classifier.jit_compile else widths is None
+        True
         """
         if not self.jit_compile:
             return None
-        from bert_keras.data.length_batching import compiled_widths_of
-
-        getattr(self, f"make_{step}_function")()
-        return compiled_widths_of(getattr(self, f"{step}_function"))
+        function = getattr(self, f"{step}_function")
+        known_function, widths = self._widths_of_steps.get(step, (None, {}))
+        if known_function is not None and known_function is not function:
+            widths = {}  # a function Keras made since: nothing compiled yet
+        # The first call chooses widths before Keras makes the function that compiles them.
+        self._widths_of_steps[step] = (function or known_function, widths)
+        return widths
 
     def _training_text_dataset(self, x, y, sample_weight, batch_size, shuffle, epochs):
         """Texts `x` with their labels and weights, for `fit`: packed once, batched by length.
@@ -379,7 +398,9 @@ class BertTask(keras.Model):
         XLA compiles each input shape, as the narrowest of the widths whose
         padding saved in all `epochs` pays for their compile
         (`batch_by_length` with `TRAINING_COMPILE_TOKENS`, as the fine-tuning
-        programs train). A dataset goes through `text_dataset` as it is.
+        programs train), or the widths earlier calls compiled where they pad
+        less than a compile costs. A dataset goes through `text_dataset` as
+        it is.
         """
         if not self._packs_texts_once(x) or y is None:
             return text_dataset(self.preprocess_text, x, y, sample_weight, batch_size, shuffle)
@@ -398,6 +419,7 @@ class BertTask(keras.Model):
             batch_size or DEFAULT_BATCH_SIZE,
             pad_to_multiple_of=self._width_multiple,
             compile_tokens=TRAINING_COMPILE_TOKENS / max(epochs, 1) if self.jit_compile else 0,
+            compiled_widths=self.compiled_widths("train"),
         )
         return batches.prefetch(tf.data.AUTOTUNE)
 

@@ -8,7 +8,6 @@ import pytest
 import tensorflow as tf
 
 from bert_keras.data.length_batching import batch_by_length
-from bert_keras.data.length_batching import compiled_widths_of
 from bert_keras.data.length_batching import fewest_padding_widths
 from bert_keras.data.length_batching import in_input_order
 from bert_keras.data.length_batching import length_sorted_dataset
@@ -303,7 +302,7 @@ def test_later_predictions_take_the_widths_compiled_before_where_they_cost_less(
         )
         np.testing.assert_array_equal(sums, features["token_ids"].sum(axis=1))
 
-    compiled = compiled_widths_of(predict_batch)
+    compiled = {}
     predict([3, 3, 4, 4, 9, 10, 10, 10], compiled)
     assert shapes == [(4, 4), (4, 10)] and compiled == {(4,): {4, 10}}
     shapes.clear()
@@ -312,6 +311,28 @@ def test_later_predictions_take_the_widths_compiled_before_where_they_cost_less(
     shapes.clear()
     predict([2, 3, 3, 3, 7, 8, 9, 9], {})  # nothing compiled: every width costs
     assert shapes == [(4, 3), (4, 9)]
+
+
+@pytest.mark.one_backend
+def test_later_training_takes_the_widths_compiled_before_where_they_cost_less():
+    def widths(lengths, compiled_widths):
+        dataset = tf.data.Dataset.from_tensor_slices(
+            (_packed_examples(lengths), np.zeros(len(lengths), "int32"))
+        )
+        batches = batch_by_length(
+            dataset,
+            batch_size=4,
+            pad_to_multiple_of=1,
+            compile_tokens=8,  # a compile costs 2 tokens a row
+            compiled_widths=compiled_widths,
+        )
+        return [int(batch["token_ids"].shape[1]) for batch, _ in batches]
+
+    compiled = {}
+    assert widths([3, 3, 4, 4, 9, 10, 10, 10], compiled) == [4, 10]
+    assert compiled == {(4,): {4, 10}}
+    assert widths([2, 3, 3, 3, 7, 8, 9, 9], compiled) == [4, 10]
+    assert widths([2, 3, 3, 3, 7, 8, 9, 9], {}) == [3, 9]  # nothing compiled
 
 
 def test_fewest_padding_widths_refuse_what_they_cannot_hold():

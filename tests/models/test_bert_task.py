@@ -203,6 +203,28 @@ def test_jax_predicts_later_texts_at_the_widths_it_compiled_before(vocabulary_fi
     np.testing.assert_allclose(predictions, expected, atol=1e-5)
 
 
+def test_later_fits_train_at_the_widths_compiled_before(vocabulary_file, monkeypatch):
+    widths = []
+    keras_fit = keras.Model.fit
+
+    def recording(model, x=None, *args, **kwargs):
+        if isinstance(x, tf.data.Dataset):
+            widths.append({int(batch["token_ids"].shape[1]) for batch, *_ in x})
+        return keras_fit(model, x, *args, **kwargs)
+
+    monkeypatch.setattr(keras.Model, "fit", recording)
+    classifier = _classifier(vocabulary_file)
+    classifier.compile()
+    classifier.fit(MIXED_LENGTHS, np.array([1, 0, 1, 1, 0, 1]), batch_size=2, verbose=0)
+    shorter = ["good", "fine nice", "great", "best"]
+    classifier.fit(shorter, np.array([1, 1, 1, 1]), batch_size=2, verbose=0)
+    longest = int(_preprocessor(vocabulary_file)(shorter)["padding_mask"].numpy().sum(1).max())
+    if classifier.jit_compile:  # one width, the first fit's: a compile costs more than padding
+        assert widths[1] == widths[0] and len(widths[0]) == 1 and max(widths[1]) > longest
+    else:  # each batch as wide as its longest text
+        assert max(widths[1]) == longest
+
+
 def test_fit_on_texts_trains_as_on_full_padding_at_the_widths_it_needs(
     vocabulary_file, monkeypatch
 ):
