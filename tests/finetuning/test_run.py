@@ -198,6 +198,31 @@ def test_tensorflow_scores_every_batch_shape_in_one_graph_traced_once(
     np.testing.assert_allclose(again, expected[:4], atol=1e-5)
 
 
+@pytest.mark.one_backend("jax")
+def test_later_scoring_takes_the_widths_xla_compiled_before(checkpoint, tmp_path, monkeypatch):
+    run = FineTuningRun(str(tmp_path), checkpoint, str(tmp_path / "out"))
+    model = run.build_model(lambda backbone: BertClassifier(backbone, 3), "classifier")
+    widths = []
+    predict_on_batch = model.predict_on_batch
+    monkeypatch.setattr(
+        model,
+        "predict_on_batch",
+        lambda batch: widths.append(batch["token_ids"].shape[1]) or predict_on_batch(batch),
+    )
+
+    def features(lengths):
+        mask = (np.arange(12) < np.array(lengths)[:, None]).astype("int32")
+        return {"token_ids": mask * 5, "segment_ids": mask * 0, "padding_mask": mask}
+
+    run.predict_features(model, features([2, 3, 3, 4, 9, 10, 10, 10]), batch_size=4)
+    assert widths == [10, 10]  # a compile costs more than this padding
+    widths.clear()
+    test_split = features([1, 2, 2, 3, 1, 2, 3, 3])
+    predictions = run.predict_features(model, test_split, batch_size=4)
+    assert widths == [10, 10]  # compiled already: cheaper than a program for 3
+    np.testing.assert_allclose(predictions, predict_on_batch(test_split), atol=1e-5)
+
+
 def test_tagging_export_names_its_tags_and_a_new_run_reads_them(checkpoint, tmp_path):
     data = tmp_path / "conll"
     data.mkdir()
