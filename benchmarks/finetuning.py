@@ -45,8 +45,9 @@ In the current KERAS_BACKEND's process, on the same data, measures
    `benchmarks.squad_windows`).
 
 4. Prediction on raw texts: SST-2 dev (or docstring sentences) through a
-   classifier's `predict(texts)`, against transformers' tokenizer and model
-   loop with dynamic padding (see `benchmarks.text_prediction`).
+   classifier's `predict(texts)`, twice, then as many SST-2 train sentences
+   (new texts), against transformers' tokenizer and model loop with dynamic
+   padding (see `benchmarks.text_prediction`).
 
 5. With --parts=sst2, the real-data case: whole fine-tuning programs on an
    SST-2 subset, ours on each backend against transformers (see
@@ -525,16 +526,22 @@ def _finetuning_examples(work_dir):
 
 
 def _prediction_texts(work_dir):
-    """(texts, description): SST-2 dev's sentences, else as many docstring sentences."""
+    """(texts, new texts, description): SST-2 dev's and as many of its train's, else docstrings'."""
     from bert_keras.data.glue import read_glue
 
     if os.path.exists(os.path.join(_SST2_DIR.value, "dev.tsv")):
-        return read_glue("sst-2", _SST2_DIR.value, "dev").texts_a, "SST-2 dev"
+        texts = read_glue("sst-2", _SST2_DIR.value, "dev").texts_a
+        new_texts = read_glue("sst-2", _SST2_DIR.value, "train").texts_a[: len(texts)]
+        return texts, new_texts, "SST-2 dev, then as many SST-2 train sentences"
     logging.warning("No SST-2 in %s: predicting docstring sentences.", _SST2_DIR.value)
     sentences = [
-        s for document in docstring_documents(SST2_DEV_SIZE * 150, work_dir) for s in document
+        s for document in docstring_documents(SST2_DEV_SIZE * 300, work_dir) for s in document
     ]
-    return sentences[:SST2_DEV_SIZE], f"docstring sentences (no SST-2 in {_SST2_DIR.value})"
+    return (
+        sentences[:SST2_DEV_SIZE],
+        sentences[SST2_DEV_SIZE : 2 * SST2_DEV_SIZE],
+        f"docstring sentences (no SST-2 in {_SST2_DIR.value})",
+    )
 
 
 def _bert_keras_runners(checkpoint, examples, work_dir):
@@ -720,8 +727,9 @@ def main(argv):
                 MAX_QUERY_LENGTH,
             )
         if "text_prediction" in _PARTS.value:
+            texts, new_texts, description = _prediction_texts(work_dir)
             rows += text_prediction.measure(
-                checkpoint, *_prediction_texts(work_dir), common.BATCH_SIZE.value
+                checkpoint, texts, description, common.BATCH_SIZE.value, new_texts=new_texts
             )
         if "sst2" in _PARTS.value:
             rows += sst2_finetuning.measure(checkpoint)

@@ -14,12 +14,16 @@ the same texts and checkpoint (a fresh two-class head on each side):
 
 Each side predicts every text twice: the first call includes what a first
 call costs (tracing, XLA's compiles, the tokenizer's tables), the second
-what a service scoring text after text pays. Prints the seconds of both and
-the ratios ours / transformers.
+what a service scoring text after text pays. Given `new_texts`, each side
+then predicts those once: other texts, whose lengths differ, as a service
+meets them (where XLA compiles each width, ours takes the widths compiled
+before wherever they pad less than a compile costs). Prints the seconds of
+every call and the ratios ours / transformers.
 
     KERAS_BACKEND=jax python -m benchmarks.finetuning --parts=text_prediction
 """
 
+import functools
 import os
 
 import keras
@@ -28,58 +32,66 @@ from benchmarks import common
 from benchmarks import measurements
 
 NUM_CLASSES = 2
+CALL_NAMES = ("first s", "second s", "new texts s")
+MEASURES = (
+    "predict(texts) first call seconds",
+    "predict(texts) second call seconds",
+    "predict(texts) new texts call seconds",
+)
 
 
-def measure(checkpoint, texts, description, batch_size, max_seq_length=128):
-    """Times both sides predicting `texts` twice; prints and returns the rows."""
-    ours = _ours(checkpoint, texts, batch_size, max_seq_length)
-    theirs = _transformers(checkpoint, texts, batch_size, max_seq_length)
+def measure(checkpoint, texts, description, batch_size, max_seq_length=128, new_texts=None):
+    """Times both sides predicting `texts` twice, then `new_texts` once; prints and returns the rows."""
+    calls = [texts, texts] + ([new_texts] if new_texts is not None else [])
+    ours = _ours(checkpoint, calls, batch_size, max_seq_length)
+    theirs = _transformers(checkpoint, calls, batch_size, max_seq_length)
+    measures = MEASURES[: len(calls)]
     print(
         f"Prediction on raw texts, backend {keras.backend.backend()}: {description} "
         f"({len(texts)} texts), batch {batch_size}, max_seq_length {max_seq_length}"
     )
-    header = f"{'implementation':<14} {'first s':>9} {'second s':>9}"
+    header = f"{'implementation':<14}" + "".join(
+        f" {call:>16}" for call in CALL_NAMES[: len(calls)]
+    )
     print(header)
     print("-" * len(header))
     for name, seconds in (("bert_keras", ours), ("transformers", theirs)):
-        print(f"{name:<14} {seconds[0]:>9.2f} {seconds[1]:>9.2f}")
-    print(
-        "time ratio bert_keras / transformers: first "
-        f"{ours[0] / theirs[0]:.2f}, second {ours[1] / theirs[1]:.2f}"
+        print(f"{name:<14}" + "".join(f" {value:>16.2f}" for value in seconds))
+    ratios = ", ".join(
+        f"{call} {mine / peer:.2f}" for call, mine, peer in zip(CALL_NAMES, ours, theirs)
     )
+    print(f"time ratio bert_keras / transformers: {ratios}")
     settings = f"{description}, {len(texts)} texts, batch {batch_size}"
     return [
         measurements.measurement(
             "finetuning",
             measure,
-            ours[call],
+            mine,
             "transformers (dynamic padding)",
-            theirs[call],
+            peer,
             backend=keras.backend.backend(),
             higher_is_better=False,
             settings=settings,
         )
-        for call, measure in enumerate(
-            ("predict(texts) first call seconds", "predict(texts) second call seconds")
-        )
+        for measure, mine, peer in zip(measures, ours, theirs)
     ]
 
 
-def _ours(checkpoint, texts, batch_size, max_seq_length):
-    """Seconds of two `predict(texts)` calls of a classifier built from `checkpoint`."""
+def _ours(checkpoint, calls, batch_size, max_seq_length):
+    """Seconds of `predict(texts)` of a classifier built from `checkpoint`, for each of `calls`."""
     from bert_keras.models.bert_classifier import BertClassifier
 
     model = BertClassifier.from_preset(
         checkpoint, num_classes=NUM_CLASSES, sequence_length=max_seq_length
     )
     return [
-        common.seconds_of(lambda: model.predict(texts, batch_size=batch_size, verbose=0))
-        for _ in range(2)
+        common.seconds_of(functools.partial(model.predict, texts, batch_size=batch_size, verbose=0))
+        for texts in calls
     ]
 
 
-def _transformers(checkpoint, texts, batch_size, max_seq_length):
-    """Seconds of two passes of transformers' tokenizer and classifier over `texts`."""
+def _transformers(checkpoint, calls, batch_size, max_seq_length):
+    """Seconds of a pass of transformers' tokenizer and classifier over each of `calls`."""
     import torch
     import transformers
 
@@ -91,7 +103,7 @@ def _transformers(checkpoint, texts, batch_size, max_seq_length):
     ).eval()
 
     @torch.inference_mode()
-    def predict():
+    def predict(texts):
         for first in range(0, len(texts), batch_size):
             inputs = tokenizer(
                 texts[first : first + batch_size],
@@ -102,4 +114,4 @@ def _transformers(checkpoint, texts, batch_size, max_seq_length):
             )
             model(**inputs).logits.numpy()
 
-    return [common.seconds_of(predict) for _ in range(2)]
+    return [common.seconds_of(functools.partial(predict, texts)) for texts in calls]

@@ -9,7 +9,7 @@ VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "good", "film",
 
 
 @pytest.mark.one_backend  # transformers' side runs on torch whatever the backend
-def test_rows_give_both_calls_of_both_sides(tmp_path, capsys):
+def test_rows_give_every_call_of_both_sides(tmp_path, capsys):
     vocabulary = tmp_path / "vocab.txt"
     vocabulary.write_text("\n".join(VOCABULARY) + "\n")
     checkpoint = str(tmp_path / "tiny")
@@ -17,10 +17,14 @@ def test_rows_give_both_calls_of_both_sides(tmp_path, capsys):
         checkpoint, vocabulary_file=str(vocabulary)
     )
     texts = ["a good film", "dull", "a dull , dull film", "good"] * 3
-    rows = text_prediction.measure(checkpoint, texts, "toy texts", batch_size=4, max_seq_length=16)
+    new_texts = ["good film", "a a a a a a good"]
+    rows = text_prediction.measure(
+        checkpoint, texts, "toy texts", batch_size=4, max_seq_length=16, new_texts=new_texts
+    )
     assert [row["measure"] for row in rows] == [
         "predict(texts) first call seconds",
         "predict(texts) second call seconds",
+        "predict(texts) new texts call seconds",
     ]
     for row in rows:
         assert row["ours"] > 0 and row["peer_value"] > 0
