@@ -45,7 +45,6 @@ def measure(checkpoint, texts, description, batch_size, max_seq_length=128, new_
     calls = [texts, texts] + ([new_texts] if new_texts is not None else [])
     ours = _ours(checkpoint, calls, batch_size, max_seq_length)
     theirs = _transformers(checkpoint, calls, batch_size, max_seq_length)
-    measures = MEASURES[: len(calls)]
     print(
         f"Prediction on raw texts, backend {keras.backend.backend()}: {description} "
         f"({len(texts)} texts), batch {batch_size}, max_seq_length {max_seq_length}"
@@ -73,7 +72,7 @@ def measure(checkpoint, texts, description, batch_size, max_seq_length=128, new_
             higher_is_better=False,
             settings=settings,
         )
-        for measure, mine, peer in zip(measures, ours, theirs)
+        for measure, mine, peer in zip(MEASURES, ours, theirs)
     ]
 
 

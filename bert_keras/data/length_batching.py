@@ -456,7 +456,7 @@ def _prediction_plan(
     full_batches,
     max_widths,
     compile_tokens,
-    compiled_widths=None,
+    compiled_widths,
 ):
     """`predict_by_length`'s batches: `(order, filled, widths)`.
 
@@ -549,11 +549,11 @@ def fewest_padding_widths(
             f"A sequence of {lengths.max()} tokens is longer than sequence_length "
             f"{sequence_length}."
         )
-    candidates = _candidate_widths(lengths.max(), pad_to_multiple_of, sequence_length)
-    counts = np.bincount(np.searchsorted(candidates, lengths), minlength=len(candidates))
+    multiples = _candidate_widths(lengths.max(), pad_to_multiple_of, sequence_length)
     # Only widths that some sequence rounds up to can be best: another narrows for less.
+    rounded = multiples[np.searchsorted(multiples, lengths)]
     compiled = _useful_compiled_widths(compiled_widths, lengths, sequence_length)
-    candidates = np.union1d(candidates[counts > 0], compiled).astype(np.int32)
+    candidates = np.union1d(rounded, compiled).astype(np.int32)
     counts = np.bincount(np.searchsorted(candidates, lengths), minlength=len(candidates))
     width_costs = np.where(np.isin(candidates, compiled), 0.0, compile_tokens)
     max_widths = min(max_widths or len(candidates), len(candidates))

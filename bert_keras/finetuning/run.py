@@ -241,18 +241,17 @@ class FineTuningRun:
         >>> run.predict_features(model, features, batch_size=2).shape
         (3, 3)
         """
+        step, compiled_widths = model.predict_on_batch, model.compiled_widths("predict")
         if self._scores_in_one_graph:  # traced once per model, for every call
             step = self._graph_steps.setdefault(id(model), _one_graph_step(model))
-            return predict_by_length(
-                step, features, batch_size, **options, **self.prediction_batching
-            )
+            compiled_widths = None  # not Keras' predict function, and nothing compiles per width
         return predict_by_length(
-            model.predict_on_batch,
+            step,
             features,
             batch_size,
             **options,
             **self.prediction_batching,
-            compiled_widths=model.compiled_widths("predict"),
+            compiled_widths=compiled_widths,
         )
 
     def training_batching(self, num_epochs):
