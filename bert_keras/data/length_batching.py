@@ -29,6 +29,9 @@ PAD_TO_MULTIPLE_OF = 16
 # tokens): `fewest_padding_widths`' price of a width.
 PREDICTION_COMPILE_TOKENS = 8192
 TRAINING_COMPILE_TOKENS = 10240
+# Where XLA compiles a program per prediction width, the widths are multiples of this: a later
+# call on other texts then finds more of its widths compiled.
+COMPILED_PREDICTION_MULTIPLE = 8
 # The per-token features of packed examples; others (masked positions) keep their length.
 PACKED_FEATURES = ("token_ids", "segment_ids", "padding_mask")
 

@@ -23,6 +23,7 @@ from absl import logging
 from bert_keras.atomic_files import write_text
 from bert_keras.checkpoints import read_checkpoint
 from bert_keras.checkpoints import write_checkpoint
+from bert_keras.data.length_batching import COMPILED_PREDICTION_MULTIPLE
 from bert_keras.data.length_batching import PAD_TO_MULTIPLE_OF
 from bert_keras.data.length_batching import PREDICTION_COMPILE_TOKENS
 from bert_keras.data.length_batching import TRAINING_COMPILE_TOKENS
@@ -129,8 +130,9 @@ class FineTuningRun:
         A step without XLA (torch, TensorFlow on CPUs, `--nojit_compile`)
         takes every width as it comes, so its batches are as long as their
         longest example, rounded up to this. Where XLA compiles a program
-        per width, the run's widths are a few of these multiples, those that
-        pad its batches least for their compiles (`training_batching`,
+        per width, the run's widths are a few of these multiples (of
+        `COMPILED_PREDICTION_MULTIPLE` in scoring), those that pad its
+        batches least for their compiles (`training_batching`,
         `prediction_batching`), and each batch takes the narrowest of them
         that holds it.
 
@@ -171,16 +173,20 @@ class FineTuningRun:
 
         Where XLA compiles a program per input shape (jax), a short last
         batch is filled up to a full one, which then needs no program of its
-        own, and the widths are `max_batch_widths` or else those whose
-        padding saved pays for their compile (`PREDICTION_COMPILE_TOKENS`
-        each): a prediction step's cost grows with its tokens, so a few
-        more of them cost less than a compile. TensorFlow scores in one
+        own, and the widths are multiples of `COMPILED_PREDICTION_MULTIPLE`
+        (so that later scoring finds its widths compiled), `max_batch_widths`
+        of them or else those whose padding saved pays for their compile
+        (`PREDICTION_COMPILE_TOKENS` each): a prediction step's cost grows
+        with its tokens, so a few more of them cost less than a compile. TensorFlow scores in one
         graph traced for every shape, torch eagerly: their batches are as
         long as their longest example (`pad_to_multiple_of`).
         """
         compiled_per_shape = self.jit_compile and not self._scores_in_one_graph
+        multiple = self.pad_to_multiple_of
+        if compiled_per_shape:
+            multiple = max(multiple, COMPILED_PREDICTION_MULTIPLE)
         return {
-            "pad_to_multiple_of": self.pad_to_multiple_of,
+            "pad_to_multiple_of": multiple,
             "full_batches": compiled_per_shape,
             **self._chosen_widths(compiled_per_shape, PREDICTION_COMPILE_TOKENS),
         }

@@ -315,22 +315,29 @@ class BertTask(keras.Model):
 
         Where XLA compiles a program per input shape (`jit_compile`), a short
         last batch is filled up to a full one, which then needs no program of
-        its own, and the widths are those whose padding saved pays for their
-        compile (`PREDICTION_COMPILE_TOKENS` each). Otherwise each batch is
-        as wide as its longest text; in mixed precision widths are multiples
-        of 8 (the tensor cores' tile).
+        its own, and the widths are multiples of `COMPILED_PREDICTION_MULTIPLE`
+        whose padding saved pays for their compile (`PREDICTION_COMPILE_TOKENS`
+        each), so that later calls find theirs compiled. Otherwise each batch
+        is as wide as its longest text; in mixed precision widths are
+        multiples of 8 (the tensor cores' tile).
 
         Example:
         >>> from bert_keras.models.bert_classifier import BertClassifier
         >>> classifier = BertClassifier(BertBackbone(10, 1, 2, 8, 16), num_classes=2)
         >>> classifier.prediction_batching["full_batches"] == classifier.jit_compile
         True
+        >>> classifier.prediction_batching["pad_to_multiple_of"] == (8 if classifier.jit_compile else 1)
+        True
         """
+        from bert_keras.data.length_batching import COMPILED_PREDICTION_MULTIPLE
         from bert_keras.data.length_batching import PREDICTION_COMPILE_TOKENS
 
         compiled_per_shape = bool(self.jit_compile)
+        multiple = self._width_multiple
+        if compiled_per_shape:
+            multiple = max(multiple, COMPILED_PREDICTION_MULTIPLE)
         return {
-            "pad_to_multiple_of": self._width_multiple,
+            "pad_to_multiple_of": multiple,
             "full_batches": compiled_per_shape,
             "compile_tokens": PREDICTION_COMPILE_TOKENS if compiled_per_shape else 0,
         }

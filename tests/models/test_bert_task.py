@@ -157,8 +157,8 @@ def test_predict_pads_each_batch_of_texts_to_the_widths_it_needs(vocabulary_file
     by_eights = _by_eights(vocabulary_file)
     classifier = BertClassifier(_backbone(), num_classes=2, preprocessor=by_eights)
     predictions = classifier.predict(texts, batch_size=2, verbose=0)
-    if classifier.jit_compile:  # a compile costs more than all this padding
-        assert widths == [10, 10, 10]
+    if classifier.jit_compile:  # a compile costs more than all this padding; 8 holds no 10
+        assert widths == [SEQUENCE_LENGTH] * 3
     else:  # each batch as wide as its longest text
         assert widths == [3, 5, 10]
     expected = classifier.predict(
@@ -180,8 +180,8 @@ def test_tensorflow_traces_predict_once_for_texts_of_any_length(vocabulary_file)
     np.testing.assert_allclose(predictions, expected, atol=1e-5)
 
 
-@pytest.mark.skipif(keras.backend.backend() != "jax", reason="counts XLA compilations of JAX")
-def test_jax_predicts_later_texts_at_the_widths_it_compiled_before(vocabulary_file):
+def _jax_compilations():
+    """A list that grows by one for each program XLA compiles from now on."""
     import jax
 
     compilations = []
@@ -191,6 +191,12 @@ def test_jax_predicts_later_texts_at_the_widths_it_compiled_before(vocabulary_fi
             compilations.append(event)
 
     jax.monitoring.register_event_duration_secs_listener(listener)
+    return compilations
+
+
+@pytest.mark.skipif(keras.backend.backend() != "jax", reason="counts XLA compilations of JAX")
+def test_jax_predicts_later_texts_at_the_widths_it_compiled_before(vocabulary_file):
+    compilations = _jax_compilations()
     classifier = _classifier(vocabulary_file)
     classifier.predict(MIXED_LENGTHS, batch_size=2, verbose=0)
     first = len(compilations)
@@ -200,6 +206,23 @@ def test_jax_predicts_later_texts_at_the_widths_it_compiled_before(vocabulary_fi
     expected = classifier.predict(
         {k: v.numpy() for k, v in _preprocessor(vocabulary_file)(shorter).items()}, verbose=0
     )
+    np.testing.assert_allclose(predictions, expected, atol=1e-5)
+
+
+@pytest.mark.skipif(keras.backend.backend() != "jax", reason="counts XLA compilations of JAX")
+def test_jax_predicts_a_token_longer_texts_at_the_width_it_compiled_before(vocabulary_file):
+    # Compiled widths are multiples of 8, not as long as the first call's longest text.
+    compilations = _jax_compilations()
+    classifier = BertClassifier(
+        _backbone(), num_classes=2, preprocessor=_preprocessor(vocabulary_file, sequence_length=32)
+    )
+    classifier.predict(["bad awful poor sad worst"] * 2, batch_size=2, verbose=0)  # 7 tokens
+    first = len(compilations)
+    longer = ["bad awful poor sad worst ugly"] * 2  # 8 tokens
+    predictions = classifier.predict(longer, batch_size=2, verbose=0)
+    assert len(compilations) == first
+    full_length = _preprocessor(vocabulary_file, sequence_length=32)(longer)
+    expected = classifier.predict({k: v.numpy() for k, v in full_length.items()}, verbose=0)
     np.testing.assert_allclose(predictions, expected, atol=1e-5)
 
 
