@@ -78,7 +78,10 @@ def batch_by_length(
             the examples (with `bucket`) or the batches of one pass in the
             stream's order (counted in one pass over `dataset`). Each batch
             is as wide as the narrowest width that holds it, and buckets
-            (replacing `bucket_width`) hold the lengths between two widths.
+            (replacing `bucket_width`) hold the lengths between two widths;
+            a last, smaller batch (a program of its own where XLA compiles
+            each shape) takes the widest, whatever its examples, so that
+            the passes compile one program for it, not one per width.
             None: every multiple, unless `compile_tokens`.
         compile_tokens: the tokens (of every sequence: a multiple-choice
             example has several) a width should save in one pass to earn
@@ -165,8 +168,10 @@ def batch_by_length(
         return (features, *rest) if rest else features
 
     def widened(*batch):
-        width = tf.shape(batch[0]["padding_mask"])[-1]
-        target = tf.gather(widths, tf.searchsorted(widths, [width]))[0]
+        shape = tf.shape(batch[0]["padding_mask"])
+        target = tf.gather(widths, tf.searchsorted(widths, shape[-1:]))[0]
+        if chosen:
+            target = tf.where(shape[0] < batch_size, widths[-1], target)
         return _padded_to(
             batch if len(batch) > 1 else batch[0], target, per_token, token_labels_fill
         )

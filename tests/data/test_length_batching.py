@@ -374,6 +374,26 @@ def test_chosen_widths_are_the_batch_widths_and_keep_every_token(bucket, choice)
     assert sorted(indices.tolist()) == list(range(96))
 
 
+def test_a_short_last_batch_takes_the_widest_width_in_every_pass():
+    # Where XLA compiles each shape, its batch size compiles once, not once per width it meets.
+    lengths = np.random.default_rng(4).integers(1, SEQUENCE_LENGTH + 1, 90)  # 11 × 8, then 2
+    features = _packed_examples(lengths)
+    dataset = tf.data.Dataset.from_tensor_slices((features, np.arange(90)))
+    dataset = dataset.shuffle(90, seed=0, reshuffle_each_iteration=True)
+    batches = batch_by_length(dataset, 8, 4, compile_tokens=120)
+    widths, last_longest = set(), []
+    for _ in range(4):
+        *full, (last, labels) = list(batches)
+        widths.update(batch["token_ids"].shape[1] for batch, _ in full)
+        assert last["token_ids"].shape == (2, max(widths))
+        last_longest.append(lengths[labels.numpy()].max())
+        for row, index in zip(last["token_ids"].numpy(), labels.numpy()):
+            np.testing.assert_array_equal(row, features["token_ids"][index, : max(widths)])
+    widths = np.array(sorted(widths))
+    # A narrower width would have held some pass's last batch.
+    assert widths[np.searchsorted(widths, min(last_longest))] < widths[-1]
+
+
 def test_a_multiple_choice_width_costs_the_tokens_of_every_choice():
     lengths = np.random.default_rng(4).integers(1, SEQUENCE_LENGTH + 1, 64)
     one_choice = _packed_examples(lengths)
