@@ -493,6 +493,21 @@ def _prediction_plan(
     return order, filled, widths
 
 
+def prediction_width_multiple(pad_to_multiple_of, compiled_per_shape):
+    """Prediction's widths are multiples of this: coarser where XLA compiles each width.
+
+    Where each width compiles a program, widths of `COMPILED_PREDICTION_MULTIPLE`
+    serve more of the lengths that later calls bring.
+
+    Example:
+    >>> prediction_width_multiple(1, compiled_per_shape=True), prediction_width_multiple(1, False)
+    (8, 1)
+    """
+    if compiled_per_shape:
+        return max(pad_to_multiple_of, COMPILED_PREDICTION_MULTIPLE)
+    return pad_to_multiple_of
+
+
 def fewest_padding_widths(
     lengths,
     max_widths=None,

@@ -23,11 +23,11 @@ from absl import logging
 from bert_keras.atomic_files import write_text
 from bert_keras.checkpoints import read_checkpoint
 from bert_keras.checkpoints import write_checkpoint
-from bert_keras.data.length_batching import COMPILED_PREDICTION_MULTIPLE
 from bert_keras.data.length_batching import PAD_TO_MULTIPLE_OF
 from bert_keras.data.length_batching import PREDICTION_COMPILE_TOKENS
 from bert_keras.data.length_batching import TRAINING_COMPILE_TOKENS
 from bert_keras.data.length_batching import predict_by_length
+from bert_keras.data.length_batching import prediction_width_multiple
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_task import checkpoint_tokenizer
 from bert_keras.models.checkpoint_weights import apply_checkpoint
@@ -177,16 +177,16 @@ class FineTuningRun:
         (so that later scoring finds its widths compiled), `max_batch_widths`
         of them or else those whose padding saved pays for their compile
         (`PREDICTION_COMPILE_TOKENS` each): a prediction step's cost grows
-        with its tokens, so a few more of them cost less than a compile. TensorFlow scores in one
-        graph traced for every shape, torch eagerly: their batches are as
-        long as their longest example (`pad_to_multiple_of`).
+        with its tokens, so a few more of them cost less than a compile.
+        TensorFlow scores in one graph traced for every shape, torch
+        eagerly: their batches are as long as their longest example
+        (`pad_to_multiple_of`).
         """
         compiled_per_shape = self.jit_compile and not self._scores_in_one_graph
-        multiple = self.pad_to_multiple_of
-        if compiled_per_shape:
-            multiple = max(multiple, COMPILED_PREDICTION_MULTIPLE)
         return {
-            "pad_to_multiple_of": multiple,
+            "pad_to_multiple_of": prediction_width_multiple(
+                self.pad_to_multiple_of, compiled_per_shape
+            ),
             "full_batches": compiled_per_shape,
             **self._chosen_widths(compiled_per_shape, PREDICTION_COMPILE_TOKENS),
         }

@@ -329,15 +329,14 @@ class BertTask(keras.Model):
         >>> classifier.prediction_batching["pad_to_multiple_of"] == (8 if classifier.jit_compile else 1)
         True
         """
-        from bert_keras.data.length_batching import COMPILED_PREDICTION_MULTIPLE
         from bert_keras.data.length_batching import PREDICTION_COMPILE_TOKENS
+        from bert_keras.data.length_batching import prediction_width_multiple
 
         compiled_per_shape = bool(self.jit_compile)
-        multiple = self._width_multiple
-        if compiled_per_shape:
-            multiple = max(multiple, COMPILED_PREDICTION_MULTIPLE)
         return {
-            "pad_to_multiple_of": multiple,
+            "pad_to_multiple_of": prediction_width_multiple(
+                self._width_multiple, compiled_per_shape
+            ),
             "full_batches": compiled_per_shape,
             "compile_tokens": PREDICTION_COMPILE_TOKENS if compiled_per_shape else 0,
         }

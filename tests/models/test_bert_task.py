@@ -157,7 +157,7 @@ def test_predict_pads_each_batch_of_texts_to_the_widths_it_needs(vocabulary_file
     by_eights = _by_eights(vocabulary_file)
     classifier = BertClassifier(_backbone(), num_classes=2, preprocessor=by_eights)
     predictions = classifier.predict(texts, batch_size=2, verbose=0)
-    if classifier.jit_compile:  # a compile costs more than all this padding; 8 holds no 10
+    if classifier.jit_compile:  # one width: a compile costs more than the padding; 8 < 10
         assert widths == [SEQUENCE_LENGTH] * 3
     else:  # each batch as wide as its longest text
         assert widths == [3, 5, 10]
