@@ -32,6 +32,8 @@ TRAINING_COMPILE_TOKENS = 10240
 # Where XLA compiles a program per prediction width, the widths are multiples of this: a later
 # call on other texts then finds more of its widths compiled.
 COMPILED_PREDICTION_MULTIPLE = 8
+# In 16-bit precision, widths are multiples of this: the tensor cores' tile.
+HALF_PRECISION_MULTIPLE = 8
 # The per-token features of packed examples; others (masked positions) keep their length.
 PACKED_FEATURES = ("token_ids", "segment_ids", "padding_mask")
 
@@ -491,6 +493,16 @@ def _prediction_plan(
         _compiled_at(compiled_widths, batch_shape),
     )
     return order, filled, widths
+
+
+def precision_width_multiple(compute_dtype):
+    """Batch widths are multiples of this: 1 in float32, 8 in 16-bit precision (the tensor cores' tile).
+
+    Example:
+    >>> precision_width_multiple("float32"), precision_width_multiple("bfloat16")
+    (1, 8)
+    """
+    return 1 if compute_dtype == "float32" else HALF_PRECISION_MULTIPLE
 
 
 def prediction_width_multiple(pad_to_multiple_of, compiled_per_shape):

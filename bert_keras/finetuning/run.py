@@ -26,6 +26,7 @@ from bert_keras.checkpoints import write_checkpoint
 from bert_keras.data.length_batching import PAD_TO_MULTIPLE_OF
 from bert_keras.data.length_batching import PREDICTION_COMPILE_TOKENS
 from bert_keras.data.length_batching import TRAINING_COMPILE_TOKENS
+from bert_keras.data.length_batching import precision_width_multiple
 from bert_keras.data.length_batching import predict_by_length
 from bert_keras.data.length_batching import prediction_width_multiple
 from bert_keras.models.bert_backbone import BertBackbone
@@ -148,7 +149,7 @@ class FineTuningRun:
         >>> run.jit_compile == (keras.backend.backend() == "jax")  # on CPUs
         True
         """
-        return 1 if self.execution.mixed_precision == "none" else 8
+        return precision_width_multiple(self.execution.compute_dtype)
 
     @functools.cached_property
     def jit_compile(self):

@@ -344,7 +344,9 @@ class BertTask(keras.Model):
     @property
     def _width_multiple(self):
         """Batch widths are multiples of this: 1, or 8 in mixed precision (the tensor cores' tile)."""
-        return 1 if self.compute_dtype == "float32" else 8
+        from bert_keras.data.length_batching import precision_width_multiple
+
+        return precision_width_multiple(self.compute_dtype)
 
     def _labelled_text_dataset(self, x, y, sample_weight, batch_size):
         """Texts `x` with their labels and weights, for `evaluate`: batched as `predict` does.

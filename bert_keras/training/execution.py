@@ -40,6 +40,8 @@ class Execution:
     Example:
     >>> Execution(mixed_precision="bfloat16").dtype_policy
     'mixed_bfloat16'
+    >>> Execution(mixed_precision="bfloat16").compute_dtype, Execution().compute_dtype
+    ('bfloat16', 'float32')
     >>> Execution(steps_per_execution=0).validate()
     Traceback (most recent call last):
     ...
@@ -57,6 +59,11 @@ class Execution:
     def dtype_policy(self):
         """The Keras dtype policy name of the backbone."""
         return MIXED_PRECISION_POLICIES[self.mixed_precision]
+
+    @property
+    def compute_dtype(self):
+        """The dtype the backbone computes in: float32, or the mixed precision's."""
+        return "float32" if self.mixed_precision == "none" else self.mixed_precision
 
     def validate(self):
         """Raises ValueError naming the first setting this backend cannot run."""
