@@ -143,7 +143,9 @@ def batch_by_length(
         if not bucket:  # a batch is as long as its longest example
             lengths = _longest_per_batch(lengths, batch_size)
             sequences *= batch_size
-        batch_shape = (batch_size, *features_spec["padding_mask"].shape[:-1])
+        compiled = _compiled_at(
+            compiled_widths, (batch_size, *features_spec["padding_mask"].shape[:-1])
+        )
         widths = _logged_widths(
             "training " + ("examples" if bucket else "batches"),
             lengths,
@@ -152,8 +154,9 @@ def batch_by_length(
             pad_to_multiple_of,
             sequence_length,
             compile_tokens,
-            _compiled_at(compiled_widths, batch_shape),
+            compiled,
         )
+        compiled.update(int(width) for width in widths)  # reshuffled batches may take any
 
     def trimmed(*element):
         features, *rest = element
@@ -473,7 +476,8 @@ def _prediction_plan(
     `order` takes the examples shortest first; `filled` is `order` filled
     up to whole batches where `full_batches`; `widths` are the batches'.
     `compiled_widths`, where given, makes the widths compiled at the
-    batches' shape free, and gets those chosen at a compile's cost.
+    batches' shape free, and gets each batch's width at its shape (a short
+    last batch's at its own).
     """
     sequence_length = features["padding_mask"].shape[-1]
     order = np.argsort(lengths, kind="stable")
@@ -481,10 +485,12 @@ def _prediction_plan(
     if max_widths is None and not compile_tokens:
         widths = _candidate_widths(lengths.max(), pad_to_multiple_of, sequence_length)
         return order, filled, widths
-    batch_shape = (min(batch_size, len(filled)), *features["padding_mask"].shape[1:-1])
+    per_example = features["padding_mask"].shape[1:-1]
+    batch_shape = (min(batch_size, len(filled)), *per_example)
+    longest = _longest_per_batch(lengths[filled], batch_size)
     widths = _logged_widths(
         "prediction batches",
-        _longest_per_batch(lengths[filled], batch_size),
+        longest,
         np.prod(batch_shape, dtype=int),
         max_widths,
         pad_to_multiple_of,
@@ -492,6 +498,11 @@ def _prediction_plan(
         compile_tokens,
         _compiled_at(compiled_widths, batch_shape),
     )
+    taken = widths[np.searchsorted(widths, longest)].tolist()  # each batch's width
+    short = len(filled) % batch_size if len(filled) > batch_size else 0
+    if short:  # the last batch, shorter, compiles a program of its own shape
+        _compiled_at(compiled_widths, (short, *per_example)).add(taken.pop())
+    _compiled_at(compiled_widths, batch_shape).update(taken)
     return order, filled, widths
 
 
@@ -613,11 +624,11 @@ def _logged_widths(
     compile_tokens,
     compiled_widths,
 ):
-    """`fewest_padding_widths` for `lengths`, logged and added to `compiled_widths` (a set).
+    """`fewest_padding_widths` for `lengths`, free where in `compiled_widths` (a set), and logged.
 
     A length counted stands for `sequences` rows of that width (a batch's
     rows, an example's choices), so a compile costs `compile_tokens /
-    sequences` of it.
+    sequences` of it. The caller records the widths its batches compile.
     """
     widths = fewest_padding_widths(
         lengths,
@@ -636,7 +647,6 @@ def _logged_widths(
         f", each compile costing {compile_tokens:g} tokens" if compile_tokens else "",
         f" ({reused} compiled already)" if reused else "",
     )
-    compiled_widths.update(int(width) for width in widths)
     return widths
 
 

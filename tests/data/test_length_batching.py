@@ -313,6 +313,27 @@ def test_later_predictions_take_the_widths_compiled_before_where_they_cost_less(
     assert shapes == [(4, 3), (4, 9)]
 
 
+def test_a_short_last_batch_counts_its_width_as_compiled_at_its_own_shape():
+    # As evaluate batches: shortest first, the last batch short, holding the longest texts.
+    def compiled_after(lengths):
+        compiled = {}
+        _, dataset = length_sorted_dataset(
+            _packed_examples(lengths),
+            batch_size=4,
+            pad_to_multiple_of=1,
+            compile_tokens=8,  # a compile costs 2 tokens a row
+            compiled_widths=compiled,
+        )
+        shapes = [tuple(batch["token_ids"].shape) for batch in dataset]
+        return shapes, compiled
+
+    shapes, compiled = compiled_after([3, 3, 3, 3, 8, 8, 8, 8, 20, 30])
+    assert shapes == [(4, 3), (4, 8), (2, 30)]
+    assert compiled == {(4,): {3, 8}, (2,): {30}}  # no program of 4 rows at 30 ran
+    shapes, compiled = compiled_after([2, 3, 3, 3])  # one batch, whole
+    assert shapes == [(4, 3)] and compiled == {(4,): {3}}
+
+
 @pytest.mark.one_backend
 def test_later_training_takes_the_widths_compiled_before_where_they_cost_less():
     def widths(lengths, compiled_widths):
