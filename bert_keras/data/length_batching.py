@@ -356,8 +356,9 @@ def predict_by_length(
         compiled_widths: the widths `predict_batch` has compiled, by batch
             shape without the width (a dict such as
             `BertTask.compiled_widths("predict")`): with `compile_tokens`,
-            they cost no compile, and the widths chosen are added. None:
-            every width costs one.
+            they cost no compile, and each batch's width is added at its
+            shape (a short last batch's at its own). None: every width
+            costs one.
 
     Returns:
         The predictions of all examples: an array or a dict of arrays.
@@ -507,7 +508,7 @@ def _prediction_plan(
 
 
 def precision_width_multiple(compute_dtype):
-    """Batch widths are multiples of this: 1 in float32, 8 in 16-bit precision (the tensor cores' tile).
+    """Batch widths are multiples of this: 1 in float32, 8 in 16-bit (the tensor cores' tile).
 
     Example:
     >>> precision_width_multiple("float32"), precision_width_multiple("bfloat16")

@@ -343,7 +343,7 @@ class BertTask(keras.Model):
 
     @property
     def _width_multiple(self):
-        """Batch widths are multiples of this: 1, or 8 in mixed precision (the tensor cores' tile)."""
+        """Batch widths are multiples of this, by the model's compute dtype."""
         from bert_keras.data.length_batching import precision_width_multiple
 
         return precision_width_multiple(self.compute_dtype)
