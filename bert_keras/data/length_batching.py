@@ -489,6 +489,7 @@ def _prediction_plan(
     per_example = features["padding_mask"].shape[1:-1]
     batch_shape = (min(batch_size, len(filled)), *per_example)
     longest = _longest_per_batch(lengths[filled], batch_size)
+    compiled = _compiled_at(compiled_widths, batch_shape)
     widths = _logged_widths(
         "prediction batches",
         longest,
@@ -497,13 +498,13 @@ def _prediction_plan(
         pad_to_multiple_of,
         sequence_length,
         compile_tokens,
-        _compiled_at(compiled_widths, batch_shape),
+        compiled,
     )
     taken = widths[np.searchsorted(widths, longest)].tolist()  # each batch's width
     short = len(filled) % batch_size if len(filled) > batch_size else 0
     if short:  # the last batch, shorter, compiles a program of its own shape
         _compiled_at(compiled_widths, (short, *per_example)).add(taken.pop())
-    _compiled_at(compiled_widths, batch_shape).update(taken)
+    compiled.update(taken)
     return order, filled, widths
 
 
