@@ -41,6 +41,7 @@ RUNS_ONCE = (
     "tests/finetuning/test_multiple_choice.py",
     "tests/finetuning/test_run.py",
     "tests/finetuning/test_squad.py",
+    "tests/models/test_input_checks.py",
     "tests/recommendation/test_run.py",
     "tests/tasks/test_pretrain.py",
     "tests/tasks/test_recommend.py",

@@ -48,6 +48,7 @@ class BertClassifier(BertTask):
         )
         super().__init__(backbone, inputs=inputs, outputs=logits, **kwargs)
         self.num_classes = num_classes
+        self.label_classes = num_classes if num_classes > 1 else None  # 1: a regression
         self.dropout = dropout
 
     def default_loss(self):

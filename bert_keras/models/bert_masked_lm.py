@@ -80,6 +80,7 @@ class BertMaskedLM(BertTask):
 
         # === Config ===
         self.masked_lm_head = masked_lm_head
+        self.label_classes = backbone.vocabulary_size  # labels are token ids
 
     def default_loss(self):
         return keras.losses.SparseCategoricalCrossentropy(from_logits=True)

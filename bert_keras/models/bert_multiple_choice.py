@@ -56,6 +56,7 @@ class BertMultipleChoice(BertTask):
         logits = UnfoldChoices(num_choices, name="choice_logits")(scores)
         super().__init__(backbone, inputs=inputs, outputs=logits, **kwargs)
         self.num_choices = num_choices
+        self.label_classes = num_choices
         self.dropout = dropout
 
     def preprocess_text(self, texts):

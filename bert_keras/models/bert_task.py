@@ -13,6 +13,8 @@ from bert_keras.models.bert_backbone import INPUT_NAMES
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.checkpoint_weights import apply_checkpoint
 from bert_keras.models.dataset_release import without_autotuning_thread
+from bert_keras.models.input_checks import check_array_inputs
+from bert_keras.models.input_checks import check_class_ids
 from bert_keras.models.text_inputs import DEFAULT_BATCH_SIZE
 from bert_keras.models.text_inputs import holds_dataset
 from bert_keras.models.text_inputs import holds_text
@@ -219,6 +221,7 @@ class BertTask(keras.Model):
         The optimizer is built before the first step (`build_optimizer`), so
         that TensorFlow traces the training step once.
         """
+        self._check_array_inputs(x, y, sample_weight, batch_size)
         if self._takes_as_text(x):
             if validation_split:
                 (x, y, sample_weight), validation_data = split_for_validation(
@@ -247,6 +250,7 @@ class BertTask(keras.Model):
 
     def evaluate(self, x=None, y=None, batch_size=None, *, sample_weight=None, **kwargs):
         """`keras.Model.evaluate`; with a preprocessor, `x` may be text."""
+        self._check_array_inputs(x, y, sample_weight, batch_size)
         if self._takes_as_text(x):
             x = self._labelled_text_dataset(x, y, sample_weight, batch_size)
             y = sample_weight = batch_size = None
@@ -268,6 +272,7 @@ class BertTask(keras.Model):
         less than a compile costs); the predictions come back in the
         texts' order.
         """
+        self._check_array_inputs(x, batch_size=batch_size)
         if not self._takes_as_text(x):
             return super().predict(without_autotuning_thread(x), batch_size=batch_size, **kwargs)
         if not self._packs_texts_once(x):
@@ -438,6 +443,18 @@ class BertTask(keras.Model):
         """
         return self.pads_batches_by_length and not holds_dataset(x)
 
+    label_classes = None
+    """How many classes the labels are ids of, if they are: `fit` and `evaluate` check them."""
+
+    ignored_label = None
+    """A label left out of the loss, which the class ids' check lets pass."""
+
+    def _check_array_inputs(self, x, y=None, sample_weight=None, batch_size=None, source=""):
+        """A clear error for bad array-like inputs, labels or batch size (see `input_checks`)."""
+        check_array_inputs(x, y, sample_weight, batch_size, source)
+        if y is not None and self.label_classes and not isinstance(y, dict):
+            check_class_ids(y, self.label_classes, f"{source}y", self.ignored_label)
+
     def _takes_as_text(self, x):
         if not holds_text(x):
             return False
@@ -451,6 +468,7 @@ class BertTask(keras.Model):
     def _validation_dataset(self, validation_data, batch_size):
         if isinstance(validation_data, tuple):
             x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(validation_data)
+            self._check_array_inputs(x, y, sample_weight, batch_size, "validation_data: ")
             if self._takes_as_text(x):
                 validation_data = self._labelled_text_dataset(x, y, sample_weight, batch_size)
         elif validation_data is not None and self._takes_as_text(validation_data):

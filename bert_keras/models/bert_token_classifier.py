@@ -60,6 +60,7 @@ class BertTokenClassifier(BertTask):
 
     checkpoint_head = "token_classifier"
     pads_batches_by_length = False  # per-token logits
+    ignored_label = IGNORED_LABEL
 
     def __init__(self, backbone, num_classes, dropout=0.1, **kwargs):
         inputs = backbone_inputs()
@@ -69,6 +70,7 @@ class BertTokenClassifier(BertTask):
         )  # [batch, seq, num_classes]
         super().__init__(backbone, inputs=inputs, outputs=logits, **kwargs)
         self.num_classes = num_classes
+        self.label_classes = num_classes
         self.dropout = dropout
 
     def default_loss(self):
@@ -99,6 +101,7 @@ class BertTokenClassifier(BertTask):
         **kwargs,
     ):
         """`keras.Model.fit`; with a preprocessor, `x` may be words (labels per word) or text."""
+        self._check_array_inputs(x, y, sample_weight, batch_size)
         if self._takes_words(x):
             if validation_split:
                 (x, y, sample_weight), kwargs["validation_data"] = split_for_validation(
@@ -120,6 +123,7 @@ class BertTokenClassifier(BertTask):
 
     def evaluate(self, x=None, y=None, batch_size=None, *, sample_weight=None, **kwargs):
         """`keras.Model.evaluate`; with a preprocessor, `x` may be words (labels per word) or text."""
+        self._check_array_inputs(x, y, sample_weight, batch_size)
         if self._takes_words(x):
             x = self.tagged_words_dataset(x, y, sample_weight, batch_size)
             y = sample_weight = batch_size = None
@@ -127,6 +131,7 @@ class BertTokenClassifier(BertTask):
 
     def predict(self, x, batch_size=None, **kwargs):
         """`keras.Model.predict`; with a preprocessor, `x` may be words or text."""
+        self._check_array_inputs(x, batch_size=batch_size)
         if self._takes_words(x):
             import tensorflow as tf
 
@@ -192,6 +197,7 @@ class BertTokenClassifier(BertTask):
     def _validation_dataset(self, validation_data, batch_size):
         if isinstance(validation_data, tuple):
             x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(validation_data)
+            self._check_array_inputs(x, y, sample_weight, batch_size, "validation_data: ")
             if self._takes_words(x):
                 return self.tagged_words_dataset(x, y, sample_weight, batch_size)
         elif self._takes_words(validation_data):

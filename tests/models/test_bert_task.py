@@ -372,6 +372,37 @@ def test_text_without_a_preprocessor_is_a_clear_error():
         classifier.predict(["a sentence"], verbose=0)
 
 
+def test_bad_texts_and_labels_are_errors_before_any_step(vocabulary_file):
+    classifier = _classifier(vocabulary_file)
+    classifier.compile()
+    with pytest.raises(ValueError, match=r"x is one string or number \('good'\)"):
+        classifier.predict("good", verbose=0)
+    with pytest.raises(ValueError, match="x holds no examples"):
+        classifier.predict([], verbose=0)
+    with pytest.raises(ValueError, match="batch_size must be a positive whole number, got -1"):
+        classifier.predict(["good"], batch_size=-1, verbose=0)
+    with pytest.raises(ValueError, match="y holds 1 examples for the 2 of x"):
+        classifier.evaluate(["good", "bad"], [1], verbose=0)
+    with pytest.raises(ValueError, match=r"validation_data: x\[1\] is None, not a string"):
+        classifier.fit(["good"], [1], validation_data=(["bad", None], [0, 1]), verbose=0)
+    assert classifier.optimizer.iterations.numpy() == 0
+
+
+def test_class_ids_out_of_range_are_errors_for_text_and_token_ids(vocabulary_file):
+    """On jax such an id would train on a wrong loss without an error."""
+    classifier = _classifier(vocabulary_file)
+    classifier.compile()
+    texts, labels = _toy_sentiment(4)
+    with pytest.raises(ValueError, match=r"y holds the label 2 \(at index 3 of its 4 labels\)"):
+        classifier.fit(texts, [*labels[:3], 2], verbose=0)
+    token_ids = classifier.preprocessor(tf.constant(texts))
+    with pytest.raises(ValueError, match="y holds the label -1 "):
+        classifier.evaluate({k: v.numpy() for k, v in token_ids.items()}, [-1] * 4, verbose=0)
+    regression = BertClassifier(_backbone(), num_classes=1, preprocessor=classifier.preprocessor)
+    regression.compile()
+    regression.fit(texts, np.array([0.5, 2.5, -1.0, 4.0]), verbose=0)  # scores, not class ids
+
+
 def test_keras_file_with_a_preprocessor_predicts_the_same_on_strings(tmp_path):
     vocabulary_file = tmp_path / "vocab.txt"
     vocabulary_file.write_text("\n".join(VOCABULARY) + "\n")

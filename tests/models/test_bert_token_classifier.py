@@ -172,6 +172,8 @@ def test_evaluate_and_validation_data_on_words(tokenizer):
     tagger.compile()
     with pytest.raises(ValueError, match="word_labels must give one value per word"):
         tagger.fit(words, [tag[:-1] for tag in tags], verbose=0)
+    with pytest.raises(ValueError, match="y holds the label 2 "):  # of num_classes=2
+        tagger.fit(words, [[2] * len(tag) for tag in tags], verbose=0)
     validation = (words[:4], tags[:4])
     history = tagger.fit(words, tags, batch_size=4, validation_data=validation, verbose=0).history
     assert history["val_loss"][0] == pytest.approx(

@@ -1,0 +1,186 @@
+"""Clear errors for bad array inputs to a task model's `fit`, `evaluate` and `predict`.
+
+Without these checks, such inputs fail deep inside Keras or TensorFlow with
+messages that do not say which input is wrong (`KeyError: 'pop from an empty
+set'` for no examples, `IndexError` for one string, `Dimensions 3 and 2 are
+not compatible` for labels of another length). Worse, on jax a class id out
+of range trains without an error, on a wrong loss.
+"""
+
+import numbers
+
+import numpy as np
+
+_SHOWN_CHARACTERS = 40
+
+
+def check_array_inputs(x, y=None, sample_weight=None, batch_size=None, source=""):
+    """Raises a ValueError naming what is wrong in array-like `x`, `y` and `sample_weight`.
+
+    Other inputs (a `tf.data.Dataset`, a generator, a `keras.utils.PyDataset`)
+    pass unchecked. Checks that `x` is a batch (not one string) of at least one example; that
+    every text in lists or object arrays is a string; that the segments of
+    a tuple `x` (text pairs), `y` and `sample_weight` hold as many examples
+    as `x`; that labels are not strings; and that `batch_size` is positive.
+
+    Args:
+        x: texts (a list or array of strings, a tuple of such for pairs,
+            nested lists for words or choices) or arrays of token ids
+            (a dict); TensorFlow tensors are counted, not looked into.
+        y: labels, or None.
+        sample_weight: weights, or None.
+        batch_size: examples per batch, or None: a positive whole number.
+        source: where the arrays come from, to begin their names in errors
+            (such as "validation_data: ").
+
+    Raises:
+        ValueError: naming the input, the example and what was expected.
+
+    Example:
+    >>> check_array_inputs(["a film", "a movie"], [0, 1])
+    >>> check_array_inputs(["a film", "a movie"], [0])
+    Traceback (most recent call last):
+    ...
+    ValueError: y holds 1 examples for the 2 of x.
+    """
+    if batch_size is not None and not _is_positive_whole_number(batch_size):
+        raise ValueError(f"{source}batch_size must be a positive whole number, got {batch_size!r}.")
+    if isinstance(x, (str, bytes)) or (isinstance(x, np.ndarray) and x.ndim == 0):
+        raise ValueError(
+            f"{source}x is one string or number ({_shown(x)}); give a batch, such as a list of "
+            "texts."
+        )
+    if not _is_array_like(x):
+        return
+    parts = _named_parts(f"{source}x", x)
+    count = _count(parts[0][1])
+    if count == 0:
+        raise ValueError(f"{parts[0][0]} holds no examples; give at least one.")
+    for name, part in parts:
+        _check_texts_are_strings(name, part)
+    labels = _named_parts(f"{source}y", y)
+    weights = _named_parts(f"{source}sample_weight", sample_weight)
+    for name, column in parts[1:] + labels + weights:
+        if _count(column) != count:
+            raise ValueError(
+                f"{name} holds {_count(column)} examples for the {count} of {parts[0][0]}."
+            )
+    for name, column in labels:
+        _check_not_strings(name, column)
+
+
+def check_class_ids(y, num_classes, name="y", ignored_label=None):
+    """Raises a ValueError if class ids `y` are not whole numbers in `[0, num_classes)`.
+
+    Args:
+        y: labels: an array, a (nested) list or a `tf.RaggedTensor`.
+        num_classes: how many classes there are.
+        name: what the error calls `y`.
+        ignored_label: a label that marks an example (or word) to leave out
+            of the loss, also accepted; None for none.
+
+    Raises:
+        ValueError: naming the first label out of range.
+
+    Example:
+    >>> check_class_ids([0, 1, 1], num_classes=2)
+    >>> check_class_ids([0, 2], num_classes=2)
+    Traceback (most recent call last):
+    ...
+    ValueError: y holds the label 2 (at index 1 of its 2 labels); class ids run from 0 to 1 (2 classes).
+    """
+    labels = _flat_values(y)
+    if labels.size == 0 or labels.dtype.kind not in "iuf":
+        return
+    wrong = (labels < 0) | (labels >= num_classes) | (labels != np.round(labels))
+    if ignored_label is not None:
+        wrong &= labels != ignored_label
+    if wrong.any():
+        index = int(np.argmax(wrong))
+        label = labels[index].item()
+        raise ValueError(
+            f"{name} holds the label {label} (at index {index} of its {labels.size} labels); "
+            f"class ids run from 0 to {num_classes - 1} ({num_classes} classes)."
+        )
+
+
+def _is_positive_whole_number(value):
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value > 0
+
+
+def _is_array_like(data):
+    """Lists, tuples, dicts, numpy arrays and tensors: inputs whose examples can be counted."""
+    if isinstance(data, (list, tuple, dict, np.ndarray)):
+        return True
+    return hasattr(data, "shape") and hasattr(data, "dtype")
+
+
+def _named_parts(name, data):
+    """`[(name, array)]` for the arrays of `data`: a tuple's parts and a dict's values named."""
+    if data is None:
+        return []
+    if isinstance(data, tuple):
+        return [(f"{name}[{index}]", part) for index, part in enumerate(data)]
+    if isinstance(data, dict):
+        return [(f"{name}[{key!r}]", part) for key, part in data.items()]
+    return [(name, data)]
+
+
+def _count(array):
+    shape = getattr(array, "shape", None)
+    if shape is not None:
+        return int(shape[0]) if len(shape) else 1
+    return len(array)
+
+
+def _check_texts_are_strings(name, texts):
+    """Every leaf of lists (or object arrays) holding text is a string."""
+    if not isinstance(texts, (list, np.ndarray)) or _first_leaf(texts) is None:
+        return
+    if not isinstance(_first_leaf(texts), (str, bytes)):
+        return  # not text: token ids, which Keras checks
+    if isinstance(texts, np.ndarray) and texts.dtype.kind in "US":
+        return
+    for index, text in enumerate(texts):
+        if isinstance(text, (list, tuple, np.ndarray)):
+            _check_texts_are_strings(f"{name}[{index}]", list(text))
+        elif not isinstance(text, (str, bytes)):
+            raise ValueError(
+                f"{name}[{index}] is {_shown(text)}, not a string: every text is a str or bytes."
+            )
+
+
+def _check_not_strings(name, labels):
+    first = _first_leaf(labels) if isinstance(labels, (list, np.ndarray)) else None
+    if isinstance(first, (str, bytes, np.str_, np.bytes_)):
+        raise ValueError(
+            f"{name} holds strings ({_shown(first)}, …); labels are numbers, such as class ids "
+            "from 0: map your label names to them first."
+        )
+
+
+def _first_leaf(data):
+    """The first element of nested lists or arrays, or None where there is none."""
+    while isinstance(data, (list, tuple, np.ndarray)):
+        if len(data) == 0:
+            return None
+        data = data[0]
+    return data
+
+
+def _flat_values(data):
+    """All numbers of an array, nested lists or a `tf.RaggedTensor`, as one numpy vector."""
+    flat_values = getattr(data, "flat_values", None)  # a tf.RaggedTensor
+    if flat_values is not None:
+        return np.asarray(flat_values).ravel()
+    if isinstance(data, (list, tuple)) and any(
+        isinstance(item, (list, tuple, np.ndarray)) for item in data
+    ):
+        parts = [_flat_values(item) for item in data]
+        return np.concatenate(parts) if parts else np.zeros([0])
+    return np.asarray(data).ravel()
+
+
+def _shown(value):
+    text = repr(value)
+    return text if len(text) <= _SHOWN_CHARACTERS else text[: _SHOWN_CHARACTERS - 1] + "…"
