@@ -66,10 +66,12 @@ class ClassificationExamples:
         return len(self.texts_a)
 
 
-def read_glue(task_name, data_dir, split, limit=None):
+def read_glue(task_name, data_dir, split, label_names=None, limit=None):
     """Reads `split` ("train", "dev" or "test") of a GLUE task from `data_dir`.
 
-    Test files carry no labels; their `labels` are all None.
+    Test files carry no labels; their `labels` are all None. Labels are
+    ids of the task's label names (`GLUE_TASKS`), or of `label_names`:
+    the same names in the order of a checkpoint's head.
 
     Example:
     >>> import os, tempfile
@@ -88,23 +90,31 @@ def read_glue(task_name, data_dir, split, limit=None):
             task, text_a=1, text_b=2 if task.text_b is not None else None, label=None, header=True
         )
         return _read_rows(path, unlabelled, task.labels, limit)
-    return _read_rows(path, task, task.labels, limit)
+    return _read_rows(path, task, task.labels if label_names is None else label_names, limit)
 
 
-def read_generic(path, has_pair=None, limit=None):
+def read_generic(path, label_names=None, limit=None):
     """Reads a CSV or TSV with a header naming `text`, optional `text_pair`, `label`.
 
-    Labels are strings; their sorted set becomes the label names, unless
-    every label is a number and one has a fractional part, which makes the
-    task a regression.
+    Labels are strings. Without `label_names`, their sorted set becomes the
+    label names, unless every label is a number and one has a fractional
+    part, which makes the task a regression. Dev and test files are read
+    with the train file's `label_names`, so that a label means the same
+    class in each, and one the train file does not have is an error.
+
+    Args:
+        path: the .csv or .tsv file.
+        label_names: the classes' names in order, `()` for a regression, or
+            None to take them from this file.
+        limit: read at most this many examples.
 
     Example:
     >>> import os, tempfile
-    >>> path = os.path.join(tempfile.mkdtemp(), "train.csv")
+    >>> path = os.path.join(tempfile.mkdtemp(), "dev.csv")
     >>> with open(path, "w") as f:
-    ...     _ = f.write("text,label\\nyes please,pos\\nno thanks,neg\\n")
-    >>> read_generic(path).labels
-    [1, 0]
+    ...     _ = f.write("text,label\\nyes please,pos\\n")
+    >>> read_generic(path).labels, read_generic(path, label_names=("neg", "pos")).labels
+    ([0], [1])
     """
     delimiter = "\t" if path.endswith(".tsv") else ","
     with open(path, encoding="utf-8", newline="") as file:
@@ -116,20 +126,24 @@ def read_generic(path, has_pair=None, limit=None):
             )
         rows = list(reader)
     columns = {name: header.index(name) for name in header}
-    pair_column = columns.get("text_pair")
-    label_values = [
-        _cell(row, columns["label"], path, number + 2) for number, row in enumerate(rows)
-    ]
-    label_names = tuple(sorted(set(label_values)))
-    regression = all(map(_is_number, label_values)) and any(map(_is_fraction, label_values))
+    if label_names is None:
+        label_names = _label_names(rows, columns["label"], path)
     task = TaskFormat(
         text_a=columns["text"],
-        text_b=pair_column,
+        text_b=columns.get("text_pair"),
         label=columns["label"],
-        labels=() if regression else label_names,
+        labels=tuple(label_names),
         header=False,
     )
     return _parse_rows(rows, path, task, task.labels, limit, first_line=2)
+
+
+def _label_names(rows, label_column, path):
+    """The sorted set of a file's labels; `()` (a regression) if all are numbers, one fractional."""
+    values = [_cell(row, label_column, path, number + 2) for number, row in enumerate(rows)]
+    if all(map(_is_number, values)) and any(map(_is_fraction, values)):
+        return ()
+    return tuple(sorted(set(values)))
 
 
 def _task_format(task_name):

@@ -64,12 +64,24 @@ class ClassificationRun(FineTuningRun):
             raise FileNotFoundError(
                 f"No train.csv or train.tsv in {data_dir}: a csv task's labels come from it."
             )
-        self.label_names = self._read("train").label_names  # () for a regression
+        data_labels = self._data_label_names()  # () for a regression
+        checkpoint_labels = self.checkpoint_label_names("classifier")
+        same_classes = checkpoint_labels and sorted(checkpoint_labels) == sorted(data_labels)
+        self.label_names = tuple(checkpoint_labels) if same_classes else data_labels
+        for split in ("dev", "test") if self.task_name == "csv" else ():
+            if self._has(split):
+                self._read(split)  # a label that train lacks is an error now, not after training
         self.preprocessor = BertPreprocessor(self.tokenizer, sequence_length=max_seq_length)
         num_classes = max(len(self.label_names), 1)
         self.model = self.build_model(
             lambda backbone: BertClassifier(backbone, num_classes=num_classes), "classifier"
         )
+
+    def _data_label_names(self):
+        """The task's classes: GLUE's by name, a csv task's from its train file."""
+        if self.task_name in GLUE_TASKS:
+            return GLUE_TASKS[self.task_name].labels
+        return self._read_labelled("train", None).label_names
 
     def _has(self, split):
         return self.task_name in GLUE_TASKS or bool(self._generic_path(split))
@@ -79,8 +91,12 @@ class ClassificationRun(FineTuningRun):
         return matches[0] if matches else None
 
     def _read(self, split, limit=None):
+        """A split's examples, their labels ids of `label_names`."""
+        return self._read_labelled(split, self.label_names, limit)
+
+    def _read_labelled(self, split, label_names, limit=None):
         if self.task_name in GLUE_TASKS:
-            return read_glue(self.task_name, self.data_dir, split, limit=limit)
+            return read_glue(self.task_name, self.data_dir, split, label_names, limit=limit)
         if self.task_name != "csv":
             raise ValueError(
                 f"Unknown task_name {self.task_name!r}; known: {sorted(GLUE_TASKS)} or 'csv'."
@@ -88,7 +104,7 @@ class ClassificationRun(FineTuningRun):
         path = self._generic_path(split)
         if path is None:
             raise FileNotFoundError(f"No {split}.csv or {split}.tsv in {self.data_dir}.")
-        return read_generic(path, limit=limit)
+        return read_generic(path, label_names=label_names, limit=limit)
 
     def train(
         self, batch_size, learning_rate, num_epochs, warmup_proportion=0.1, limit=None, verbose=2

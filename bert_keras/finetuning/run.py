@@ -410,6 +410,34 @@ class FineTuningRun:
         _log_first_interval_overhead(history.history)
         return history.history
 
+    def checkpoint_label_names(self, head_name):
+        """The checkpoint's names of its `head_name` head's outputs, in order (id2label), or None.
+
+        A head trained elsewhere may order the same classes otherwise than
+        the data's sorted labels; a run whose data has these classes takes
+        the checkpoint's order, so that the head keeps its meaning.
+
+        Example:
+        >>> import tempfile
+        >>> from bert_keras.checkpoints import read_checkpoint, write_checkpoint
+        >>> from bert_keras.models.bert_backbone import BertBackbone
+        >>> directory, vocab = tempfile.mkdtemp(), tempfile.mkdtemp() + "/vocab.txt"
+        >>> _ = open(vocab, "w").write("[PAD]\\n[UNK]\\n[CLS]\\n[SEP]\\n[MASK]\\n")
+        >>> BertBackbone(5, 1, 2, 8, 16).save_to_preset(directory + "/tiny", vocabulary_file=vocab)
+        >>> checkpoint = read_checkpoint(directory + "/tiny")
+        >>> checkpoint.head_weights["classifier"] = {"kernel": np.zeros((8, 2)), "bias": np.zeros(2)}
+        >>> checkpoint.label_names = ["pos", "neg"]
+        >>> write_checkpoint(checkpoint, directory + "/tuned")
+        >>> run = FineTuningRun(tempfile.mkdtemp(), directory + "/tuned", tempfile.mkdtemp())
+        >>> run.checkpoint_label_names("classifier"), run.checkpoint_label_names("token_classifier")
+        (['pos', 'neg'], None)
+        """
+        head = self.checkpoint.head_weights.get(head_name)
+        names = self.checkpoint.label_names
+        if not head or names is None or len(names) != head["bias"].shape[-1]:
+            return None
+        return list(names)
+
     def export(self, model, head_name, output_layer="logits", label_names=None, task_config=None):
         """Writes the fine-tuned model to OUTPUT_DIR/export, a checkpoint directory.
 

@@ -64,7 +64,7 @@ class TaggingRun(FineTuningRun):
     def __init__(self, data_dir, init_checkpoint, output_dir, max_seq_length=128, **options):
         super().__init__(data_dir, init_checkpoint, output_dir, max_seq_length, **options)
         data_tags = self._data_tags()
-        checkpoint_labels = self._checkpoint_label_names()
+        checkpoint_labels = self.checkpoint_label_names(HEAD_NAME)
         uses_head = bool(checkpoint_labels) and data_tags <= set(checkpoint_labels)
         self.label_names = checkpoint_labels if uses_head else _ordered(data_tags)
         if not self.label_names:
@@ -83,13 +83,6 @@ class TaggingRun(FineTuningRun):
             if has_split(self.data_dir, split):
                 return {tag for sentence in self._read(split) for tag in sentence.tags}
         return set()
-
-    def _checkpoint_label_names(self):
-        head = self.checkpoint.head_weights.get(HEAD_NAME)
-        id2label = self.checkpoint.extra_config.get("id2label") or {}
-        if not head or len(id2label) != head["bias"].shape[-1]:
-            return None
-        return [id2label[str(index)] for index in range(len(id2label))]
 
     def _read(self, split, limit=None):
         return read_conll(split_path(self.data_dir, split), limit=limit)

@@ -83,6 +83,15 @@ def test_generic_csv_with_pairs(tmp_path):
     assert examples.label_names == ("neg", "pos") and examples.labels == [1, 0]
 
 
+def test_generic_dev_file_takes_the_train_files_classes(tmp_path):
+    dev = _write(tmp_path, "dev.csv", "text,label\na,2\nb,2\nc,1.5\n")
+    assert read_generic(str(dev)).label_names == ()  # on its own, a regression
+    assert read_generic(str(dev), label_names=("1.5", "2", "3")).labels == [1, 1, 0]
+    assert read_generic(str(dev), label_names=()).labels == [2.0, 2.0, 1.5]
+    with pytest.raises(ValueError, match=r"dev.csv:4: label '1.5' is not one of \['2', '3'\]"):
+        read_generic(str(dev), label_names=("2", "3"))
+
+
 def test_generic_header_must_name_text_and_label(tmp_path):
     path = _write(tmp_path, "train.tsv", "sentence\ty\nx\t1\n")
     with pytest.raises(ValueError, match="train.tsv:1: the header must name 'text' and 'label'"):

@@ -75,6 +75,42 @@ def test_classification_export_loads_with_its_label_names(checkpoint, sentiment_
     )
 
 
+def test_dev_labels_are_the_train_files_classes(checkpoint, sentiment_data, tmp_path):
+    data = tmp_path / "data"
+    # Sorted on its own, this file's labels would make "positive" class 0, train's "negative".
+    (data / "dev.tsv").write_text("text\tlabel\ngood\tpositive\ngood fine\tpositive\n")
+    run = ClassificationRun("csv", str(data), checkpoint, str(tmp_path / "out"), max_seq_length=8)
+    assert run.label_names == ("negative", "positive")
+    assert run._read("dev").labels == [1, 1]
+    (data / "dev.tsv").write_text("text\tlabel\ngood\tpositive\nbad\tmeh\n")
+    with pytest.raises(ValueError, match=r"dev.tsv:3: label 'meh' is not one of \['negative'"):
+        ClassificationRun("csv", str(data), checkpoint, str(tmp_path / "out"), max_seq_length=8)
+
+
+def test_a_checkpoints_head_keeps_its_order_of_the_datas_classes(
+    checkpoint, sentiment_data, tmp_path
+):
+    (tmp_path / "data" / "dev.tsv").write_text("text\tlabel\ngood\tpositive\nbad\tnegative\n")
+    trained = ClassificationRun("csv", sentiment_data, checkpoint, str(tmp_path / "a"), 8)
+    trained.train(batch_size=2, learning_rate=1e-2, num_epochs=2, verbose=0)
+    # The same head with its classes the other way round, as another tool may order them.
+    reordered = read_checkpoint(str(tmp_path / "a" / "export"))
+    head = reordered.head_weights["classifier"]
+    head["kernel"], head["bias"] = head["kernel"][:, ::-1], head["bias"][::-1]
+    reordered.label_names = reordered.label_names[::-1]
+    write_checkpoint(reordered, str(tmp_path / "reordered"))
+
+    run = ClassificationRun(
+        "csv", sentiment_data, str(tmp_path / "reordered"), str(tmp_path / "b"), 8
+    )
+
+    assert run.label_names == ("positive", "negative") == tuple(trained.label_names[::-1])
+    assert run._read("dev").labels == [0, 1]
+    assert run.evaluate("dev", batch_size=2)["accuracy"] == trained.evaluate("dev", 2)["accuracy"]
+    written = [(tmp_path / name / "predictions_dev.tsv").read_text() for name in ("a", "b")]
+    assert written[0] == written[1]
+
+
 @pytest.mark.every_backend
 def test_xla_compiles_by_default_only_where_it_pays_and_when_asked(
     checkpoint, sentiment_data, tmp_path
