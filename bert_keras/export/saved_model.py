@@ -316,7 +316,8 @@ def load_served_model(path, sequence_length=None):
     if task in ("classifier", "tagger") and label_names is None:
         label_names = [str(index) for index in range(model.num_classes)]
     backbone = getattr(model, "backbone", model)
-    sequence_length = sequence_length or default_length or backbone.max_sequence_length
+    if sequence_length is None:
+        sequence_length = default_length or backbone.max_sequence_length
     if not 3 <= sequence_length <= backbone.max_sequence_length:
         raise ValueError(
             f"sequence_length is {sequence_length} but must be between 3 and the backbone's "

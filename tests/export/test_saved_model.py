@@ -233,6 +233,8 @@ def test_versions_and_bad_models_are_refused_with_nothing_written(classifier, tm
         export_saved_model(tmp_path / "empty", base)
     with pytest.raises(ValueError, match="sequence_length is 64 but must be between 3 and"):
         export_saved_model(classifier[1], base, sequence_length=64)
+    with pytest.raises(ValueError, match="sequence_length is 0 but must be between 3 and"):
+        export_saved_model(classifier[1], base, sequence_length=0)  # not the default
     assert sorted(os.listdir(base)) == ["1"]
 
 
