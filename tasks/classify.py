@@ -10,8 +10,9 @@ Flags follow the original run_classifier.py, so its command lines carry over:
 `--init_checkpoint` is any directory the loader reads (Hugging Face, the
 original release, bert_keras's own); its vocab.txt and casing come with it.
 `--task_name=csv` reads train/dev/test .csv or .tsv files with a header naming
-`text`, optional `text_pair` and `label`. Metrics go to
-OUTPUT_DIR/eval_results.json, predictions to OUTPUT_DIR/predictions_{split}.tsv.
+`text`, optional `text_pair` and `label` (a test file may leave it out).
+Metrics go to OUTPUT_DIR/eval_results.json, predictions to
+OUTPUT_DIR/predictions_{split}.tsv.
 """
 
 import functools

@@ -96,7 +96,8 @@ def read_glue(task_name, data_dir, split, label_names=None, limit=None):
 def read_generic(path, label_names=None, limit=None):
     """Reads a CSV or TSV with a header naming `text`, optional `text_pair`, `label`.
 
-    Labels are strings. Without `label_names`, their sorted set becomes the
+    A file read with `label_names` (dev, test) may have no `label` column;
+    its `labels` are then all None. Labels are strings. Without `label_names`, their sorted set becomes the
     label names, unless every label is a number and one has a fractional
     part, which makes the task a regression. Dev and test files are read
     with the train file's `label_names`, so that a label means the same
@@ -120,7 +121,7 @@ def read_generic(path, label_names=None, limit=None):
     with open(path, encoding="utf-8", newline="") as file:
         reader = csv.reader(file, delimiter=delimiter, quotechar='"' if delimiter == "," else None)
         header = next(reader, None)
-        if not header or "text" not in header or "label" not in header:
+        if not header or "text" not in header or ("label" not in header and label_names is None):
             raise ValueError(
                 f"{path}:1: the header must name 'text' and 'label' columns, got {header}."
             )
@@ -131,7 +132,7 @@ def read_generic(path, label_names=None, limit=None):
     task = TaskFormat(
         text_a=columns["text"],
         text_b=columns.get("text_pair"),
-        label=columns["label"],
+        label=columns.get("label"),
         labels=tuple(label_names),
         header=False,
     )

@@ -145,6 +145,11 @@ class ClassificationRun(FineTuningRun):
         """Scores `split` with the task's GLUE metrics; writes eval_results.json."""
         start = time.perf_counter()
         examples = self._read(split)
+        if None in examples.labels:
+            raise ValueError(
+                f"The {split} file of {self.data_dir} has no labels to score; --do_predict "
+                "writes predictions for unlabelled examples."
+            )
         predictions = self._predict_examples(examples, batch_size)
         if self.label_names:
             results = (

@@ -92,6 +92,13 @@ def test_generic_dev_file_takes_the_train_files_classes(tmp_path):
         read_generic(str(dev), label_names=("2", "3"))
 
 
+def test_generic_test_file_may_have_no_labels(tmp_path):
+    test = _write(tmp_path, "test.csv", "text\nunseen\nunheard\n")
+    assert read_generic(str(test), label_names=("neg", "pos")).labels == [None, None]
+    with pytest.raises(ValueError, match="test.csv:1: the header must name 'text' and 'label'"):
+        read_generic(str(test))  # labels would come from this file
+
+
 def test_generic_header_must_name_text_and_label(tmp_path):
     path = _write(tmp_path, "train.tsv", "sentence\ty\nx\t1\n")
     with pytest.raises(ValueError, match="train.tsv:1: the header must name 'text' and 'label'"):

@@ -87,6 +87,17 @@ def test_dev_labels_are_the_train_files_classes(checkpoint, sentiment_data, tmp_
         ClassificationRun("csv", str(data), checkpoint, str(tmp_path / "out"), max_seq_length=8)
 
 
+def test_an_unlabelled_test_file_is_predicted_and_not_scored(checkpoint, sentiment_data, tmp_path):
+    (tmp_path / "data" / "test.tsv").write_text("text\ngood\nbad fine\n")
+    run = ClassificationRun("csv", sentiment_data, checkpoint, str(tmp_path / "out"), 8)
+    run.predict("test", batch_size=2)
+    written = (tmp_path / "out" / "predictions_test.tsv").read_text().splitlines()
+    assert written[0] == "index\tprediction" and len(written) == 3
+    assert {line.split("\t")[1] for line in written[1:]} <= {"negative", "positive"}
+    with pytest.raises(ValueError, match="The test file of .* has no labels to score"):
+        run.evaluate("test", batch_size=2)
+
+
 def test_a_checkpoints_head_keeps_its_order_of_the_datas_classes(
     checkpoint, sentiment_data, tmp_path
 ):
