@@ -16,6 +16,7 @@ from bert_keras.models.dataset_release import without_autotuning_thread
 from bert_keras.models.input_checks import check_array_inputs
 from bert_keras.models.input_checks import check_class_ids
 from bert_keras.models.text_inputs import DEFAULT_BATCH_SIZE
+from bert_keras.models.text_inputs import first_examples
 from bert_keras.models.text_inputs import holds_dataset
 from bert_keras.models.text_inputs import holds_text
 from bert_keras.models.text_inputs import packed_features
@@ -252,6 +253,8 @@ class BertTask(keras.Model):
         """`keras.Model.evaluate`; with a preprocessor, `x` may be text."""
         self._check_array_inputs(x, y, sample_weight, batch_size)
         if self._takes_as_text(x):
+            if self._packs_texts_once(x):
+                x, y, sample_weight = self._first_batches((x, y, sample_weight), batch_size, kwargs)
             x = self._labelled_text_dataset(x, y, sample_weight, batch_size)
             y = sample_weight = batch_size = None
         return super().evaluate(
@@ -270,7 +273,8 @@ class BertTask(keras.Model):
         (`length_sorted_dataset` with `prediction_batching`, and where XLA
         compiles each width, the widths of earlier calls where they pad
         less than a compile costs); the predictions come back in the
-        texts' order.
+        texts' order. With `steps`, the first `steps` batches of the texts
+        are predicted, as Keras takes them from arrays.
         """
         self._check_array_inputs(x, batch_size=batch_size)
         if not self._takes_as_text(x):
@@ -282,6 +286,7 @@ class BertTask(keras.Model):
         from bert_keras.data.length_batching import in_input_order
         from bert_keras.data.length_batching import length_sorted_dataset
 
+        x = self._first_batches(x, batch_size, kwargs)
         order, dataset = length_sorted_dataset(
             packed_features(self.preprocess_text, x),
             batch_size or DEFAULT_BATCH_SIZE,
@@ -291,6 +296,28 @@ class BertTask(keras.Model):
         self._trace_predict_function_for_any_shape(dataset.element_spec)
         predictions = super().predict(without_autotuning_thread(dataset), **kwargs)
         return keras.tree.map_structure(lambda array: in_input_order(array, order), predictions)
+
+    def predict_on_batch(self, x):
+        """`keras.Model.predict_on_batch`; with a preprocessor, `x` may be a batch of texts.
+
+        Texts go through `predict`, as one batch.
+        """
+        self._check_array_inputs(x)
+        if not self._takes_as_text(x):
+            return super().predict_on_batch(x)
+        return self.predict(x, batch_size=len(x[0] if isinstance(x, tuple) else x), verbose=0)
+
+    @staticmethod
+    def _first_batches(arrays, batch_size, keras_options):
+        """`arrays` cut to Keras' `steps` (popped from `keras_options`) batches, in input order.
+
+        Texts are sorted by length after the cut, so that `steps` takes the
+        examples it would take from arrays Keras batches itself.
+        """
+        steps = keras_options.pop("steps", None)
+        if steps is None:
+            return arrays
+        return first_examples(arrays, steps * (batch_size or DEFAULT_BATCH_SIZE))
 
     def _trace_predict_function_for_any_shape(self, element_spec):
         """On TensorFlow, traces Keras' predict function once, for batches of any shape.

@@ -253,6 +253,17 @@ def split_for_validation(arrays, validation_split):
     )
 
 
+def first_examples(arrays, count):
+    """The first `count` examples of array-likes (lists, arrays, nested tuples of them; None stays).
+
+    Example:
+    >>> texts, labels, weights = first_examples((["a", "b", "c"], [0, 1, 2], None), 2)
+    >>> texts.tolist(), labels.tolist(), weights
+    (['a', 'b'], [0, 1], None)
+    """
+    return _map_arrays(lambda array: _sliceable(array)[:count], arrays)
+
+
 def _sliceable(array):
     tf = _imported_tensorflow()
     return array if tf and isinstance(array, tf.RaggedTensor) else np.asarray(array)

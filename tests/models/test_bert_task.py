@@ -372,6 +372,24 @@ def test_text_without_a_preprocessor_is_a_clear_error():
         classifier.predict(["a sentence"], verbose=0)
 
 
+def test_steps_take_the_first_batches_of_texts_and_on_batch_takes_texts(vocabulary_file):
+    classifier = _classifier(vocabulary_file)
+    classifier.compile()
+    texts, labels = MIXED_LENGTHS, np.array([1, 0, 1, 1, 0, 0])
+    first_four = classifier.predict(texts[:4], verbose=0)
+    np.testing.assert_allclose(
+        classifier.predict(texts, batch_size=2, steps=2, verbose=0), first_four, atol=1e-6
+    )
+    np.testing.assert_allclose(
+        classifier.evaluate(texts, labels, batch_size=2, steps=2, verbose=0),
+        classifier.evaluate(texts[:4], labels[:4], batch_size=2, verbose=0),
+        rtol=1e-6,
+    )
+    np.testing.assert_allclose(classifier.predict_on_batch(texts[:4]), first_four, atol=1e-6)
+    with pytest.raises(ValueError, match="x is one string"):
+        classifier.predict_on_batch("good")
+
+
 def test_bad_texts_and_labels_are_errors_before_any_step(vocabulary_file):
     classifier = _classifier(vocabulary_file)
     classifier.compile()
