@@ -473,14 +473,21 @@ class BertTask(keras.Model):
     label_classes = None
     """How many classes the labels are ids of, if they are: `fit` and `evaluate` check them."""
 
-    ignored_label = None
-    """A label left out of the loss, which the class ids' check lets pass."""
-
     def _check_array_inputs(self, x, y=None, sample_weight=None, batch_size=None, source=""):
-        """A clear error for bad array-like inputs, labels or batch size (see `input_checks`)."""
+        """A clear error for bad array-like inputs, labels or batch size (see `input_checks`).
+
+        Labels are checked as class ids where the loss reads them so (a
+        sparse cross-entropy, as the tasks' own are); its `ignore_class` passes.
+        """
         check_array_inputs(x, y, sample_weight, batch_size, source)
-        if y is not None and self.label_classes and not isinstance(y, dict):
-            check_class_ids(y, self.label_classes, f"{source}y", self.ignored_label)
+        loss = self.loss
+        if y is None or not self.label_classes or isinstance(y, dict):
+            return
+        if isinstance(loss, keras.losses.SparseCategoricalCrossentropy):
+            ignored = loss.get_config().get("ignore_class")
+            check_class_ids(y, self.label_classes, f"{source}y", ignored)
+        elif loss == "sparse_categorical_crossentropy":
+            check_class_ids(y, self.label_classes, f"{source}y")
 
     def _takes_as_text(self, x):
         if not holds_text(x):

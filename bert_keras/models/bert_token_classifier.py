@@ -60,7 +60,6 @@ class BertTokenClassifier(BertTask):
 
     checkpoint_head = "token_classifier"
     pads_batches_by_length = False  # per-token logits
-    ignored_label = IGNORED_LABEL
 
     def __init__(self, backbone, num_classes, dropout=0.1, **kwargs):
         inputs = backbone_inputs()

@@ -416,6 +416,9 @@ def test_class_ids_out_of_range_are_errors_for_text_and_token_ids(vocabulary_fil
     token_ids = classifier.preprocessor(tf.constant(texts))
     with pytest.raises(ValueError, match="y holds the label -1 "):
         classifier.evaluate({k: v.numpy() for k, v in token_ids.items()}, [-1] * 4, verbose=0)
+    # Labels a loss of the user's reads otherwise are not class ids: here soft one-hot rows.
+    classifier.compile(loss=keras.losses.CategoricalCrossentropy(from_logits=True), metrics=[])
+    classifier.fit(texts, np.array([[0.9, 0.1]] * 4), verbose=0)
     regression = BertClassifier(_backbone(), num_classes=1, preprocessor=classifier.preprocessor)
     regression.compile()
     regression.fit(texts, np.array([0.5, 2.5, -1.0, 4.0]), verbose=0)  # scores, not class ids
