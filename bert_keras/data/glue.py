@@ -96,12 +96,12 @@ def read_glue(task_name, data_dir, split, label_names=None, limit=None):
 def read_generic(path, label_names=None, limit=None):
     """Reads a CSV or TSV with a header naming `text`, optional `text_pair`, `label`.
 
-    A file read with `label_names` (dev, test) may have no `label` column;
-    its `labels` are then all None. Labels are strings. Without `label_names`, their sorted set becomes the
+    Labels are strings. Without `label_names`, their sorted set becomes the
     label names, unless every label is a number and one has a fractional
     part, which makes the task a regression. Dev and test files are read
     with the train file's `label_names`, so that a label means the same
-    class in each, and one the train file does not have is an error.
+    class in each, and one the train file does not have is an error; such
+    a file may have no `label` column, and its `labels` are then all None.
 
     Args:
         path: the .csv or .tsv file.

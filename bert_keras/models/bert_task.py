@@ -74,6 +74,9 @@ class BertTask(keras.Model):
     # text (rounded up); a task whose outputs have a length axis pads to the
     # sequence length instead, so that `predict` can stack its batches.
     pads_batches_by_length = True
+    # How many classes the labels are ids of, where they are: `fit` and
+    # `evaluate` check them (`_check_array_inputs`).
+    label_classes = None
 
     def __init__(self, backbone, inputs, outputs, preprocessor=None, **kwargs):
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
@@ -469,9 +472,6 @@ class BertTask(keras.Model):
         Only for models whose outputs have no length axis (`pads_batches_by_length`).
         """
         return self.pads_batches_by_length and not holds_dataset(x)
-
-    label_classes = None
-    """How many classes the labels are ids of, if they are: `fit` and `evaluate` check them."""
 
     def _check_array_inputs(self, x, y=None, sample_weight=None, batch_size=None, source=""):
         """A clear error for bad array-like inputs, labels or batch size (see `input_checks`).
