@@ -59,6 +59,18 @@ class BertMultipleChoice(BertTask):
         self.label_classes = num_choices
         self.dropout = dropout
 
+    def _check_array_inputs(self, x, y=None, sample_weight=None, batch_size=None, source=""):
+        """`BertTask`'s checks, and that each example in lists has `num_choices` choices."""
+        super()._check_array_inputs(x, y, sample_weight, batch_size, source)
+        if not (isinstance(x, tuple) and len(x) == 2 and isinstance(x[1], list)):
+            return
+        for index, choices in enumerate(x[1]):
+            if len(choices) != self.num_choices:
+                raise ValueError(
+                    f"{source}x[1][{index}] holds {len(choices)} choices, but the model takes "
+                    f"num_choices={self.num_choices}."
+                )
+
     def preprocess_text(self, texts):
         """Packs `(contexts [batch], choices [batch, num_choices])` as one pair per choice.
 

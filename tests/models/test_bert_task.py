@@ -481,6 +481,10 @@ def test_multiple_choice_takes_contexts_and_choices(vocabulary_file):
     chooser.compile()
     history = chooser.fit((contexts, choices), np.array([0, 1]), verbose=0).history
     assert np.isfinite(history["loss"][0])
+    with pytest.raises(ValueError, match=r"x\[1\]\[1\] holds 2 choices, but the model takes"):
+        chooser.predict((contexts, [["fine", "sad", "word3"], ["ugly", "nice"]]), verbose=0)
+    with pytest.raises(ValueError, match="y holds the label 3 .* class ids run from 0 to 2"):
+        chooser.fit((contexts, choices), np.array([0, 3]), verbose=0)
 
 
 def test_question_answerer_takes_question_context_pairs(vocabulary_file):
