@@ -60,12 +60,16 @@ class ClassificationRun(FineTuningRun):
     ):
         self.task_name = task_name.lower()
         super().__init__(data_dir, init_checkpoint, output_dir, max_seq_length, **options)
-        if not self._has("train"):
-            raise FileNotFoundError(
-                f"No train.csv or train.tsv in {data_dir}: a csv task's labels come from it."
-            )
-        data_labels = self._data_label_names()  # () for a regression
         checkpoint_labels = self.checkpoint_label_names("classifier")
+        if self._has("train"):
+            data_labels = self._data_label_names()  # () for a regression
+        elif checkpoint_labels:  # a fine-tuned model, to score or predict with
+            data_labels = tuple(checkpoint_labels)
+        else:
+            raise FileNotFoundError(
+                f"No train.csv or train.tsv in {data_dir}, and {init_checkpoint} names no "
+                "classes (id2label): a csv task's labels come from one of them."
+            )
         same_classes = checkpoint_labels and sorted(checkpoint_labels) == sorted(data_labels)
         self.label_names = tuple(checkpoint_labels) if same_classes else data_labels
         for split in ("dev", "test") if self.task_name == "csv" else ():

@@ -121,6 +121,18 @@ def test_a_checkpoints_head_keeps_its_order_of_the_datas_classes(
     written = [(tmp_path / name / "predictions_dev.tsv").read_text() for name in ("a", "b")]
     assert written[0] == written[1]
 
+    # Scoring needs no train file where the checkpoint names its classes.
+    (tmp_path / "dev_only").mkdir()
+    (tmp_path / "dev_only" / "dev.tsv").write_text((tmp_path / "data" / "dev.tsv").read_text())
+    run = ClassificationRun(
+        "csv", str(tmp_path / "dev_only"), str(tmp_path / "reordered"), str(tmp_path / "c"), 8
+    )
+    assert run.label_names == ("positive", "negative")
+    run.evaluate("dev", batch_size=2)
+    assert (tmp_path / "c" / "predictions_dev.tsv").read_text() == written[0]
+    with pytest.raises(FileNotFoundError, match="No train.csv or train.tsv in .* names no classes"):
+        ClassificationRun("csv", str(tmp_path / "dev_only"), checkpoint, str(tmp_path / "d"), 8)
+
 
 @pytest.mark.every_backend
 def test_xla_compiles_by_default_only_where_it_pays_and_when_asked(
