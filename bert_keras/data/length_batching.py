@@ -448,6 +448,7 @@ def length_sorted_dataset(
     )
     widths = tf.constant(widths)
 
+    @tf.autograph.experimental.do_not_convert
     def trimmed(batch):
         longest = tf.reduce_max(tf.reduce_sum(batch["padding_mask"], axis=-1))
         width = tf.gather(widths, tf.searchsorted(widths, [tf.cast(longest, widths.dtype)]))[0]
