@@ -16,10 +16,10 @@ from bert_keras.models.dataset_release import without_autotuning_thread
 from bert_keras.models.input_checks import check_array_inputs
 from bert_keras.models.input_checks import check_class_ids
 from bert_keras.models.text_inputs import DEFAULT_BATCH_SIZE
+from bert_keras.models.text_inputs import TextPacker
 from bert_keras.models.text_inputs import first_examples
 from bert_keras.models.text_inputs import holds_dataset
 from bert_keras.models.text_inputs import holds_text
-from bert_keras.models.text_inputs import packed_features
 from bert_keras.models.text_inputs import split_for_validation
 from bert_keras.models.text_inputs import text_dataset
 from bert_keras.training.optimizer_build import build_optimizer
@@ -84,6 +84,7 @@ class BertTask(keras.Model):
         self.backbone = backbone
         self.preprocessor = preprocessor
         self._widths_of_steps = {}  # "train", "test", "predict" -> (Keras' function, widths)
+        self._text_packer = (None, None)  # (id of the preprocessor it packs with, TextPacker)
 
     default_learning_rate = 5e-5
 
@@ -291,7 +292,7 @@ class BertTask(keras.Model):
 
         x = self._first_batches(x, batch_size, kwargs)
         order, dataset = length_sorted_dataset(
-            packed_features(self.preprocess_text, x),
+            self._packed_texts(x),
             batch_size or DEFAULT_BATCH_SIZE,
             **self.prediction_batching,
             compiled_widths=self.compiled_widths("predict"),
@@ -395,7 +396,7 @@ class BertTask(keras.Model):
         from bert_keras.data.length_batching import length_sorted_dataset
 
         _, dataset = length_sorted_dataset(
-            packed_features(self.preprocess_text, x),
+            self._packed_texts(x),
             batch_size or DEFAULT_BATCH_SIZE,
             **{**self.prediction_batching, "full_batches": False},
             compiled_widths=self.compiled_widths("test"),
@@ -453,7 +454,7 @@ class BertTask(keras.Model):
         from bert_keras.data.length_batching import batch_by_length
 
         dataset = tf.data.Dataset.from_tensor_slices(
-            (packed_features(self.preprocess_text, x), *_label_columns(y, sample_weight))
+            (self._packed_texts(x), *_label_columns(y, sample_weight))
         )
         if shuffle:
             dataset = dataset.shuffle(dataset.cardinality(), reshuffle_each_iteration=True)
@@ -465,6 +466,14 @@ class BertTask(keras.Model):
             compiled_widths=self.compiled_widths("train"),
         )
         return batches.prefetch(tf.data.AUTOTUNE)
+
+    def _packed_texts(self, x):
+        """Texts `x` packed into the model's inputs (numpy), by a `TextPacker` kept per preprocessor."""
+        preprocessor_id, packer = self._text_packer
+        if preprocessor_id != id(self.preprocessor):
+            packer = TextPacker(self.preprocess_text)
+            self._text_packer = (id(self.preprocessor), packer)
+        return packer(x)
 
     def _packs_texts_once(self, x):
         """Whether texts `x` are packed once and batched by length: arrays, not a dataset.

@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from bert_keras.checkpoints import read_checkpoint
 from bert_keras.checkpoints import write_checkpoint
+from bert_keras.models import text_inputs
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_classifier import BertClassifier
 from bert_keras.models.bert_multiple_choice import BertMultipleChoice
@@ -388,6 +389,29 @@ def test_steps_take_the_first_batches_of_texts_and_on_batch_takes_texts(vocabula
     np.testing.assert_allclose(classifier.predict_on_batch(texts[:4]), first_four, atol=1e-6)
     with pytest.raises(ValueError, match="x is one string"):
         classifier.predict_on_batch("good")
+
+
+def test_texts_are_packed_by_a_graph_once_eager_packing_has_cost_a_trace(
+    vocabulary_file, monkeypatch
+):
+    monkeypatch.setattr(text_inputs, "PACKING_TRACE_SECONDS", 1e-9)  # the first call's cost
+    classifier = _classifier(vocabulary_file)
+    eager = classifier.predict(MIXED_LENGTHS, verbose=0)
+    packer = classifier._text_packer[1]
+    assert packer.traced_structures == 0 and packer.eager_seconds > 0
+    np.testing.assert_allclose(classifier.predict(MIXED_LENGTHS, verbose=0), eager, atol=1e-6)
+    assert packer.traced_structures == 1
+    pairs = (MIXED_LENGTHS, MIXED_LENGTHS[::-1])
+    pair_features = {k: v.numpy() for k, v in classifier.preprocessor(pairs).items()}
+    np.testing.assert_allclose(
+        classifier.predict(pairs, verbose=0),
+        classifier.predict(pair_features, verbose=0),
+        atol=1e-6,
+    )
+    assert packer.traced_structures == 2 and classifier._text_packer[1] is packer
+    classifier.preprocessor = _by_eights(vocabulary_file)  # a new preprocessor, a new packer
+    classifier.predict(MIXED_LENGTHS, verbose=0)
+    assert classifier._text_packer[1] is not packer
 
 
 def test_bad_texts_and_labels_are_errors_before_any_step(vocabulary_file):
