@@ -228,9 +228,8 @@ def packed_features(preprocess, x):
 class TextPacker:
     """Packs array-like texts as `packed_features` does: eagerly, until a graph would have paid.
 
-    Traced into a graph, a preprocessor packs a chunk of texts in about a
-    millisecond, against tens eagerly; tracing it takes about
-    `PACKING_TRACE_SECONDS`. Whether that pays depends on the calls still
+    Traced into a graph, a preprocessor packs texts far faster than
+    eagerly, but tracing it takes about `PACKING_TRACE_SECONDS`. Whether that pays depends on the calls still
     to come, which are not known, so the texts are packed eagerly until
     the time spent so reaches a trace's, then by a graph traced once per
     input structure: at most about twice the time of the better choice
