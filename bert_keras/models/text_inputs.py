@@ -19,7 +19,7 @@ DEFAULT_BATCH_SIZE = 32  # keras.Model.fit's default.
 PACKING_CHUNK = 256  # texts per call of the preprocessor in `packed_features`
 # About what tracing a BertPreprocessor into a graph takes on a CPU: `TextPacker`
 # packs eagerly until it has spent this long doing so.
-PACKING_TRACE_SECONDS = 1.0
+PACKING_TRACE_SECONDS = 0.5
 
 
 def holds_text(data):
