@@ -334,22 +334,21 @@ def test_keras_gets_datasets_without_an_autotuning_thread_to_wait_for(vocabulary
     assert received["fit"].options().autotune.enabled is True
 
 
+def _assert_predicts_as_on_the_preprocessors_ids(classifier, texts, **options):
+    features = {name: value.numpy() for name, value in classifier.preprocessor(texts).items()}
+    np.testing.assert_allclose(
+        classifier.predict(texts, verbose=0, **options),
+        classifier.predict(features, verbose=0),
+        atol=1e-6,
+    )
+
+
 @pytest.mark.one_backend  # text in tf.data, then a plain fit
 def test_predict_on_strings_equals_predict_on_the_preprocessors_ids(vocabulary_file):
     texts, _ = _toy_sentiment(5)
     classifier = _classifier(vocabulary_file)
-    features = {name: value.numpy() for name, value in classifier.preprocessor(texts).items()}
-    expected = classifier.predict(features, verbose=0)
-    np.testing.assert_allclose(
-        classifier.predict(texts, batch_size=2, verbose=0), expected, atol=1e-6
-    )
-    pairs = (texts, texts[::-1])
-    pair_features = {name: value.numpy() for name, value in classifier.preprocessor(pairs).items()}
-    np.testing.assert_allclose(
-        classifier.predict(pairs, verbose=0),
-        classifier.predict(pair_features, verbose=0),
-        atol=1e-6,
-    )
+    _assert_predicts_as_on_the_preprocessors_ids(classifier, texts, batch_size=2)
+    _assert_predicts_as_on_the_preprocessors_ids(classifier, (texts, texts[::-1]))
 
 
 @pytest.mark.one_backend  # text in tf.data, then a plain fit
@@ -401,13 +400,7 @@ def test_texts_are_packed_by_a_graph_once_eager_packing_has_cost_a_trace(
     assert packer.traced_structures == 0 and packer.eager_seconds > 0
     np.testing.assert_allclose(classifier.predict(MIXED_LENGTHS, verbose=0), eager, atol=1e-6)
     assert packer.traced_structures == 1
-    pairs = (MIXED_LENGTHS, MIXED_LENGTHS[::-1])
-    pair_features = {k: v.numpy() for k, v in classifier.preprocessor(pairs).items()}
-    np.testing.assert_allclose(
-        classifier.predict(pairs, verbose=0),
-        classifier.predict(pair_features, verbose=0),
-        atol=1e-6,
-    )
+    _assert_predicts_as_on_the_preprocessors_ids(classifier, (MIXED_LENGTHS, MIXED_LENGTHS[::-1]))
     assert packer.traced_structures == 2 and classifier._text_packer[1] is packer
     classifier.preprocessor = _by_eights(vocabulary_file)  # a new preprocessor, a new packer
     classifier.predict(MIXED_LENGTHS, verbose=0)
