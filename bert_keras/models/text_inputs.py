@@ -229,11 +229,12 @@ class TextPacker:
     """Packs array-like texts as `packed_features` does: eagerly, until a graph would have paid.
 
     Traced into a graph, a preprocessor packs texts far faster than
-    eagerly, but tracing it takes about `PACKING_TRACE_SECONDS`. Whether that pays depends on the calls still
-    to come, which are not known, so the texts are packed eagerly until
-    the time spent so reaches a trace's, then by a graph traced once per
-    input structure: at most about twice the time of the better choice
-    made in advance. Many small `predict` calls gain most.
+    eagerly, but tracing it takes about `PACKING_TRACE_SECONDS`. Whether
+    that pays depends on the calls still to come, which are not known, so
+    the texts are packed eagerly until the time spent so reaches a trace's,
+    then by a graph traced once per input structure: at most about twice
+    the time of the better choice made in advance. Many small `predict`
+    calls gain most.
 
     Args:
         preprocess: batch of texts -> dict of the model's input tensors, as
@@ -269,10 +270,7 @@ class TextPacker:
     def _graph(self, x):
         import tensorflow as tf
 
-        specs = _map_arrays(
-            lambda array: tf.TensorSpec([None] * np.ndim(array), tf.string),
-            _map_arrays(np.asarray, x),
-        )
+        specs = _map_arrays(lambda array: tf.TensorSpec([None] * np.ndim(array), tf.string), x)
         key = str(specs)
         if key not in self._graphs:
             # Plain TensorFlow ops: AutoGraph would only slow the trace.
