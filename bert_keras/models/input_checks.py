@@ -17,11 +17,12 @@ _SHOWN_CHARACTERS = 40
 def check_array_inputs(x, y=None, sample_weight=None, batch_size=None, source=""):
     """Raises a ValueError naming what is wrong in array-like `x`, `y` and `sample_weight`.
 
-    Other inputs (a `tf.data.Dataset`, a generator, a `keras.utils.PyDataset`)
-    pass unchecked. Checks that `x` is a batch (not one string) of at least one example; that
-    every text in lists or object arrays is a string; that the segments of
-    a tuple `x` (text pairs), `y` and `sample_weight` hold as many examples
-    as `x`; that labels are not strings; and that `batch_size` is positive.
+    Checks that `x` is a batch (not one string) of at least one example;
+    that every text in lists or object arrays is a string; that the parts
+    of a tuple `x` (text pairs), `y` and `sample_weight` hold as many
+    examples as `x`; that labels are not strings; and that `batch_size` is
+    positive. Other inputs (a `tf.data.Dataset`, a generator, a
+    `keras.utils.PyDataset`) pass unchecked.
 
     Args:
         x: texts (a list or array of strings, a tuple of such for pairs,
@@ -53,6 +54,8 @@ def check_array_inputs(x, y=None, sample_weight=None, batch_size=None, source=""
     if not _is_array_like(x):
         return
     parts = _named_parts(f"{source}x", x)
+    if not parts:
+        raise ValueError(f"{source}x is an empty {type(x).__name__}: it holds no inputs.")
     count = _count(parts[0][1])
     if count == 0:
         raise ValueError(f"{parts[0][0]} holds no examples; give at least one.")

@@ -37,6 +37,8 @@ def test_datasets_and_generators_pass_unchecked():
         ("a film", None, None, r"x is one string or number \('a film'\); give a batch"),
         (np.array("a film"), None, None, "x is one string or number"),
         ([], None, None, "x holds no examples"),
+        ({}, None, None, "x is an empty dict: it holds no inputs"),
+        ((), None, None, "x is an empty tuple"),
         ({"token_ids": np.ones((0, 4))}, None, None, r"x\['token_ids'\] holds no examples"),
         (["a", None], None, None, r"x\[1\] is None, not a string"),
         (np.array(["a", 3], dtype=object), None, None, r"x\[1\] is 3, not a string"),
