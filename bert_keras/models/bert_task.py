@@ -306,10 +306,10 @@ class BertTask(keras.Model):
 
         Texts go through `predict`, as one batch.
         """
+        if self._takes_as_text(x):  # `predict` checks them
+            return self.predict(x, batch_size=len(x[0] if isinstance(x, tuple) else x), verbose=0)
         self._check_array_inputs(x)
-        if not self._takes_as_text(x):
-            return super().predict_on_batch(x)
-        return self.predict(x, batch_size=len(x[0] if isinstance(x, tuple) else x), verbose=0)
+        return super().predict_on_batch(x)
 
     @staticmethod
     def _first_batches(arrays, batch_size, keras_options):

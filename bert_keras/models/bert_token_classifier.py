@@ -100,8 +100,8 @@ class BertTokenClassifier(BertTask):
         **kwargs,
     ):
         """`keras.Model.fit`; with a preprocessor, `x` may be words (labels per word) or text."""
-        self._check_array_inputs(x, y, sample_weight, batch_size)
-        if self._takes_words(x):
+        if self._takes_words(x):  # else `BertTask.fit` checks the inputs
+            self._check_array_inputs(x, y, sample_weight, batch_size)
             if validation_split:
                 (x, y, sample_weight), kwargs["validation_data"] = split_for_validation(
                     self._ragged_words_and_labels(x, y, sample_weight), validation_split
@@ -122,16 +122,16 @@ class BertTokenClassifier(BertTask):
 
     def evaluate(self, x=None, y=None, batch_size=None, *, sample_weight=None, **kwargs):
         """`keras.Model.evaluate`; with a preprocessor, `x` may be words (labels per word) or text."""
-        self._check_array_inputs(x, y, sample_weight, batch_size)
-        if self._takes_words(x):
+        if self._takes_words(x):  # else `BertTask.evaluate` checks the inputs
+            self._check_array_inputs(x, y, sample_weight, batch_size)
             x = self.tagged_words_dataset(x, y, sample_weight, batch_size)
             y = sample_weight = batch_size = None
         return super().evaluate(x, y, batch_size, sample_weight=sample_weight, **kwargs)
 
     def predict(self, x, batch_size=None, **kwargs):
         """`keras.Model.predict`; with a preprocessor, `x` may be words or text."""
-        self._check_array_inputs(x, batch_size=batch_size)
-        if self._takes_words(x):
+        if self._takes_words(x):  # else `BertTask.predict` checks the inputs
+            self._check_array_inputs(x, batch_size=batch_size)
             import tensorflow as tf
 
             from bert_keras.text.preprocessor import ragged_words
@@ -196,8 +196,8 @@ class BertTokenClassifier(BertTask):
     def _validation_dataset(self, validation_data, batch_size):
         if isinstance(validation_data, tuple):
             x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(validation_data)
-            self._check_array_inputs(x, y, sample_weight, batch_size, "validation_data: ")
-            if self._takes_words(x):
+            if self._takes_words(x):  # else `BertTask._validation_dataset` checks them
+                self._check_array_inputs(x, y, sample_weight, batch_size, "validation_data: ")
                 return self.tagged_words_dataset(x, y, sample_weight, batch_size)
         elif self._takes_words(validation_data):
             return self.tagged_words_dataset(validation_data)

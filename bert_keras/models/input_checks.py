@@ -11,6 +11,8 @@ import numbers
 
 import numpy as np
 
+from bert_keras.models.text_inputs import holds_text
+
 _SHOWN_CHARACTERS = 40
 
 
@@ -138,12 +140,10 @@ def _count(array):
 
 def _check_texts_are_strings(name, texts):
     """Every leaf of lists (or object arrays) holding text is a string."""
-    if not isinstance(texts, (list, np.ndarray)) or _first_leaf(texts) is None:
-        return
-    if not isinstance(_first_leaf(texts), (str, bytes)):
+    if not (isinstance(texts, list) or (isinstance(texts, np.ndarray) and texts.dtype == object)):
+        return  # string arrays and tensors hold strings by their dtype
+    if not holds_text(texts):
         return  # not text: token ids, which Keras checks
-    if isinstance(texts, np.ndarray) and texts.dtype.kind in "US":
-        return
     for index, text in enumerate(texts):
         if isinstance(text, (list, tuple, np.ndarray)):
             _check_texts_are_strings(f"{name}[{index}]", list(text))
@@ -154,10 +154,9 @@ def _check_texts_are_strings(name, texts):
 
 
 def _check_not_strings(name, labels):
-    first = _first_leaf(labels) if isinstance(labels, (list, np.ndarray)) else None
-    if isinstance(first, (str, bytes, np.str_, np.bytes_)):
+    if isinstance(labels, (list, np.ndarray)) and holds_text(labels):
         raise ValueError(
-            f"{name} holds strings ({_shown(first)}, …); labels are numbers, such as class ids "
+            f"{name} holds strings ({_shown(_first_leaf(labels))}, …); labels are numbers, such as class ids "
             "from 0: map your label names to them first."
         )
 
