@@ -1,6 +1,7 @@
 """What every task model shares: a backbone, its dtype, raw text input, its serialisation."""
 
 import inspect
+import itertools
 
 import keras
 import numpy as np
@@ -274,11 +275,12 @@ class BertTask(keras.Model):
 
         Texts in arrays or lists are packed once, then batched shortest
         first, each batch as wide as its longest text needs
-        (`length_sorted_dataset` with `prediction_batching`, and where XLA
+        (`predict_by_length` with `prediction_batching`, and where XLA
         compiles each width, the widths of earlier calls where they pad
         less than a compile costs); the predictions come back in the
         texts' order. With `steps`, the first `steps` batches of the texts
-        are predicted, as Keras takes them from arrays.
+        are predicted, as Keras takes them from arrays. `callbacks` and
+        `verbose` act as in Keras' loop.
         """
         self._check_array_inputs(x, batch_size=batch_size)
         if not self._takes_as_text(x):
@@ -286,20 +288,76 @@ class BertTask(keras.Model):
         if not self._packs_texts_once(x):
             dataset = text_dataset(self.preprocess_text, x, batch_size=batch_size)
             return super().predict(without_autotuning_thread(dataset), **kwargs)
-        # Text needs TensorFlow, as length_batching does.
+        x = self._first_batches(x, batch_size, kwargs)
+        features = self._packed_texts(x)
+        if not self._predicts_batch_by_batch:
+            return self._predict_in_keras_loop(features, batch_size, **kwargs)
+        return self._predict_batch_by_batch(features, batch_size or DEFAULT_BATCH_SIZE, **kwargs)
+
+    def _predict_batch_by_batch(self, features, batch_size, verbose="auto", callbacks=None):
+        """Predictions for packed `features`, each length-sorted batch through `predict_on_batch`.
+
+        The batches are numpy slices, so a short call costs no more than its
+        steps; Keras' loop would first build a `tf.data` pipeline to feed it.
+        The callbacks and the progress bar are Keras' own.
+        """
+        from bert_keras.data.length_batching import predict_by_length
+
+        callbacks = keras.callbacks.CallbackList(
+            callbacks,
+            add_progbar=verbose != 0,
+            verbose=verbose,
+            epochs=1,
+            steps=-(-len(features["padding_mask"]) // batch_size),
+            model=self,
+        )
+        steps = itertools.count()
+
+        def predict_batch(batch):
+            step = next(steps)
+            callbacks.on_predict_batch_begin(step)
+            outputs = keras.Model.predict_on_batch(self, batch)
+            callbacks.on_predict_batch_end(step, {"outputs": outputs})
+            return outputs
+
+        self._trace_predict_function_for_any_shape(features)
+        callbacks.on_predict_begin()
+        predictions = predict_by_length(
+            predict_batch,
+            features,
+            batch_size,
+            **self.prediction_batching,
+            compiled_widths=self.compiled_widths("predict"),
+        )
+        callbacks.on_predict_end()
+        return predictions
+
+    def _predict_in_keras_loop(self, features, batch_size, **kwargs):
+        """Predictions for packed `features` batched by length in a `tf.data` pipeline, in Keras' loop."""
         from bert_keras.data.length_batching import in_input_order
         from bert_keras.data.length_batching import length_sorted_dataset
 
-        x = self._first_batches(x, batch_size, kwargs)
         order, dataset = length_sorted_dataset(
-            self._packed_texts(x),
+            features,
             batch_size or DEFAULT_BATCH_SIZE,
             **self.prediction_batching,
             compiled_widths=self.compiled_widths("predict"),
         )
-        self._trace_predict_function_for_any_shape(dataset.element_spec)
         predictions = super().predict(without_autotuning_thread(dataset), **kwargs)
         return keras.tree.map_structure(lambda array: in_input_order(array, order), predictions)
+
+    @property
+    def _predicts_batch_by_batch(self):
+        """Whether `predict` on texts feeds `predict_on_batch` itself: where it runs on one device.
+
+        Keras' loop shares batches among replicas (a TensorFlow strategy's,
+        or a `keras.distribution`'s devices); `predict_on_batch` does not.
+        """
+        if keras.distribution.distribution() is not None:
+            return False
+        return keras.backend.backend() != "tensorflow" or (
+            self.distribute_strategy.num_replicas_in_sync == 1
+        )
 
     def predict_on_batch(self, x):
         """`keras.Model.predict_on_batch`; with a preprocessor, `x` may be a batch of texts.
@@ -323,27 +381,23 @@ class BertTask(keras.Model):
             return arrays
         return first_examples(arrays, steps * (batch_size or DEFAULT_BATCH_SIZE))
 
-    def _trace_predict_function_for_any_shape(self, element_spec):
-        """On TensorFlow, traces Keras' predict function once, for batches of any shape.
+    def _trace_predict_function_for_any_shape(self, features):
+        """On TensorFlow, traces `predict_on_batch`'s function once, for batches of any shape.
 
         Keras' `tf.function` retraces on each new batch shape until it has
         generalized them: three traces for batches of many widths and a
-        short last one. Traced first with every dimension unknown, it serves
-        them all. (Keras calls it with a list of `steps_per_execution`
-        batches; with several replicas, or several steps an execution, it
-        is left to Keras.)
+        short last one. Traced first with every dimension of `features`
+        unknown, it serves them all.
         """
         if keras.backend.backend() != "tensorflow" or self.run_eagerly:
-            return
-        if self.steps_per_execution != 1 or self.distribute_strategy.num_replicas_in_sync != 1:
             return
         import tensorflow as tf
 
         self.make_predict_function()
-        any_shape = tf.nest.map_structure(
-            lambda spec: tf.TensorSpec([None] * spec.shape.rank, spec.dtype), element_spec
+        any_shape = keras.tree.map_structure(
+            lambda array: tf.TensorSpec([None] * array.ndim, tf.as_dtype(array.dtype)), features
         )
-        self.predict_function.get_concrete_function([any_shape])
+        self.predict_function.get_concrete_function([(any_shape,)])
 
     @property
     def prediction_batching(self):

@@ -121,43 +121,39 @@ def test_predict_takes_texts_shortest_first_and_answers_in_their_order(vocabular
     )
 
 
+def _recorded_batch_shapes(monkeypatch):
+    """A list that gets the `token_ids` shape of each batch Keras predicts from now on."""
+    shapes = []
+    predict_on_batch = keras.Model.predict_on_batch
+
+    def recording(model, x):
+        shapes.append(tuple(x["token_ids"].shape))
+        return predict_on_batch(model, x)
+
+    monkeypatch.setattr(keras.Model, "predict_on_batch", recording)
+    return shapes
+
+
 def test_a_compiled_predict_fills_its_last_batch_of_texts(vocabulary_file, monkeypatch):
     # Under XLA a short last batch would compile a program of its own.
-    sizes = []
-    keras_predict = keras.Model.predict
-
-    def recording(model, dataset, **kwargs):
-        for batch in dataset:
-            sizes.append(
-                int((batch[0] if isinstance(batch, tuple) else batch)["token_ids"].shape[0])
-            )
-        return keras_predict(model, dataset, **kwargs)
-
-    monkeypatch.setattr(keras.Model, "predict", recording)
+    shapes = _recorded_batch_shapes(monkeypatch)
     texts = ["good", "bad awful poor sad worst", "fine nice", "great", "ugly grim dull", "best"]
     classifier = _classifier(vocabulary_file)
     predictions = classifier.predict(texts, batch_size=4, verbose=0)
-    assert sizes == ([4, 4] if classifier.jit_compile else [4, 2])
+    assert [rows for rows, _ in shapes] == ([4, 4] if classifier.jit_compile else [4, 2])
     assert predictions.shape == (6, 2)
-    sizes.clear()
+    shapes.clear()
     classifier.predict(texts[:3], batch_size=4, verbose=0)
-    assert sizes == [3]  # one short batch: nothing to match
+    assert [rows for rows, _ in shapes] == [3]  # one short batch: nothing to match
 
 
 def test_predict_pads_each_batch_of_texts_to_the_widths_it_needs(vocabulary_file, monkeypatch):
-    widths = []
-    keras_predict = keras.Model.predict
-
-    def recording(model, x, **kwargs):
-        if isinstance(x, tf.data.Dataset):
-            widths.extend(int(batch["token_ids"].shape[1]) for batch in x)
-        return keras_predict(model, x, **kwargs)
-
-    monkeypatch.setattr(keras.Model, "predict", recording)
+    shapes = _recorded_batch_shapes(monkeypatch)
     texts = MIXED_LENGTHS
     by_eights = _by_eights(vocabulary_file)
     classifier = BertClassifier(_backbone(), num_classes=2, preprocessor=by_eights)
     predictions = classifier.predict(texts, batch_size=2, verbose=0)
+    widths = [width for _, width in shapes]
     if classifier.jit_compile:  # one width: a compile costs more than the padding; 8 < 10
         assert widths == [SEQUENCE_LENGTH] * 3
     else:  # each batch as wide as its longest text
@@ -166,6 +162,49 @@ def test_predict_pads_each_batch_of_texts_to_the_widths_it_needs(vocabulary_file
         {k: v.numpy() for k, v in _preprocessor(vocabulary_file)(texts).items()}, verbose=0
     )
     np.testing.assert_allclose(predictions, expected, atol=1e-5)
+
+
+class _BatchRecorder(keras.callbacks.Callback):
+    def __init__(self):
+        super().__init__()
+        self.events = []
+
+    def on_predict_begin(self, logs=None):
+        self.events.append("begin")
+
+    def on_predict_batch_end(self, batch, logs=None):
+        self.events.append((batch, len(logs["outputs"])))
+
+    def on_predict_end(self, logs=None):
+        self.events.append("end")
+
+
+def test_predict_on_texts_calls_callbacks_and_shows_progress_as_keras_does(vocabulary_file, capsys):
+    classifier = _classifier(vocabulary_file)
+    recorder = _BatchRecorder()
+    classifier.predict(MIXED_LENGTHS[:5], batch_size=2, callbacks=[recorder], verbose=1)
+    rows = [2, 2, 2] if classifier.jit_compile else [2, 2, 1]  # a filled last batch under XLA
+    assert recorder.events == ["begin", *enumerate(rows), "end"]
+    assert "3/3" in capsys.readouterr().out
+    classifier.predict(MIXED_LENGTHS[:5], batch_size=2, verbose=0)
+    assert capsys.readouterr().out == ""
+
+
+def test_predict_on_texts_in_keras_loop_where_batches_are_shared_among_devices(
+    vocabulary_file, monkeypatch
+):
+    # Keras' loop (a tf.data pipeline) shares the batches among replicas.
+    classifier = _classifier(vocabulary_file)
+    on_one_device = classifier.predict(MIXED_LENGTHS, batch_size=4, verbose=0)
+    keras_loops = []
+    keras_predict = keras.Model.predict
+    monkeypatch.setattr(type(classifier), "_predicts_batch_by_batch", False)
+    monkeypatch.setattr(
+        keras.Model, "predict", lambda *a, **k: keras_loops.append(1) or keras_predict(*a, **k)
+    )
+    in_keras_loop = classifier.predict(MIXED_LENGTHS, batch_size=4, verbose=0)
+    assert keras_loops == [1]
+    np.testing.assert_allclose(in_keras_loop, on_one_device, atol=1e-6)
 
 
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="counts tf.function traces")
@@ -321,12 +360,11 @@ def test_keras_gets_datasets_without_an_autotuning_thread_to_wait_for(vocabulary
     classifier.compile()
     classifier.fit(texts, labels, validation_data=(texts, labels), verbose=0)
     classifier.evaluate(texts, labels, verbose=0)
-    classifier.predict(texts, verbose=0)
-    datasets = [received[name] for name in ("fit", "fit validation", "evaluate", "predict")]
+    datasets = [received[name] for name in ("fit", "fit validation", "evaluate")]
     ids = tf.data.Dataset.from_tensor_slices(_preprocessor(vocabulary_file)(texts))
     classifier.predict(ids.batch(2), verbose=0)
     datasets.append(received["predict"])
-    assert [dataset.options().autotune.enabled for dataset in datasets] == [False] * 5
+    assert [dataset.options().autotune.enabled for dataset in datasets] == [False] * 4
     tuned = tf.data.Options()
     tuned.autotune.enabled = True
     batches = tf.data.Dataset.zip(ids, tf.data.Dataset.from_tensor_slices(labels)).batch(2)
