@@ -209,10 +209,11 @@ class FineTuningRun:
         unknown batch size and width scored it in the time XLA's programs
         took once compiled, its batches needing no rounding, though at one
         width it is slower per batch (the README's Fine-tuning section has
-        both measurements). With several replicas, Keras' `predict_on_batch`
-        keeps sharing the batches among them.
+        both measurements). With several replicas too: under a strategy,
+        Keras' `predict_on_batch` gives every replica the whole batch and
+        answers with all their outputs, each row once per replica.
         """
-        return keras.backend.backend() == "tensorflow" and self.replicas.num_replicas == 1
+        return keras.backend.backend() == "tensorflow"
 
     def predict_features(self, model, features, batch_size, **options):
         """`model`'s predictions for packed `features`, batched by length as this run scores.

@@ -362,11 +362,17 @@ class BertTask(keras.Model):
     def predict_on_batch(self, x):
         """`keras.Model.predict_on_batch`; with a preprocessor, `x` may be a batch of texts.
 
-        Texts go through `predict`, as one batch.
+        Texts go through `predict`, as one batch, and so does any batch
+        where Keras' loop shares batches among devices: under a TensorFlow
+        strategy of several replicas, Keras' `predict_on_batch` gives every
+        replica the whole batch and answers with all their outputs, each
+        row once per replica.
         """
         if self._takes_as_text(x):  # `predict` checks them
             return self.predict(x, batch_size=len(x[0] if isinstance(x, tuple) else x), verbose=0)
         self._check_array_inputs(x)
+        if not self._predicts_batch_by_batch:
+            return self.predict(x, batch_size=len(keras.tree.flatten(x)[0]), verbose=0)
         return super().predict_on_batch(x)
 
     @staticmethod

@@ -74,6 +74,9 @@ def _assert_same_fine_tuning(single, parallel):
             np.testing.assert_allclose(two[name], one[name], rtol=1e-4, err_msg=name)
     # Predicted outside the replicas' scope, in batches of 2, 2 and 1.
     assert parallel["predictions"] == single["predictions"]
+    for run in (single, parallel):  # a model whose rows differ, made under the replicas
+        assert run["scored_row_sums"]["scored"] == run["scored_row_sums"]["sums"]
+        assert run["scored_row_sums"]["task_model_rows_on_batch"] == 5
 
 
 @pytest.mark.slow  # `make test` keeps the fine-tuning run of the same engine
@@ -192,6 +195,7 @@ def test_two_torchrun_processes_train_as_one_process_does(tmp_path, job):
         np.testing.assert_allclose(two, one, atol=1e-5)
     if job == "finetuning":
         assert parallel["predictions"] == single["predictions"]
+        assert parallel["scored_row_sums"]["scored"] == parallel["scored_row_sums"]["sums"]
     else:  # a checkpoint crosses from one process to torchrun's two and back
         for one, two in zip(single["weights"], parallel["resumed_weights"]):
             np.testing.assert_allclose(two, one, atol=1e-5)
