@@ -5,6 +5,7 @@ import os
 import time
 
 import numpy as np
+from absl import logging
 
 from bert_keras.data.classification_dataset import classification_dataset
 from bert_keras.data.classification_dataset import classification_features
@@ -17,6 +18,30 @@ from bert_keras.finetuning.run import FineTuningRun
 from bert_keras.finetuning.run import seconds_since
 from bert_keras.models.bert_classifier import BertClassifier
 from bert_keras.text.preprocessor import BertPreprocessor
+
+
+def in_checkpoint_order(data_labels, checkpoint_labels):
+    """The data's class names in the order of a checkpoint head's names for them, or None.
+
+    A head trained elsewhere may order the same classes otherwise, or spell
+    them in other case (as transformers' run_glue, names match ignoring case
+    where that tells the data's classes apart); None where the head names
+    other classes.
+
+    Example:
+    >>> in_checkpoint_order(["negative", "positive"], ["POSITIVE", "NEGATIVE"])
+    ['positive', 'negative']
+    >>> in_checkpoint_order(["negative", "positive"], ["LABEL_0", "LABEL_1"]) is None
+    True
+    """
+    if sorted(data_labels) == sorted(checkpoint_labels):
+        return list(checkpoint_labels)
+    by_lower_case = {name.lower(): name for name in data_labels}
+    if len(by_lower_case) != len(data_labels):
+        return None
+    if sorted(by_lower_case) != sorted(name.lower() for name in checkpoint_labels):
+        return None
+    return [by_lower_case[name.lower()] for name in checkpoint_labels]
 
 
 class ClassificationRun(FineTuningRun):
@@ -70,8 +95,16 @@ class ClassificationRun(FineTuningRun):
                 f"No train.csv or train.tsv in {data_dir}, and {init_checkpoint} names no "
                 "classes (id2label): a csv task's labels come from one of them."
             )
-        same_classes = checkpoint_labels and sorted(checkpoint_labels) == sorted(data_labels)
-        self.label_names = tuple(checkpoint_labels) if same_classes else data_labels
+        in_head_order = checkpoint_labels and in_checkpoint_order(data_labels, checkpoint_labels)
+        if checkpoint_labels and data_labels and not in_head_order:
+            logging.warning(
+                "%s's classifier head names the classes %s, the data %s: its outputs are "
+                "taken in the data's order, as transformers' run_glue takes them.",
+                init_checkpoint,
+                checkpoint_labels,
+                list(data_labels),
+            )
+        self.label_names = tuple(in_head_order or data_labels)
         for split in ("dev", "test") if self.task_name == "csv" else ():
             if self._has(split):
                 self._read(split)  # a label that train lacks is an error now, not after training

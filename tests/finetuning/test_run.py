@@ -134,6 +134,25 @@ def test_a_checkpoints_head_keeps_its_order_of_the_datas_classes(
         ClassificationRun("csv", str(tmp_path / "dev_only"), checkpoint, str(tmp_path / "d"), 8)
 
 
+def test_a_heads_class_names_match_the_datas_in_other_case_or_are_warned_about(
+    checkpoint, sentiment_data, tmp_path, caplog
+):
+    named = read_checkpoint(checkpoint)
+    named.head_weights["classifier"] = {"kernel": np.zeros((8, 2)), "bias": np.zeros(2)}
+    named.label_names = ["POSITIVE", "NEGATIVE"]
+    write_checkpoint(named, str(tmp_path / "upper"))
+    run = ClassificationRun("csv", sentiment_data, str(tmp_path / "upper"), str(tmp_path / "a"), 8)
+    assert run.label_names == ("positive", "negative")  # the data's spelling, the head's order
+    assert run._read("train").labels == [0, 1, 0, 1]
+    assert "names the classes" not in caplog.text
+
+    named.label_names = ["LABEL_0", "LABEL_1"]
+    write_checkpoint(named, str(tmp_path / "other"))
+    run = ClassificationRun("csv", sentiment_data, str(tmp_path / "other"), str(tmp_path / "b"), 8)
+    assert run.label_names == ("negative", "positive")
+    assert "head names the classes ['LABEL_0', 'LABEL_1'], the data ['negative'" in caplog.text
+
+
 @pytest.mark.every_backend
 def test_xla_compiles_by_default_only_where_it_pays_and_when_asked(
     checkpoint, sentiment_data, tmp_path
