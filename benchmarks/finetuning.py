@@ -46,8 +46,9 @@ In the current KERAS_BACKEND's process, on the same data, measures
 
 4. Prediction on raw texts: SST-2 dev (or docstring sentences) through a
    classifier's `predict(texts)`, twice, then as many SST-2 train sentences
-   (new texts), against transformers' tokenizer and model loop with dynamic
-   padding (see `benchmarks.text_prediction`).
+   (new texts), and `SMALL_PREDICTION_CALLS` calls of 8 of those, against
+   transformers' tokenizer and model loop with dynamic padding (see
+   `benchmarks.text_prediction`).
 
 5. With --parts=sst2, the real-data case: whole fine-tuning programs on an
    SST-2 subset, ours on each backend against transformers (see
@@ -87,6 +88,7 @@ MAX_SEQ_LENGTH = 384
 DOC_STRIDE = 128
 MAX_QUERY_LENGTH = 64
 SST2_DEV_SIZE = 872  # sentences in GLUE SST-2 dev
+SMALL_PREDICTION_CALLS = 60  # predict(texts) calls of 8 texts, after the large ones
 # run_qa.py's datasets.map(batched=True) hands it this many examples a call.
 TRANSFORMERS_MAP_BATCH = 1000
 
@@ -729,7 +731,12 @@ def main(argv):
         if "text_prediction" in _PARTS.value:
             texts, new_texts, description = _prediction_texts(work_dir)
             rows += text_prediction.measure(
-                checkpoint, texts, description, common.BATCH_SIZE.value, new_texts=new_texts
+                checkpoint,
+                texts,
+                description,
+                common.BATCH_SIZE.value,
+                new_texts=new_texts,
+                small_calls=SMALL_PREDICTION_CALLS,
             )
         if "sst2" in _PARTS.value:
             rows += sst2_finetuning.measure(checkpoint)

@@ -31,3 +31,10 @@ def test_rows_give_every_call_of_both_sides(tmp_path, capsys):
         assert row["ratio"] == pytest.approx(row["ours"] / row["peer_value"])
         assert "12 texts, batch 4" in row["settings"]
     assert "time ratio bert_keras / transformers" in capsys.readouterr().out
+    # Small calls of the texts' first 2 (no new texts): as many as the texts make, 6 of 10.
+    rows = text_prediction.measure(
+        checkpoint, texts, "toy texts", 4, 16, small_calls=10, small_call_size=2
+    )
+    assert [row["measure"] for row in rows][2:] == ["predict(texts) small call milliseconds"]
+    assert rows[2]["ours"] > 0 and "6 calls of 2 texts" in rows[2]["settings"]
+    assert "then 6 calls of 2 texts" in capsys.readouterr().out
