@@ -77,38 +77,6 @@ def pretrain(spec, work_dir, output_name=None):
         "history": history,
         "weights": _weights(run),
         "feed_forward_split": _feed_forward_split(run.model),
-        "scored_row_sums": _scored_row_sums(run),
-    }
-
-
-def _scored_row_sums(run):
-    """Each row's token id sum, as the run's scoring answers it, and as it is.
-
-    And the rows the task model's `predict_on_batch` answers for these 5.
-
-    The model is made under the run's replicas; its rows have several
-    lengths, in batches of 2 and a short last one. A scoring that gave every
-    replica the whole batch would answer some rows with others' sums.
-    """
-    import keras
-    import numpy as np
-
-    class RowSums(keras.Model):
-        def compiled_widths(self, step):
-            return None
-
-    mask = (np.arange(4) < np.array([[3], [1], [4], [2], [4]])).astype("int32")
-    features = {"token_ids": mask * np.arange(1, 6)[:, None], "segment_ids": 0 * mask}
-    features["padding_mask"] = mask
-    with run.replicas.scope():
-        inputs = {name: keras.Input((None,), dtype="int32", name=name) for name in features}
-        token_ids = keras.ops.cast(inputs["token_ids"], "float32")
-        model = RowSums(inputs, keras.ops.sum(token_ids, axis=-1, keepdims=True))
-    scored = run.predict_features(model, features, batch_size=2)
-    return {
-        "scored": scored[:, 0].tolist(),
-        "sums": features["token_ids"].sum(-1).tolist(),
-        "task_model_rows_on_batch": len(run.model.predict_on_batch(features)),
     }
 
 
