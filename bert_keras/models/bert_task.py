@@ -303,14 +303,15 @@ class BertTask(keras.Model):
         """
         from bert_keras.data.length_batching import predict_by_length
 
-        callbacks = keras.callbacks.CallbackList(
-            callbacks,
-            add_progbar=verbose != 0,
-            verbose=verbose,
-            epochs=1,
-            steps=-(-len(features["padding_mask"]) // batch_size),
-            model=self,
-        )
+        if not isinstance(callbacks, keras.callbacks.CallbackList):
+            callbacks = keras.callbacks.CallbackList(
+                callbacks,
+                add_progbar=verbose != 0,
+                verbose=verbose,
+                epochs=1,
+                steps=-(-len(features["padding_mask"]) // batch_size),
+                model=self,
+            )
         steps = itertools.count()
 
         def predict_batch(batch):

@@ -188,6 +188,11 @@ def test_predict_on_texts_calls_callbacks_and_shows_progress_as_keras_does(vocab
     assert "3/3" in capsys.readouterr().out
     classifier.predict(MIXED_LENGTHS[:5], batch_size=2, verbose=0)
     assert capsys.readouterr().out == ""
+    recorder.events.clear()  # a CallbackList of the caller's own is used as it is, as Keras does
+    callback_list = keras.callbacks.CallbackList([recorder], model=classifier)
+    classifier.predict(MIXED_LENGTHS[:5], batch_size=2, callbacks=callback_list, verbose=1)
+    assert recorder.events == ["begin", *enumerate(rows), "end"]
+    assert capsys.readouterr().out == ""
 
 
 def test_predict_on_texts_in_keras_loop_where_batches_are_shared_among_devices(
