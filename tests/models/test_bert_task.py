@@ -365,6 +365,8 @@ def test_keras_gets_datasets_without_an_autotuning_thread_to_wait_for(vocabulary
     classifier.compile()
     classifier.fit(texts, labels, validation_data=(texts, labels), verbose=0)
     classifier.evaluate(texts, labels, verbose=0)
+    classifier.predict(texts, verbose=0)
+    assert "predict" not in received  # texts go batch by batch, without a pipeline
     datasets = [received[name] for name in ("fit", "fit validation", "evaluate")]
     ids = tf.data.Dataset.from_tensor_slices(_preprocessor(vocabulary_file)(texts))
     classifier.predict(ids.batch(2), verbose=0)

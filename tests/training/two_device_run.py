@@ -6,7 +6,8 @@ starts: `python -m tests.training.two_device_run WORK_DIR pretraining|finetuning
 default; model_parallel on BATCH x MODEL devices, jax only). Prints one JSON
 object: the replica count, both runs' histories, the largest difference
 between their final weights and, for fine-tuning, both runs' predictions on a
-dev split whose last batch is smaller than the others. For pretraining, each
+dev split whose last batch is smaller than the others, and their scoring of a
+model whose rows differ (`_scored_row_sums`). For pretraining, each
 run's first checkpoint is also resumed under the other's distribution, and
 the largest difference between those runs' final weights and the
 single-device run's is printed too.
@@ -143,13 +144,12 @@ def fine_tune(spec, work_dir):
 
 
 def _scored_row_sums(run):
-    """Each row's token id sum, as the run's scoring answers it, and as it is.
+    """Each row's token id sum as the run's scoring answers it and as it is; the task model's rows.
 
-    And the rows the task model's `predict_on_batch` answers for these 5.
-
-    The model is made under the run's replicas; its rows have several
-    lengths, in batches of 2 and a short last one. A scoring that gave every
-    replica the whole batch would answer some rows with others' sums.
+    The summing model is made under the run's replicas; its 5 rows have
+    several lengths, in batches of 2 and a short last one. A scoring that
+    gave every replica the whole batch would answer some rows with others'
+    sums, and the task model's `predict_on_batch` more than 5 rows.
     """
     import keras
     import numpy as np
