@@ -16,6 +16,7 @@ from bert_keras.models.checkpoint_weights import apply_checkpoint
 from bert_keras.models.dataset_release import without_autotuning_thread
 from bert_keras.models.input_checks import check_array_inputs
 from bert_keras.models.input_checks import check_class_ids
+from bert_keras.models.input_checks import check_positive_count
 from bert_keras.models.text_inputs import DEFAULT_BATCH_SIZE
 from bert_keras.models.text_inputs import TextPacker
 from bert_keras.models.text_inputs import first_examples
@@ -384,6 +385,7 @@ class BertTask(keras.Model):
         examples it would take from arrays Keras batches itself.
         """
         steps = keras_options.pop("steps", None)
+        check_positive_count("steps", steps)  # 0 or -1 cut no texts or the wrong ones
         if steps is None:
             return arrays
         return first_examples(arrays, steps * (batch_size or DEFAULT_BATCH_SIZE))

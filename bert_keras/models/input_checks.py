@@ -46,8 +46,7 @@ def check_array_inputs(x, y=None, sample_weight=None, batch_size=None, source=""
     ...
     ValueError: y holds 1 examples for the 2 of x.
     """
-    if batch_size is not None and not _is_positive_whole_number(batch_size):
-        raise ValueError(f"{source}batch_size must be a positive whole number, got {batch_size!r}.")
+    check_positive_count(f"{source}batch_size", batch_size)
     if isinstance(x, (str, bytes)) or (isinstance(x, np.ndarray) and x.ndim == 0):
         raise ValueError(
             f"{source}x is one string or number ({_shown(x)}); give a batch, such as a list of "
@@ -109,8 +108,20 @@ def check_class_ids(y, num_classes, name="y", ignored_label=None):
         )
 
 
-def _is_positive_whole_number(value):
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value > 0
+def check_positive_count(name, value):
+    """Raises a ValueError unless `value` is None or a positive whole number (a batch size, steps).
+
+    Example:
+    >>> check_positive_count("steps", 2)
+    >>> check_positive_count("steps", -1)
+    Traceback (most recent call last):
+    ...
+    ValueError: steps must be a positive whole number, got -1.
+    """
+    if value is None:
+        return
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be a positive whole number, got {value!r}.")
 
 
 def _is_array_like(data):

@@ -433,6 +433,11 @@ def test_steps_take_the_first_batches_of_texts_and_on_batch_takes_texts(vocabula
     np.testing.assert_allclose(classifier.predict_on_batch(texts[:4]), first_four, atol=1e-6)
     with pytest.raises(ValueError, match="x is one string"):
         classifier.predict_on_batch("good")
+    for steps in (0, -1, 1.5):  # not every text, nor the texts but the last two
+        with pytest.raises(ValueError, match=f"steps must be a positive whole number, got {steps}"):
+            classifier.predict(texts, batch_size=2, steps=steps, verbose=0)
+    with pytest.raises(ValueError, match="steps must be a positive whole number, got 0"):
+        classifier.evaluate(texts, labels, steps=0, verbose=0)
 
 
 def test_texts_are_packed_by_a_graph_once_eager_packing_has_cost_a_trace(
