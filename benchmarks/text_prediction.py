@@ -66,9 +66,10 @@ def measure(
         0, min(small_calls, len(pool) // small_call_size) * small_call_size, small_call_size
     )
     small = [pool[start : start + small_call_size] for start in starts]
-    ours = _per_call(_ours(checkpoint, calls + small, batch_size, max_seq_length), len(calls))
-    theirs = _transformers(checkpoint, calls + small, batch_size, max_seq_length)
-    theirs = _per_call(theirs, len(calls))
+    ours, theirs = (
+        _per_call(side(checkpoint, calls + small, batch_size, max_seq_length), len(calls))
+        for side in (_ours, _transformers)
+    )
     kept = list(range(len(calls))) + ([len(CALL_NAMES) - 1] if small else [])
     names, measures = [CALL_NAMES[i] for i in kept], [MEASURES[i] for i in kept]
     print(

@@ -12,8 +12,8 @@ original release, bert_keras's own); its vocab.txt and casing come with it.
 `--task_name=csv` reads train/dev/test .csv or .tsv files with a header naming
 `text`, optional `text_pair` and `label` (a test file may leave it out); the
 classes are the train file's labels, in the order of the checkpoint's head
-(config.json id2label) where it names the same classes, or without a train
-file the checkpoint's.
+(config.json id2label) where it names the same classes (ignoring case), or
+without a train file the checkpoint's.
 Metrics go to OUTPUT_DIR/eval_results.json, predictions to
 OUTPUT_DIR/predictions_{split}.tsv.
 """

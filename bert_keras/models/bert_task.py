@@ -289,11 +289,11 @@ class BertTask(keras.Model):
         if not self._packs_texts_once(x):
             dataset = text_dataset(self.preprocess_text, x, batch_size=batch_size)
             return super().predict(without_autotuning_thread(dataset), **kwargs)
-        x = self._first_batches(x, batch_size, kwargs)
-        features = self._packed_texts(x)
+        batch_size = batch_size or DEFAULT_BATCH_SIZE
+        features = self._packed_texts(self._first_batches(x, batch_size, kwargs))
         if not self._predicts_batch_by_batch:
             return self._predict_in_keras_loop(features, batch_size, **kwargs)
-        return self._predict_batch_by_batch(features, batch_size or DEFAULT_BATCH_SIZE, **kwargs)
+        return self._predict_batch_by_batch(features, batch_size, **kwargs)
 
     def _predict_batch_by_batch(self, features, batch_size, verbose="auto", callbacks=None):
         """Predictions for packed `features`, each length-sorted batch through `predict_on_batch`.
@@ -341,7 +341,7 @@ class BertTask(keras.Model):
 
         order, dataset = length_sorted_dataset(
             features,
-            batch_size or DEFAULT_BATCH_SIZE,
+            batch_size,
             **self.prediction_batching,
             compiled_widths=self.compiled_widths("predict"),
         )
@@ -373,8 +373,8 @@ class BertTask(keras.Model):
         if self._takes_as_text(x):  # `predict` checks them
             return self.predict(x, batch_size=len(x[0] if isinstance(x, tuple) else x), verbose=0)
         self._check_array_inputs(x)
-        if not self._predicts_batch_by_batch:
-            return self.predict(x, batch_size=len(keras.tree.flatten(x)[0]), verbose=0)
+        if not self._predicts_batch_by_batch:  # checked: Keras' loop, as one batch
+            return super().predict(x, batch_size=len(keras.tree.flatten(x)[0]), verbose=0)
         return super().predict_on_batch(x)
 
     @staticmethod
