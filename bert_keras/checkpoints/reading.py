@@ -249,7 +249,10 @@ def _read_keras(path):
     # models that call this); none is imported here.
     model = keras.saving.load_model(path, safe_mode=True)
     if keras.saving.get_registered_name(type(model)) != _BACKBONE_CLASS:
-        raise ValueError(f"{path} holds a {type(model).__name__}; expected a BertBackbone.")
+        raise ValueError(
+            f"{path} holds a {type(model).__name__}; expected a BertBackbone. A task model's "
+            "file loads with keras.saving.load_model; save its .backbone to read it here."
+        )
     weights = {variable.path: keras.ops.convert_to_numpy(variable) for variable in model.weights}
     directory = os.path.dirname(path)
     vocabulary_file = _existing(directory, "vocab.txt")

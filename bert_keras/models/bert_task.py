@@ -151,7 +151,7 @@ class BertTask(keras.Model):
         return None
 
     @classmethod
-    def from_preset(cls, preset, sequence_length=128, **kwargs):
+    def from_preset(cls, preset, sequence_length=None, **kwargs):
         """The task model on a checkpoint's backbone, head and vocabulary.
 
         Loads the backbone from any directory `BertBackbone.from_preset`
@@ -162,8 +162,10 @@ class BertTask(keras.Model):
 
         Args:
             preset: a checkpoint directory.
-            sequence_length: the preprocessor's packed length (the original
-                run_classifier.py's default is 128).
+            sequence_length: the preprocessor's packed length. None: the
+                length the checkpoint was fine-tuned at, as its export
+                serves it (`task_config["max_seq_length"]`), else 128 (the
+                original run_classifier.py's default).
             **kwargs: the task's constructor arguments (e.g. `num_classes`,
                 by default the checkpoint head's outputs when it has the
                 task's head); `preprocessor=None` attaches none.
@@ -192,7 +194,9 @@ class BertTask(keras.Model):
         backbone = BertBackbone.from_config(checkpoint.backbone_config)
         if "preprocessor" not in kwargs:
             kwargs["preprocessor"] = checkpoint_preprocessor(
-                checkpoint, sequence_length, by_length=cls.pads_batches_by_length
+                checkpoint,
+                sequence_length or checkpoint.task_config.get("max_seq_length", 128),
+                by_length=cls.pads_batches_by_length,
             )
         model = cls(backbone, **kwargs)
         apply_checkpoint(
@@ -596,6 +600,9 @@ class BertTask(keras.Model):
         config = dict(config)
         config["backbone"] = keras.layers.deserialize(config["backbone"])
         if config.get("preprocessor") is not None:
+            # Registers the class for Keras: task models import TensorFlow only for text.
+            import bert_keras.text.preprocessor  # noqa: F401
+
             config["preprocessor"] = keras.layers.deserialize(config["preprocessor"])
         return cls(**config)
 

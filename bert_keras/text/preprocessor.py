@@ -148,6 +148,8 @@ class BertPreprocessor(keras.layers.Layer):
     @classmethod
     def from_config(cls, config):
         config = dict(config)
+        from bert_keras.text import tokenizer  # noqa: F401 (registers BertTokenizer for Keras)
+
         config["tokenizer"] = keras.layers.deserialize(config["tokenizer"])
         return cls(**config)
 

@@ -1,5 +1,8 @@
 """Task models with an attached preprocessor take raw text in fit, evaluate and predict."""
 
+import subprocess
+import sys
+
 import keras
 import numpy as np
 import pytest
@@ -506,6 +509,26 @@ def test_keras_file_with_a_preprocessor_predicts_the_same_on_strings(tmp_path):
     np.testing.assert_allclose(restored.predict(texts, verbose=0), expected, atol=1e-6)
     config = classifier.get_config()
     assert BertClassifier.from_config(config).get_config() == config
+    predictions = str(tmp_path / "predictions.npy")
+    _load_in_a_fresh_process(path, texts, predictions)
+    np.testing.assert_allclose(np.load(predictions), expected, atol=1e-6)
+
+
+def _load_in_a_fresh_process(path, texts, predictions):
+    """`load_model(path)` where only the task model's class was imported, then its predictions saved.
+
+    The preprocessor's and tokenizer's classes register on import; a fresh
+    process has imported neither.
+    """
+    child = (
+        "import sys, keras, numpy as np\n"
+        "from bert_keras import BertClassifier\n"
+        "assert 'bert_keras.text.preprocessor' not in sys.modules\n"
+        f"model = keras.saving.load_model({path!r}, safe_mode=True)\n"
+        f"np.save({predictions!r}, model.predict({list(texts)!r}, verbose=0))\n"
+    )
+    completed = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True)
+    assert completed.returncode == 0, completed.stderr[-3000:]
 
 
 def test_a_compiled_model_reloads_compiled_with_its_optimizer_state(vocabulary_file, tmp_path):
@@ -588,9 +611,13 @@ def test_from_preset_loads_backbone_head_and_preprocessor(vocabulary_file, tmp_p
     checkpoint = read_checkpoint(directory)
     head = {"kernel": np.full((16, 2), 0.5, "float32"), "bias": np.array([1.0, -1.0], "float32")}
     checkpoint.head_weights["classifier"] = head
+    checkpoint.task_config = {"max_seq_length": 24}  # as a fine-tuning run records it
     headed = str(tmp_path / "headed")
     write_checkpoint(checkpoint, headed)
-    logits = BertClassifier.from_preset(headed, num_classes=2).get_layer("logits")
+    assert BertClassifier.from_preset(directory, num_classes=2).preprocessor.sequence_length == 128
+    fine_tuned = BertClassifier.from_preset(headed, num_classes=2)
+    assert fine_tuned.preprocessor.sequence_length == 24  # the length its export serves
+    logits = fine_tuned.get_layer("logits")
     np.testing.assert_array_equal(np.asarray(logits.kernel), head["kernel"])
     np.testing.assert_array_equal(np.asarray(logits.bias), head["bias"])
     fresh = BertClassifier.from_preset(headed, num_classes=3).get_layer("logits")
