@@ -29,7 +29,9 @@ def write_checkpoint(checkpoint, directory, overwrite=False, format="bert_keras"
     tokenizer.json, tokenizer_config.json and special_tokens_map.json when
     present, else a tokenizer_config.json from the tokenizer settings.
     "original" writes the google-research release's bert_config.json,
-    bert_model.ckpt.* (variables named as modeling.py's scopes) and vocab.txt.
+    bert_model.ckpt.* (variables named as modeling.py's scopes) and vocab.txt,
+    and bert_keras.json with the tokenizer settings alone (the original's
+    scripts take casing as a flag; reading the directory back keeps them).
     "keras_hub" writes a keras-hub BERT preset that
     `keras_hub.models.BertBackbone.from_preset` and `BertTokenizer.from_preset`
     load (`BertTextClassifier.from_preset` too with a classifier head); see
@@ -103,6 +105,10 @@ def _write_original(checkpoint, directory, overwrite):
     with atomic_directory(directory, overwrite) as staging:
         original.write_tensors(staging, tensors)
         _write_json(os.path.join(staging, original.CONFIG_FILE), config)
+        # The original keeps casing in its scripts' flags; bert_keras.json keeps the source's.
+        _write_json(
+            os.path.join(staging, OWN_CONFIG_FILE), {"tokenizer": checkpoint.tokenizer_settings}
+        )
         if checkpoint.vocabulary_file is not None:
             shutil.copyfile(
                 checkpoint.vocabulary_file, os.path.join(staging, original.VOCABULARY_FILE)

@@ -28,8 +28,14 @@ def directories(tmp_path_factory):
     (huggingface / "vocab.txt").write_text("\n".join(VOCABULARY) + "\n")
     (huggingface / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": True}))
     original = root / "uncased_L-2_H-8_A-2"
-    write_checkpoint(read_checkpoint(huggingface), original, format="original")
+    _write_as_googles_release(read_checkpoint(huggingface), original)
     return {"huggingface": huggingface, "original": original}
+
+
+def _write_as_googles_release(checkpoint, directory):
+    """The original format without the tokenizer settings bert_keras adds: as Google released it."""
+    write_checkpoint(checkpoint, directory, format="original")
+    (directory / "bert_keras.json").unlink()
 
 
 def _reference_ids(vocabulary_file, word):
@@ -66,6 +72,20 @@ def test_hugging_face_limit_matches_transformers(directories):
 
 def test_original_casing_comes_from_the_directory_name(directories, tmp_path):
     cased = tmp_path / "cased_L-2_H-8_A-2"
-    write_checkpoint(read_checkpoint(directories["huggingface"]), cased, format="original")
+    _write_as_googles_release(read_checkpoint(directories["huggingface"]), cased)
     assert read_checkpoint(cased).tokenizer_settings["lowercase"] is False
     assert read_checkpoint(directories["original"]).tokenizer_settings["lowercase"] is True
+
+
+def test_the_original_format_written_from_another_keeps_its_sources_tokenizer(
+    directories, tmp_path
+):
+    source = read_checkpoint(directories["huggingface"])
+    source.tokenizer_settings["lowercase"] = False  # a cased model, in a directory named uncased
+    written = tmp_path / "uncased_L-2_H-8_A-2"
+    write_checkpoint(source, written, format="original")
+    assert read_checkpoint(written).format == "original"
+    assert read_checkpoint(written).tokenizer_settings == source.tokenizer_settings
+    tokenizer = BertTokenizer.from_preset(str(written))
+    assert tokenizer("A a").numpy().tolist() == [UNK, VOCABULARY.index("a")]  # "A" kept: no piece
+    assert tokenizer(WORD).numpy().tolist() == [UNK]  # the source's limit, 100

@@ -104,6 +104,7 @@ def test_ours_to_the_original_format_gives_the_same_outputs(tmp_path):
     )
     assert sorted(os.listdir(tmp_path / "uncased_tiny")) == [
         "bert_config.json",
+        "bert_keras.json",  # the tokenizer settings alone
         "bert_model.ckpt.data-00000-of-00001",
         "bert_model.ckpt.index",
     ]
