@@ -394,4 +394,13 @@ def write_tensors(directory, tensors):
     from safetensors.numpy import save_file
 
     tensors = {name: np.ascontiguousarray(value) for name, value in tensors.items()}
-    save_file(tensors, os.path.join(directory, WEIGHTS_FILE), metadata={"format": "pt"})
+    path = os.path.join(directory, WEIGHTS_FILE)
+    save_file(tensors, path, metadata={"format": "pt"})
+    _set_mode_from_umask(path)
+
+
+def _set_mode_from_umask(path):
+    """Gives `path` the permissions a new file gets (safetensors makes it its owner's alone)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(path, 0o666 & ~umask)

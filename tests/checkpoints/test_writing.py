@@ -31,6 +31,17 @@ def test_own_format_keeps_settings_config_json_cannot_hold(tmp_path):
     assert config["layer_norm_eps"] == 1e-6 and config["architectures"] == ["BertModel"]
 
 
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_every_file_written_has_the_permissions_the_umask_gives(tmp_path, umask):
+    previous = os.umask(umask)
+    try:
+        BertBackbone(**TINY_BACKBONE).save_to_preset(tmp_path / "saved")
+    finally:
+        os.umask(previous)
+    modes = {path.name: path.stat().st_mode & 0o777 for path in (tmp_path / "saved").iterdir()}
+    assert modes == dict.fromkeys(modes, 0o666 & ~umask)  # model.safetensors too: a server reads it
+
+
 def test_vocabulary_and_tokenizer_config(tmp_path):
     vocabulary = tmp_path / "vocab.txt"
     vocabulary.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nhello\n")
