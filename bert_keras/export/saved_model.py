@@ -241,7 +241,7 @@ def _export_recommender(path, export_base, version, overwrite, top_k):
     version = next_version(export_base) if version is None else _checked_version(version)
     directory = os.path.join(os.fspath(export_base), str(version))
     with atomic_directory(directory, overwrite) as staging:
-        archive = _archive(model, signatures)
+        archive = _archive(signatures)
         archive.track(signatures["serving_default"].item_table)
         archive.write_out(staging, verbose=False)
         requests = {
@@ -435,19 +435,21 @@ def _tokenizer_files(directory):
 
 
 def _export_archive(served):
-    """A `keras.export.ExportArchive` of the model, its vocabulary and its signatures.
-
-    The archive tracks the variables the signatures read (a plain
-    `tf.Module` holding Keras variables loads in TF2 but not through the v1
-    session API that TF Serving uses).
-    """
+    """A `keras.export.ExportArchive` of the model's signatures, and the signatures."""
     signatures = _signatures(served)
-    return _archive(served.model, signatures), signatures
+    return _archive(signatures), signatures
 
 
-def _archive(model, signatures):
+def _archive(signatures):
+    """An archive of `signatures`, which saves the variables and tables they read.
+
+    An `ExportArchive`, not a plain `tf.Module` holding Keras variables: that
+    loads in TF2 but not through the v1 session API TF Serving uses. The
+    model is not tracked: its Keras variables would be saved again beside
+    the `tf.Variable`s the signatures read, twice the size on disk and in a
+    server's memory (keras-team/keras#23553).
+    """
     archive = keras.export.ExportArchive()
-    archive.track(model)
     for name, function in signatures.items():
         archive.add_endpoint(name, function)
     return archive

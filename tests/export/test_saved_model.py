@@ -131,6 +131,13 @@ def test_a_classifier_export_answers_as_the_keras_model_does(classifier, vocabul
         np.testing.assert_allclose(served["classify"]["scores"], probabilities, atol=1e-5)
 
 
+def test_each_weight_is_saved_once(classifier, classifier_export):
+    reader = tf.train.load_checkpoint(os.path.join(classifier_export, "variables", "variables"))
+    shapes = reader.get_variable_to_shape_map()
+    del shapes["_CHECKPOINTABLE_OBJECT_GRAPH"]
+    assert sum(int(np.prod(shape)) for shape in shapes.values()) == classifier[0].count_params()
+
+
 def test_an_empty_batch_gets_empty_answers(classifier_export):
     empty = serve(classifier_export, {"serving_default": {"text": []}})
     for path in ("eager", "session"):  # JSON drops the shapes
