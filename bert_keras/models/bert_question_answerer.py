@@ -1,12 +1,16 @@
 """Extractive question answering: start and end logits over the sequence."""
 
 import keras
+import numpy as np
 from keras import ops
 
 from bert_keras.layers.dense import Dense
 from bert_keras.layers.initializers import bert_kernel_initializer
 from bert_keras.models.bert_task import BertTask
 from bert_keras.models.bert_task import backbone_inputs
+from bert_keras.models.input_checks import check_token_positions
+from bert_keras.models.text_inputs import holds_dataset
+from bert_keras.models.text_inputs import holds_text
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")
@@ -61,6 +65,26 @@ class BertQuestionAnswerer(BertTask):
             outputs={"start_logits": start_logits, "end_logits": end_logits},
             **kwargs,
         )
+
+    def _check_array_inputs(self, x, y=None, sample_weight=None, batch_size=None, source=""):
+        """`BertTask`'s checks, and that each span label indexes a token of its packed example."""
+        super()._check_array_inputs(x, y, sample_weight, batch_size, source)
+        lengths = self._packed_lengths(x) if isinstance(y, dict) else None
+        if lengths is None:
+            return
+        for name in ("start_logits", "end_logits"):
+            if name in y:
+                check_token_positions(y[name], lengths, f"{source}y[{name!r}]")
+
+    def _packed_lengths(self, x):
+        """Each example's packed tokens, where `x` holds them in arrays or lists; else None."""
+        if holds_text(x):
+            if holds_dataset(x) or self.preprocessor is None:  # the latter: an error follows
+                return None
+            x = self._packed_texts(x)
+        if not isinstance(x, dict) or "padding_mask" not in x:
+            return None
+        return np.sum(np.asarray(x["padding_mask"]), axis=-1)
 
     def default_loss(self):
         loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)

@@ -108,6 +108,44 @@ def check_class_ids(y, num_classes, name="y", ignored_label=None):
         )
 
 
+def check_token_positions(positions, lengths, name="y"):
+    """Raises a ValueError unless each position is a whole number indexing a token of its example.
+
+    For span labels (`BertQuestionAnswerer`): a start or end must fall in
+    `[0, length)` of its example's packed tokens, not on padding, whose
+    logits the model masks (a label there makes a loss of about 1e8; past
+    the sequence, on jax, a wrong loss without an error).
+
+    Args:
+        positions: one position per example: an array or list `[examples]`
+            (or `[examples, 1]`).
+        lengths: each example's packed tokens, `[examples]`.
+        name: what the error calls `positions`.
+
+    Raises:
+        ValueError: naming the first example whose position is wrong.
+
+    Example:
+    >>> check_token_positions([0, 4], lengths=[3, 5])
+    >>> check_token_positions([0, 4], lengths=[3, 4])
+    Traceback (most recent call last):
+    ...
+    ValueError: y holds the position 4 for example 1, whose packed tokens are 4 (positions 0 to 3)...
+    """
+    values = _flat_values(positions)
+    if values.dtype.kind not in "iuf":
+        return
+    lengths = np.asarray(lengths).reshape(-1)
+    wrong = (values < 0) | (values >= lengths) | (values != np.round(values))
+    if wrong.any():
+        index = int(np.argmax(wrong))
+        raise ValueError(
+            f"{name} holds the position {values[index].item()} for example {index}, whose "
+            f"packed tokens are {lengths[index]} (positions 0 to {lengths[index] - 1}): a span "
+            "label indexes a token of the packed input, not padding."
+        )
+
+
 def check_positive_count(name, value):
     """Raises a ValueError unless `value` is None or a positive whole number (a batch size, steps).
 

@@ -583,6 +583,35 @@ def test_question_answerer_takes_question_context_pairs(vocabulary_file):
     assert outputs["start_logits"].shape == (1, SEQUENCE_LENGTH)
 
 
+def test_span_labels_off_their_examples_tokens_are_errors_before_any_step(vocabulary_file):
+    reader = BertQuestionAnswerer(_backbone(), preprocessor=_preprocessor(vocabulary_file))
+    reader.compile()
+    pairs = (["good word1", "good"], ["word2 bad word3", "bad"])  # 8 and 5 packed tokens
+    ids = {name: value.numpy() for name, value in reader.preprocessor(pairs).items()}
+    ends = np.array([6, 3])
+    for start, wrong in (
+        (-1, "-1 for example 1"),
+        (5, "5 for example 1"),
+        (SEQUENCE_LENGTH, f"{SEQUENCE_LENGTH} "),
+    ):
+        starts = np.array([7, start])
+        for x in (pairs, ids):  # on padding, past the sequence or before it: on jax, no error
+            with pytest.raises(
+                ValueError, match=rf"y\['start_logits'\] holds the position {wrong}"
+            ):
+                reader.fit(x, {"start_logits": starts, "end_logits": ends}, verbose=0)
+    with pytest.raises(
+        ValueError, match=r"validation_data: y\['end_logits'\] holds the position 8"
+    ):
+        reader.fit(
+            pairs,
+            {"start_logits": np.array([7, 4]), "end_logits": ends},
+            validation_data=(pairs, {"start_logits": np.array([0, 0]), "end_logits": [8, 0]}),
+            verbose=0,
+        )
+    reader.fit(pairs, {"start_logits": np.array([7, 4]), "end_logits": ends}, verbose=0)
+
+
 def test_from_preset_loads_backbone_head_and_preprocessor(vocabulary_file, tmp_path):
     backbone = _backbone()
     directory = str(tmp_path / "backbone")
