@@ -125,7 +125,15 @@ def read_generic(path, label_names=None, limit=None):
             raise ValueError(
                 f"{path}:1: the header must name 'text' and 'label' columns, got {header}."
             )
-        rows = list(reader)
+        rows = [(number, row) for number, row in enumerate(reader, start=2) if _holds_text(row)]
+    for number, row in rows:
+        if len(row) != len(header):
+            raise ValueError(
+                f"{path}:{number}: expected {len(header)} {_SEPARATED[delimiter]} fields as in "
+                f"the header, found {len(row)}."
+            )
+    if not rows:
+        raise ValueError(f"{path} holds no examples, only its header.")
     columns = {name: header.index(name) for name in header}
     if label_names is None:
         label_names = _label_names(rows, columns["label"], path)
@@ -136,15 +144,21 @@ def read_generic(path, label_names=None, limit=None):
         labels=tuple(label_names),
         header=False,
     )
-    return _parse_rows(rows, path, task, task.labels, limit, first_line=2)
+    return _parse_rows(rows, path, task, task.labels, limit)
 
 
 def _label_names(rows, label_column, path):
     """The sorted set of a file's labels; `()` (a regression) if all are numbers, one fractional."""
-    values = [_cell(row, label_column, path, number + 2) for number, row in enumerate(rows)]
+    values = [row[label_column] for _, row in rows]
+    for (number, _), value in zip(rows, values):
+        if not value.strip():
+            raise ValueError(f"{path}:{number}: the label is empty; each example needs one.")
     if all(map(_is_number, values)) and any(map(_is_fraction, values)):
         return ()
     return tuple(sorted(set(values)))
+
+
+_SEPARATED = {",": "comma-separated", "\t": "tab-separated"}
 
 
 def _task_format(task_name):
@@ -161,15 +175,23 @@ def _read_rows(path, task, label_names, limit):
         reader = csv.reader(file, delimiter="\t", quotechar=None)
         if task.header:
             next(reader, None)
-        rows = list(itertools.islice(reader, limit))  # a limit reads no further
-    return _parse_rows(rows, path, task, label_names, limit, first_line=2 if task.header else 1)
+        # A limit reads no further.
+        lines = enumerate(itertools.islice(reader, limit), start=2 if task.header else 1)
+        rows = [(number, row) for number, row in lines if _holds_text(row)]
+    if not rows:
+        raise ValueError(f"{path} holds no examples.")
+    return _parse_rows(rows, path, task, label_names, limit)
 
 
-def _parse_rows(rows, path, task, label_names, limit, first_line):
+def _holds_text(row):
+    """Whether a row has a cell that is not blank (blank lines are skipped)."""
+    return any(cell.strip() for cell in row)
+
+
+def _parse_rows(rows, path, task, label_names, limit):
+    """Examples of `(line number, row)` pairs, the first `limit` if given."""
     examples = ClassificationExamples([], [] if task.text_b is not None else None, [], label_names)
-    for number, row in enumerate(rows[:limit] if limit else rows, start=first_line):
-        if not any(cell.strip() for cell in row):
-            continue
+    for number, row in rows[:limit] if limit else rows:
         examples.texts_a.append(_cell(row, task.text_a, path, number))
         if task.text_b is not None:
             examples.texts_b.append(_cell(row, task.text_b, path, number))

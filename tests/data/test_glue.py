@@ -103,3 +103,28 @@ def test_generic_header_must_name_text_and_label(tmp_path):
     path = _write(tmp_path, "train.tsv", "sentence\ty\nx\t1\n")
     with pytest.raises(ValueError, match="train.tsv:1: the header must name 'text' and 'label'"):
         read_generic(str(path))
+
+
+@pytest.mark.parametrize(
+    "rows, error",
+    [
+        ("a,pos\nb,neg,extra\n", ":3: expected 2 comma-separated fields as in the header, found 3"),
+        ("a,pos\nb\n", ":3: expected 2 comma-separated fields as in the header, found 1"),
+        ("a,pos\nb,\nc,neg\n", ":3: the label is empty"),  # not a class named ''
+        ("", " holds no examples, only its header"),
+    ],
+)
+def test_generic_rows_must_fill_the_headers_columns(tmp_path, rows, error):
+    path = _write(tmp_path, "train.csv", "text,label\n" + rows)
+    with pytest.raises(ValueError, match=f"{path}{error}"):
+        read_generic(str(path))
+
+
+def test_blank_lines_are_skipped_and_an_empty_file_is_an_error(tmp_path):
+    path = _write(tmp_path, "train.csv", "text,label\na,pos\n\nc,neg\n")
+    assert read_generic(str(path)).labels == [1, 0]
+    path = _write(tmp_path, "train.tsv", "sentence\tlabel\ngood\t1\n\nbad\t0\n")
+    assert read_glue("SST-2", str(tmp_path), "train").labels == [1, 0]
+    _write(tmp_path, "dev.tsv", "sentence\tlabel\n\n")
+    with pytest.raises(ValueError, match="dev.tsv holds no examples"):
+        read_glue("SST-2", str(tmp_path), "dev")
