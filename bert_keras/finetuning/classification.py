@@ -10,6 +10,7 @@ from absl import logging
 from bert_keras.data.classification_dataset import classification_dataset
 from bert_keras.data.classification_dataset import classification_features
 from bert_keras.data.glue import GLUE_TASKS
+from bert_keras.data.glue import SPLITS
 from bert_keras.data.glue import read_generic
 from bert_keras.data.glue import read_glue
 from bert_keras.evaluation.glue_metrics import accuracy
@@ -105,8 +106,8 @@ class ClassificationRun(FineTuningRun):
                 list(data_labels),
             )
         self.label_names = tuple(in_head_order or data_labels)
-        for split in ("dev", "test") if self.task_name == "csv" else ():
-            if self._has(split):
+        for split in ("dev", "test"):
+            if self._has_file(split):
                 self._read(split)  # a label that train lacks is an error now, not after training
         self.preprocessor = BertPreprocessor(self.tokenizer, sequence_length=max_seq_length)
         num_classes = max(len(self.label_names), 1)
@@ -122,6 +123,13 @@ class ClassificationRun(FineTuningRun):
 
     def _has(self, split):
         return self.task_name in GLUE_TASKS or bool(self._generic_path(split))
+
+    def _has_file(self, split):
+        """Whether the split's file is there (a GLUE task's files are named by the task)."""
+        if self.task_name not in GLUE_TASKS:
+            return bool(self._generic_path(split))
+        files = GLUE_TASKS[self.task_name].files
+        return os.path.isfile(os.path.join(self.data_dir, files[SPLITS.index(split)]))
 
     def _generic_path(self, split):
         matches = sorted(glob.glob(os.path.join(self.data_dir, f"{split}.[ct]sv")))

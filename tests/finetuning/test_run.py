@@ -85,6 +85,12 @@ def test_dev_labels_are_the_train_files_classes(checkpoint, sentiment_data, tmp_
     (data / "dev.tsv").write_text("text\tlabel\ngood\tpositive\nbad\tmeh\n")
     with pytest.raises(ValueError, match=r"dev.tsv:3: label 'meh' is not one of \['negative'"):
         ClassificationRun("csv", str(data), checkpoint, str(tmp_path / "out"), max_seq_length=8)
+    glue = tmp_path / "sst2"  # a GLUE task's dev file too is read before training
+    glue.mkdir()
+    (glue / "train.tsv").write_text("sentence\tlabel\ngood\t1\n")
+    (glue / "dev.tsv").write_text("sentence\tlabel\ngood\tpositive\n")
+    with pytest.raises(ValueError, match=r"dev.tsv:2: label 'positive' is not one of \['0', '1'\]"):
+        ClassificationRun("SST-2", str(glue), checkpoint, str(tmp_path / "out"), max_seq_length=8)
 
 
 def test_an_unlabelled_test_file_is_predicted_and_not_scored(checkpoint, sentiment_data, tmp_path):
