@@ -12,6 +12,7 @@ missing directories of --output_file are created.
 """
 
 import glob
+import os
 
 from absl import app
 from absl import flags
@@ -23,7 +24,12 @@ from bert_keras.training.garbage_collection import long_lived_objects
 
 _INPUT_FILE = flags.DEFINE_string("input_file", None, "Comma-separated text files or globs.")
 _OUTPUT_FILE = flags.DEFINE_string("output_file", None, "Where vocab.txt goes.")
-_VOCAB_SIZE = flags.DEFINE_integer("vocab_size", 30522, "Largest vocabulary size.")
+_VOCAB_SIZE = flags.DEFINE_integer(
+    "vocab_size",
+    30522,
+    "The vocabulary's size at most (the learner's rarest subwords past it are left out).",
+    lower_bound=6,  # the five special tokens and one learned
+)
 _DO_LOWER_CASE = flags.DEFINE_boolean(
     "do_lower_case", True, "Uncased (lower-case, strip accents) or cased vocabulary."
 )
@@ -36,6 +42,12 @@ def input_paths(patterns):
         matches = sorted(glob.glob(pattern))
         if not matches:
             raise app.UsageError(f"--input_file: {pattern!r} matches no file.")
+        directories = [path for path in matches if os.path.isdir(path)]
+        if directories:
+            raise app.UsageError(
+                f"--input_file: {directories[0]} is a directory; give its files, e.g. "
+                f"{os.path.join(directories[0], '*.txt')!r}."
+            )
         paths += matches
     return paths
 
@@ -58,7 +70,9 @@ def main(argv):
     try:
         vocabulary = learn_vocabulary(counts, _VOCAB_SIZE.value)
     except ValueError as error:
-        raise app.UsageError(f"{error} (--input_file={_INPUT_FILE.value})") from error
+        raise app.UsageError(
+            f"{error} (--vocab_size={_VOCAB_SIZE.value}, --input_file={_INPUT_FILE.value})"
+        ) from error
     write_text(_OUTPUT_FILE.value, "".join(token + "\n" for token in vocabulary))
     print(f"wrote {len(vocabulary)} tokens to {_OUTPUT_FILE.value}")
 

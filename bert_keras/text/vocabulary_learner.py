@@ -104,4 +104,21 @@ def learn_vocabulary(word_counts, vocabulary_size, max_unique_characters=1000):
         lower_thresh=1,
         max_unique_chars=max_unique_characters,
     )
-    return reserved + [token for token in learned if token not in set(reserved)]
+    vocabulary = reserved + [token for token in learned if token not in set(reserved)]
+    return _without_the_rarest_subwords(vocabulary, vocabulary_size)
+
+
+def _without_the_rarest_subwords(vocabulary, vocabulary_size):
+    """The learner's `vocabulary` cut to `vocabulary_size`, a size it may overshoot.
+
+    Its tokens come reserved first, then the single characters, then the
+    subwords from the most frequent down: the cut drops the rarest subwords,
+    and every word can still be spelled.
+    """
+    characters = sum(len(token.removeprefix("##")) == 1 for token in vocabulary)
+    if vocabulary_size < len(reserved_tokens(vocabulary_size)) + characters:
+        raise ValueError(
+            f"vocabulary_size {vocabulary_size} leaves no room for the text's {characters} "
+            "single characters after the reserved tokens: give a larger one."
+        )
+    return vocabulary[:vocabulary_size]

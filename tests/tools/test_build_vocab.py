@@ -2,9 +2,12 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import tensorflow as tf
+from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib
 
+from bert_keras.text.tokenizer import SPECIAL_TOKENS
 from bert_keras.text.tokenizer import BertTokenizer
 from bert_keras.text.vocabulary_learner import learn_vocabulary
 
@@ -91,6 +94,24 @@ def test_missing_input_names_the_pattern(tmp_path):
     assert completed.returncode != 0
     assert "none*.txt' matches no file" in completed.stderr
     assert not (tmp_path / "vocab.txt").exists()
+
+
+def test_a_size_the_learner_overshoots_is_kept_without_its_rarest_subwords():
+    rng = np.random.default_rng(2)
+    words = {"".join(rng.choice(list("abcdefghijklmnop"), rng.integers(2, 7))) for _ in range(600)}
+    counts = {word: int(rng.integers(1, 4)) for word in sorted(words)}  # few counts: coarse sizes
+    learned = wordpiece_tokenizer_learner_lib.learn(
+        counts, 120, list(SPECIAL_TOKENS), lower_thresh=1
+    )
+    assert len(learned) > 120  # what tensorflow-text's learner gives when asked for 120
+    vocabulary = learn_vocabulary(counts, 120)
+    assert len(vocabulary) == 120 and vocabulary[:5] == list(SPECIAL_TOKENS)
+    assert set("abcdefghijklmnop") <= set(vocabulary)
+    tokenizer = BertTokenizer(vocabulary)
+    ids = tokenizer(tf.constant(sorted(words))).flat_values.numpy()
+    assert tokenizer.unk_token_id not in ids
+    with pytest.raises(ValueError, match="no room for the text's 32 single characters"):
+        learn_vocabulary(counts, 30)
 
 
 def test_empty_corpus_is_an_error():
