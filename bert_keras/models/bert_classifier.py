@@ -6,6 +6,7 @@ from bert_keras.models.bert_task import BertTask
 from bert_keras.models.bert_task import backbone_inputs
 from bert_keras.models.bert_task import dropout_dense
 from bert_keras.models.bert_task import float32_logits
+from bert_keras.models.input_checks import check_one_text_per_example
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")
@@ -38,6 +39,7 @@ class BertClassifier(BertTask):
     """
 
     checkpoint_head = "classifier"
+    one_label_per_example = True
     default_learning_rate = 2e-5
 
     def __init__(self, backbone, num_classes, dropout=0.1, **kwargs):
@@ -50,6 +52,15 @@ class BertClassifier(BertTask):
         self.num_classes = num_classes
         self.label_classes = num_classes if num_classes > 1 else None  # 1: a regression
         self.dropout = dropout
+
+    def _check_array_inputs(self, x, y=None, sample_weight=None, batch_size=None, source=""):
+        """`BertTask`'s checks, and that texts come one per example (pairs as a tuple)."""
+        super()._check_array_inputs(x, y, sample_weight, batch_size, source)
+        parts = enumerate(x) if isinstance(x, tuple) else [(None, x)]
+        for index, texts in parts:
+            check_one_text_per_example(
+                texts, f"{source}x" + ("" if index is None else f"[{index}]")
+            )
 
     def default_loss(self):
         if self.num_classes == 1:

@@ -38,6 +38,7 @@ class BertMultipleChoice(BertTask):
     """
 
     checkpoint_head = "classifier"
+    one_label_per_example = True
     output_layer_name = "choice_score"
     default_learning_rate = 2e-5
 

@@ -16,6 +16,7 @@ from bert_keras.models.checkpoint_weights import apply_checkpoint
 from bert_keras.models.dataset_release import without_autotuning_thread
 from bert_keras.models.input_checks import check_array_inputs
 from bert_keras.models.input_checks import check_class_ids
+from bert_keras.models.input_checks import check_one_label_per_example
 from bert_keras.models.input_checks import check_positive_count
 from bert_keras.models.text_inputs import DEFAULT_BATCH_SIZE
 from bert_keras.models.text_inputs import TextPacker
@@ -79,6 +80,7 @@ class BertTask(keras.Model):
     # How many classes the labels are ids of, where they are: `fit` and
     # `evaluate` check them (`_check_array_inputs`).
     label_classes = None
+    one_label_per_example = False  # else labels per token
 
     def __init__(self, backbone, inputs, outputs, preprocessor=None, **kwargs):
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
@@ -559,11 +561,13 @@ class BertTask(keras.Model):
         loss = self.loss
         if y is None or not self.label_classes or isinstance(y, dict):
             return
-        if isinstance(loss, keras.losses.SparseCategoricalCrossentropy):
-            ignored = loss.get_config().get("ignore_class")
-            check_class_ids(y, self.label_classes, f"{source}y", ignored)
-        elif loss == "sparse_categorical_crossentropy":
-            check_class_ids(y, self.label_classes, f"{source}y")
+        sparse = isinstance(loss, keras.losses.SparseCategoricalCrossentropy)
+        if not (sparse or loss == "sparse_categorical_crossentropy"):
+            return
+        if self.one_label_per_example:
+            check_one_label_per_example(y, f"{source}y")
+        ignored = loss.get_config().get("ignore_class") if sparse else None
+        check_class_ids(y, self.label_classes, f"{source}y", ignored)
 
     def _takes_as_text(self, x):
         if not holds_text(x):

@@ -108,6 +108,56 @@ def check_class_ids(y, num_classes, name="y", ignored_label=None):
         )
 
 
+def check_one_label_per_example(y, name="y"):
+    """Raises a ValueError unless `y` holds one class id per example: `[examples]` or `[examples, 1]`.
+
+    One-hot or soft rows pass the class-id range check (their values are 0
+    and 1) and fail inside the sparse loss, whose error does not name them.
+
+    Example:
+    >>> check_one_label_per_example([[0], [1]])
+    >>> check_one_label_per_example([[1, 0], [0, 1]])
+    Traceback (most recent call last):
+    ...
+    ValueError: y has the shape (2, 2), where the loss reads one class id per example...
+    """
+    shape = np.shape(y)
+    if len(shape) > 2 or (len(shape) == 2 and shape[1] != 1):
+        raise ValueError(
+            f"{name} has the shape {shape}, where the loss reads one class id per example, "
+            f"shape ({shape[0]},); one-hot or soft rows go with "
+            "loss=keras.losses.CategoricalCrossentropy(from_logits=True)."
+        )
+
+
+def check_one_text_per_example(texts, name="x"):
+    """Raises a ValueError where a classifier's `texts` nest: lists of lists, rows of strings.
+
+    Sentence pairs come as a tuple of two lists; as a list of two, or a 2-D
+    array, they would fail in the tokenizer, whose error names a tensor.
+
+    Example:
+    >>> check_one_text_per_example(["a film", "a movie"])
+    >>> check_one_text_per_example([["a film", "a movie"], ["good", "bad"]])
+    Traceback (most recent call last):
+    ...
+    ValueError: x holds lists (x[0] is a list) where one text per example goes...
+    """
+    if isinstance(texts, np.ndarray) and texts.ndim > 1 and holds_text(texts):
+        raise ValueError(
+            f"{name} is an array of texts of the shape {texts.shape} where one text per example "
+            "goes: give sentence pairs as a tuple (texts, text_pairs)."
+        )
+    if not isinstance(texts, list) or not holds_text(texts):
+        return
+    for index, text in enumerate(texts):
+        if isinstance(text, (list, tuple, np.ndarray)):
+            raise ValueError(
+                f"{name} holds lists ({name}[{index}] is a {type(text).__name__}) where one text "
+                "per example goes: give sentence pairs as a tuple (texts, text_pairs)."
+            )
+
+
 def check_token_positions(positions, lengths, name="y"):
     """Raises a ValueError unless each position is a whole number indexing a token of its example.
 

@@ -473,6 +473,11 @@ def test_bad_texts_and_labels_are_errors_before_any_step(vocabulary_file):
         classifier.evaluate(["good", "bad"], [1], verbose=0)
     with pytest.raises(ValueError, match=r"validation_data: x\[1\] is None, not a string"):
         classifier.fit(["good"], [1], validation_data=(["bad", None], [0, 1]), verbose=0)
+    pairs_as_a_list = [["good", "bad"], ["bad", "good"]]  # a tuple makes them pairs
+    with pytest.raises(ValueError, match=r"x holds lists \(x\[0\] is a list\) where one text"):
+        classifier.fit(pairs_as_a_list, [1, 0], verbose=0)
+    with pytest.raises(ValueError, match=r"x is an array of texts of the shape \(2, 2\)"):
+        classifier.predict(np.array(pairs_as_a_list), verbose=0)
     assert classifier.optimizer.iterations.numpy() == 0
 
 
@@ -486,6 +491,10 @@ def test_class_ids_out_of_range_are_errors_for_text_and_token_ids(vocabulary_fil
     token_ids = classifier.preprocessor(tf.constant(texts))
     with pytest.raises(ValueError, match="y holds the label -1 "):
         classifier.evaluate({k: v.numpy() for k, v in token_ids.items()}, [-1] * 4, verbose=0)
+    one_hot = np.eye(2)[labels]  # in range, but not one id per example: fails inside the loss
+    with pytest.raises(ValueError, match=r"y has the shape \(4, 2\), where the loss reads one"):
+        classifier.fit(texts, one_hot, verbose=0)
+    classifier.fit(texts, np.array(labels)[:, None], verbose=0)  # [examples, 1]: one id each
     # Labels a loss of the user's reads otherwise are not class ids: here soft one-hot rows.
     classifier.compile(loss=keras.losses.CategoricalCrossentropy(from_logits=True), metrics=[])
     classifier.fit(texts, np.array([[0.9, 0.1]] * 4), verbose=0)
