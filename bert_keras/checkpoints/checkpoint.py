@@ -7,6 +7,7 @@ here knows a Keras model.
 """
 
 import dataclasses
+import json
 
 # The project's own format is a Hugging Face directory plus this file.
 OWN_CONFIG_FILE = "bert_keras.json"
@@ -17,6 +18,25 @@ POOLER_PATHS = ("pooler_dense/kernel", "pooler_dense/bias")
 # the one transformers and every Hugging Face tokenizer.json use.
 ORIGINAL_MAX_CHARS_PER_WORD = 200
 HUGGING_FACE_MAX_CHARS_PER_WORD = 100
+
+
+def read_json(path):
+    """The JSON value in the file at `path`; a ValueError naming the file if it is not JSON.
+
+    Example:
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "config.json")
+    >>> _ = open(path, "w").write('{"vocab_size": 30,}')
+    >>> read_json(path)
+    Traceback (most recent call last):
+    ...
+    ValueError: .../config.json is not valid JSON: Expecting property name ... (char 18)
+    """
+    with open(path, encoding="utf-8") as file:
+        try:
+            return json.load(file)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path} is not valid JSON: {error}") from None
 
 
 def tokenizer_settings(

@@ -22,7 +22,10 @@ import os
 import re
 
 import numpy as np
+from safetensors import SafetensorError
 from safetensors import safe_open
+
+from bert_keras.checkpoints.checkpoint import read_json
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
@@ -251,8 +254,7 @@ def read_config(directory):
     ('gelu_approximate', 768, None)
     """
     path = os.path.join(directory, CONFIG_FILE)
-    with open(path) as file:
-        raw = json.load(file)
+    raw = read_json(path)
     _check_supported(raw, path)
     config = {ours: raw.get(theirs, default) for theirs, ours, default in CONFIG_TABLE}
     attention_dropout = raw.get("attention_probs_dropout_prob", 0.1)
@@ -342,7 +344,7 @@ class TensorFile:
         self._files = _tensor_files(directory)  # tensor name -> file path
         self.shapes = {}
         for path in sorted(set(self._files.values())):
-            with safe_open(path, framework="numpy") as file:
+            with _opened_tensors(path) as file:
                 for name in file.keys():
                     self.shapes[name] = tuple(file.get_slice(name).get_shape())
 
@@ -359,11 +361,18 @@ def _tensor_files(directory):
     index_path = os.path.join(directory, WEIGHTS_INDEX_FILE)
     if not os.path.isfile(index_path):
         path = os.path.join(directory, WEIGHTS_FILE)
-        with safe_open(path, framework="numpy") as file:
+        with _opened_tensors(path) as file:
             return {name: path for name in file.keys()}
-    with open(index_path) as file:
-        weight_map = json.load(file)["weight_map"]
+    weight_map = read_json(index_path)["weight_map"]
     return {name: os.path.join(directory, shard) for name, shard in weight_map.items()}
+
+
+def _opened_tensors(path):
+    """`safe_open(path)`, its errors (a cut or corrupt file) made ValueErrors naming the file."""
+    try:
+        return safe_open(path, framework="numpy")
+    except SafetensorError as error:
+        raise ValueError(f"{path} is not a readable safetensors file: {error}.") from None
 
 
 def _read_bfloat16(path, name):

@@ -35,6 +35,7 @@ import h5py
 import numpy as np
 
 from bert_keras.checkpoints.checkpoint import HUGGING_FACE_MAX_CHARS_PER_WORD
+from bert_keras.checkpoints.checkpoint import read_json
 from bert_keras.checkpoints.checkpoint import tokenizer_settings
 from bert_keras.checkpoints.name_tables import checkpoint_tensors
 from bert_keras.checkpoints.name_tables import read_tables
@@ -233,7 +234,7 @@ def read_config(directory):
     ('gelu_approximate', 1e-12, 512)
     """
     path = os.path.join(directory, CONFIG_FILE)
-    raw = _read_json(path)
+    raw = read_json(path)
     if raw.get("registered_name") != BACKBONE_CLASS:
         raise ValueError(
             f"{path} holds a {raw.get('registered_name')!r}; bert_keras reads {BACKBONE_CLASS!r}."
@@ -692,14 +693,6 @@ def _open_h5(path):
         return h5py.File(path, "r")
     except OSError as error:
         raise ValueError(f"{path} is not a readable HDF5 weights file: {error}") from error
-
-
-def _read_json(path):
-    try:
-        with open(path, encoding="utf-8") as file:
-            return json.load(file)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path} is not valid JSON: {error}") from error
 
 
 def _read_json_or_none(path):

@@ -13,8 +13,9 @@ of `BertBackbone` (or of a head) and the layout between them; see
 """
 
 import glob
-import json
 import os
+
+from bert_keras.checkpoints.checkpoint import read_json
 
 CONFIG_FILE = "bert_config.json"
 VOCABULARY_FILE = "vocab.txt"
@@ -160,8 +161,7 @@ def read_config(directory):
     ('gelu_approximate', 1e-12)
     """
     path = os.path.join(directory, CONFIG_FILE)
-    with open(path) as file:
-        raw = json.load(file)
+    raw = read_json(path)
     if raw.get("vocab_size") is None:
         raise ValueError(f"{path} has no vocab_size.")
     config = {ours: raw.get(theirs, default) for theirs, ours, default in CONFIG_TABLE}

@@ -21,7 +21,6 @@ decoder. Head tensors go to `Checkpoint.head_weights`.
 """
 
 import glob
-import json
 import os
 
 import keras
@@ -33,6 +32,7 @@ from bert_keras.checkpoints.checkpoint import HUGGING_FACE_MAX_CHARS_PER_WORD
 from bert_keras.checkpoints.checkpoint import ORIGINAL_MAX_CHARS_PER_WORD
 from bert_keras.checkpoints.checkpoint import OWN_CONFIG_FILE
 from bert_keras.checkpoints.checkpoint import Checkpoint
+from bert_keras.checkpoints.checkpoint import read_json
 from bert_keras.checkpoints.checkpoint import tokenizer_settings
 from bert_keras.checkpoints.name_tables import read_tables
 
@@ -276,7 +276,4 @@ def _existing(directory, name):
 
 
 def _read_json(path):
-    if path is None:
-        return None
-    with open(path, encoding="utf-8") as file:
-        return json.load(file)
+    return None if path is None else read_json(path)

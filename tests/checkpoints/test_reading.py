@@ -44,6 +44,18 @@ def test_keras_file_of_another_model_is_refused(tmp_path):
         BertBackbone.from_preset(tmp_path / "other.keras")
 
 
+def test_a_cut_weights_file_or_broken_json_is_named(tmp_path):
+    BertBackbone(**TINY_BACKBONE).save_to_preset(tmp_path / "saved")
+    weights = tmp_path / "saved" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])  # as a download cut short leaves it
+    with pytest.raises(ValueError, match=f"{weights} is not a readable safetensors file"):
+        read_checkpoint(tmp_path / "saved")
+    config = tmp_path / "saved" / "config.json"
+    config.write_text(config.read_text()[:-3])
+    with pytest.raises(ValueError, match=f"{config} is not valid JSON: "):
+        read_checkpoint(tmp_path / "saved")
+
+
 def test_missing_path_is_named(tmp_path):
     with pytest.raises(
         FileNotFoundError, match=f"Checkpoint path {tmp_path / 'absent'} does not exist"
