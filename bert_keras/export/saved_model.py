@@ -147,7 +147,7 @@ def export_saved_model(
 
     Raises:
         ValueError: a model this exporter cannot serve, a bad version or
-            sequence length.
+            sequence length, an `export_base` that is a file.
         FileExistsError: the version exists and not `overwrite`.
 
     Example:
@@ -174,6 +174,11 @@ def export_saved_model(
         top_k=top_k,
         null_score_diff_threshold=null_score_diff_threshold,
     )
+    if os.path.isfile(export_base):
+        raise ValueError(
+            f"export_base {export_base} is a file; it is the directory that holds the model's "
+            "numbered versions."
+        )
     if keras.backend.backend() != "tensorflow":
         return _export_in_tensorflow_process(arguments)
     recommender_file = _recommender_file(os.fspath(model))

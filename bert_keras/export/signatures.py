@@ -73,7 +73,8 @@ def classifier_signatures(model, preprocessor, label_names, text_pair=False):
 
     @tf.function(input_signature=text_specs(*feature_names), autograph=False)
     def serve_text(*texts):
-        return answers(logits_of(texts))
+        with tf.control_dependencies(same_batch_size(**dict(zip(feature_names, texts)))):
+            return answers(logits_of(texts))
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="inputs")])
     def classify(inputs):

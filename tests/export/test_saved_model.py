@@ -181,6 +181,9 @@ def test_a_classifier_of_pairs_takes_text_pair_as_its_checkpoint_records(
     answers = serve(exported, {"serving_default": request})
     for path in ("eager", "session"):
         np.testing.assert_allclose(answers[path]["serving_default"]["logits"], logits, atol=1e-5)
+    signature = tf.saved_model.load(exported).signatures["serving_default"]
+    with pytest.raises(tf.errors.InvalidArgumentError, match="text and text_pair must hold as"):
+        signature(text=tf.constant(firsts), text_pair=tf.constant(seconds[:2]))
 
 
 def _replayed_request(log):
@@ -243,6 +246,9 @@ def test_versions_and_bad_models_are_refused_with_nothing_written(classifier, tm
     with pytest.raises(ValueError, match="sequence_length is 0 but must be between 3 and"):
         export_saved_model(classifier[1], base, sequence_length=0)  # not the default
     assert sorted(os.listdir(base)) == ["1"]
+    (tmp_path / "a_file").write_text("")
+    with pytest.raises(ValueError, match="a_file is a file; it is the directory that holds"):
+        export_saved_model(classifier[1], tmp_path / "a_file")
 
 
 def test_the_committed_op_list_is_tensorflow_2_17_core():
