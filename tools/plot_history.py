@@ -18,14 +18,18 @@ from bert_keras.training.history_plots import write_history_plot
 
 
 def main(argv):
+    """Draws each directory's curves; one it cannot draw is named and the others still drawn."""
     output_dirs = argv[1:]
     if not output_dirs:
         raise app.UsageError("Give one or more OUTPUT_DIRs of training runs.")
+    failed = 0
     for output_dir in output_dirs:
         try:
             print(write_history_plot(output_dir))
         except (FileNotFoundError, ValueError) as error:
-            raise app.UsageError(str(error)) from error
+            print(f"plot_history: {error}", file=sys.stderr)
+            failed += 1
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -31,13 +31,17 @@ def test_the_tool_redraws_each_directory_and_names_one_without_history(tmp_path)
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout.strip() == str(run / "history.png")
     assert _png_size(run / "history.png") == (2 * 420, 340)  # two panels
+    (run / "history.png").unlink()
     empty = tmp_path / "empty"
     empty.mkdir()
     completed = subprocess.run(
-        [sys.executable, "-m", "tools.plot_history", str(empty)], capture_output=True, text=True
+        [sys.executable, "-m", "tools.plot_history", str(empty), str(run)],
+        capture_output=True,
+        text=True,
     )
     assert completed.returncode != 0
-    assert f"No history.jsonl or history.json in {empty}" in completed.stderr
+    assert completed.stderr == f"plot_history: No history.jsonl or history.json in {empty}.\n"
+    assert (run / "history.png").exists()  # the directories after it are drawn still
 
 
 def test_validation_metrics_share_their_training_metric_panel():
