@@ -62,7 +62,7 @@ from absl import logging
 from bert_keras.data import pretraining_instances
 from bert_keras.data import pretraining_worker
 
-_FORMAT_VERSION = 1
+_FORMAT_VERSION = 2  # 2: input files' modification times
 _IN_FLIGHT_PER_WORKER = 2
 # Text per tokenizer call: bigger calls run hardly faster and raise the main
 # process's peak memory.
@@ -364,15 +364,21 @@ def _file_sha256(path):
     return digest.hexdigest()
 
 
+def _file_version(path):
+    """`[path, size, modification time in ns]`: a file edited since changes (None past a URL)."""
+    if "://" in path:
+        return [path, None, None]
+    status = os.stat(path)
+    return [path, status.st_size, status.st_mtime_ns]
+
+
 def run_settings(
     paths, output_files, vocab_file, do_lower_case, options, compression, input_mb_per_shard
 ):
     """Everything that decides the output bytes, as a JSON-able dict."""
     return {
         "format_version": _FORMAT_VERSION,
-        "input_files": [
-            [path, os.path.getsize(path) if "://" not in path else None] for path in paths
-        ],
+        "input_files": [_file_version(path) for path in paths],
         "output_files": list(output_files),
         "vocab_sha256": _file_sha256(vocab_file),
         "do_lower_case": do_lower_case,
@@ -472,7 +478,7 @@ def create_pretraining_data(
 
     statistics = ReadStatistics()
     progress = _Progress(
-        statistics, sum(s for _, s in settings["input_files"] if s), progress_interval
+        statistics, sum(size for _, size, _ in settings["input_files"] if size), progress_interval
     )
     shard_statistics = dict(log.finished)
     writer = _ShardWriter(compression, log, shard_statistics)

@@ -270,6 +270,17 @@ def test_other_flags_do_not_mix_with_finished_shards(corpus, tmp_path, monkeypat
     assert "other settings (masked_lm_prob: 0.15 then, 0.2 now)" in message
 
 
+def test_an_input_edited_since_the_interrupted_run_is_not_resumed(corpus, tmp_path, monkeypatch):
+    edited = tmp_path / "corpus.txt"
+    text = open(corpus, encoding="utf-8").read()
+    edited.write_text(text, encoding="utf-8")
+    output = str(tmp_path / "out" / "examples.tfrecord")
+    arguments = tool_flags(str(edited), output, "--dupe_factor=1", "--num_workers=1")
+    run_interrupted(monkeypatch, *arguments)
+    edited.write_text(text.replace("the", "tha"), encoding="utf-8")  # the same size
+    assert "other settings (input_files: " in run_tool(*arguments)
+
+
 def test_a_finished_output_is_replaced_whole_by_the_next_run(corpus, tmp_path):
     output = str(tmp_path / "examples.tfrecord")
     arguments = tool_flags(corpus, output, "--dupe_factor=1", "--num_workers=1")
