@@ -164,7 +164,7 @@ def define_execution_flags(flag_values=flags.FLAGS, allow_override=False):
 steps_per_execution=1, mesh_shape=None, compilation_cache_dir=None)
     """
     common = {"flag_values": flag_values, "allow_override": allow_override}
-    return ExecutionFlags(
+    execution_flags = ExecutionFlags(
         distribution=flags.DEFINE_enum(
             "distribution",
             "none",
@@ -207,6 +207,13 @@ steps_per_execution=1, mesh_shape=None, compilation_cache_dir=None)
             **common,
         ),
     )
+    flags.register_validator(  # at parsing, before TensorFlow and the backend load
+        "mesh_shape",
+        lambda counts: counts is None or all(count.strip().isdigit() for count in counts),
+        "--mesh_shape takes device counts such as 2,4.",
+        flag_values=flag_values,
+    )
+    return execution_flags
 
 
 def _check_choice(name, value, choices):
@@ -215,11 +222,4 @@ def _check_choice(name, value, choices):
 
 
 def _mesh_shape(holder):
-    if holder.value is None:
-        return None
-    try:
-        return tuple(int(count) for count in holder.value)
-    except ValueError:
-        raise flags.IllegalFlagValueError(
-            f"--mesh_shape={','.join(holder.value)}: not device counts such as 2,4."
-        ) from None
+    return None if holder.value is None else tuple(int(count) for count in holder.value)

@@ -46,6 +46,10 @@ def test_public_names_still_import_from_the_package():
             ["--task_name=SST-2", "--do_train", "--data_dir=d", "--output_dir=o"],
             "--init_checkpoint is required",
         ),
+        (
+            ["--task_name=SST-2", "--do_train", *REQUIRED, "--mesh_shape=2,x"],
+            "--mesh_shape takes device counts such as 2,4.",
+        ),
     ],
 )
 def test_bad_flags_fail_naming_the_flag(arguments, message):
