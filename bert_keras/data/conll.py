@@ -52,7 +52,8 @@ def read_conll(path, limit=None):
 
     Raises:
         ValueError: a line has fewer than two columns or a tag that is not
-            "O" or PREFIX-TYPE, naming the file and the line.
+            "O" or PREFIX-TYPE, naming the file and the line; or the file
+            holds no sentence.
 
     Example:
     >>> import os, tempfile
@@ -79,6 +80,8 @@ def read_conll(path, limit=None):
                 return sentences
     if current:
         sentences.append(_sentence(current))
+    if not sentences:
+        raise ValueError(f"{path} holds no sentences: one word and its tag per line.")
     return sentences[:limit] if limit is not None else sentences
 
 

@@ -85,6 +85,10 @@ class ClassificationRun(FineTuningRun):
         **options,
     ):
         self.task_name = task_name.lower()
+        if self.task_name not in GLUE_TASKS and self.task_name != "csv":
+            raise ValueError(
+                f"Unknown task_name {task_name!r}; known: {sorted(GLUE_TASKS)} or 'csv'."
+            )
         super().__init__(data_dir, init_checkpoint, output_dir, max_seq_length, **options)
         checkpoint_labels = self.checkpoint_label_names("classifier")
         if self._has("train"):
@@ -142,10 +146,6 @@ class ClassificationRun(FineTuningRun):
     def _read_labelled(self, split, label_names, limit=None):
         if self.task_name in GLUE_TASKS:
             return read_glue(self.task_name, self.data_dir, split, label_names, limit=limit)
-        if self.task_name != "csv":
-            raise ValueError(
-                f"Unknown task_name {self.task_name!r}; known: {sorted(GLUE_TASKS)} or 'csv'."
-            )
         path = self._generic_path(split)
         if path is None:
             raise FileNotFoundError(f"No {split}.csv or {split}.tsv in {self.data_dir}.")

@@ -40,6 +40,7 @@ def test_limit_reads_the_first_sentences(tmp_path):
         ("EU B-ORG\nrejects\n", ":2: expected a word and a tag"),
         ("EU B-ORG\n\nrejects X-ORG\n", ":3: tag 'X-ORG' is neither 'O' nor PREFIX-TYPE"),
         ("EU NNP B-\n", ":1: tag 'B-'"),
+        ("-DOCSTART- -X- O O\n\n", " holds no sentences"),  # not "no train file"
     ],
 )
 def test_malformed_lines_name_the_file_and_line(tmp_path, text, message):

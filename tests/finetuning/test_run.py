@@ -93,6 +93,11 @@ def test_dev_labels_are_the_train_files_classes(checkpoint, sentiment_data, tmp_
         ClassificationRun("SST-2", str(glue), checkpoint, str(tmp_path / "out"), max_seq_length=8)
 
 
+def test_an_unknown_task_is_named_before_its_files_are_looked_for(checkpoint, tmp_path):
+    with pytest.raises(ValueError, match="Unknown task_name 'SST-3'; known: .* or 'csv'"):
+        ClassificationRun("SST-3", str(tmp_path / "absent"), checkpoint, str(tmp_path / "out"))
+
+
 def test_an_unlabelled_test_file_is_predicted_and_not_scored(checkpoint, sentiment_data, tmp_path):
     (tmp_path / "data" / "test.tsv").write_text("text\ngood\nbad fine\n")
     run = ClassificationRun("csv", sentiment_data, checkpoint, str(tmp_path / "out"), 8)
