@@ -16,6 +16,7 @@ from bert_keras.models.presets import bert4rec_preset_config
 from bert_keras.models.sampled_softmax import log_uniform_candidates
 from bert_keras.models.sampled_softmax import sampled_softmax_loss
 from bert_keras.training.optimizer_build import build_optimizer
+from bert_keras.training.optimizer_build import compile_as_saved
 
 INPUT_NAMES = ("item_ids", "masked_positions")
 # Logit of [PAD] and [MASK], which are never an answer; finite so that a
@@ -180,6 +181,10 @@ class Bert4Rec(keras.Model):
     def compile(self, optimizer="adam", loss=None, **kwargs):
         """Keras' compile, with `MaskedItemLoss` as the default loss."""
         super().compile(optimizer=optimizer, loss=loss or MaskedItemLoss(), **kwargs)
+
+    def compile_from_config(self, config):
+        """Compiles a model loaded from a `.keras` file as it was saved (`compile_as_saved`)."""
+        compile_as_saved(self, config)
 
     def fit(self, *args, **kwargs):
         """Keras' fit, the optimizer built first so that TensorFlow traces the step once."""

@@ -26,6 +26,7 @@ from bert_keras.models.text_inputs import holds_text
 from bert_keras.models.text_inputs import split_for_validation
 from bert_keras.models.text_inputs import text_dataset
 from bert_keras.training.optimizer_build import build_optimizer
+from bert_keras.training.optimizer_build import compile_as_saved
 from bert_keras.training.optimizers import create_optimizer
 
 
@@ -133,16 +134,8 @@ class BertTask(keras.Model):
         self._widths_of_steps = {}  # Keras makes new step functions, which compile anew
 
     def compile_from_config(self, config):
-        """Compiles a model loaded from a `.keras` file as it was saved.
-
-        Keras skips models whose `compile` is overridden; the saved config
-        holds the resolved optimizer, loss and metrics, so they go straight
-        to `keras.Model.compile`. The optimizer is built so that its saved
-        state (moments, iterations) loads into it.
-        """
-        keras.Model.compile(self, **keras.saving.deserialize_keras_object(config))
-        if self.built:
-            self.optimizer.build(self.trainable_variables)
+        """Compiles a model loaded from a `.keras` file as it was saved (`compile_as_saved`)."""
+        compile_as_saved(self, config)
 
     def default_loss(self):
         """The task's loss; None when the model computes its own."""

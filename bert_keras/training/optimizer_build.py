@@ -39,6 +39,28 @@ def build_optimizer(model):
         optimizer.build(model.trainable_variables)
 
 
+def compile_as_saved(model, config):
+    """Compiles `model`, loaded from a `.keras` file, as it was saved: its `compile_from_config`.
+
+    Keras skips models whose `compile` is overridden (the task models'
+    and Bert4Rec's are); the saved config holds the resolved optimizer,
+    loss and metrics, so they go straight to `keras.Model.compile`. The
+    optimizer is built so that its saved state (moments, iterations) loads
+    into it.
+
+    Example:
+    >>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    >>> model.compile(optimizer="adam", loss="mse")
+    >>> restored = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    >>> compile_as_saved(restored, model.get_compile_config())
+    >>> restored.loss, restored.optimizer.built
+    ('mse', True)
+    """
+    keras.Model.compile(model, **keras.saving.deserialize_keras_object(config))
+    if model.built:
+        build_optimizer(model)
+
+
 def _strategy_scope(model):
     if keras.backend.backend() == "tensorflow":
         return model.distribute_strategy.scope()

@@ -1,5 +1,8 @@
 """Bert4Rec: shapes, masking, the loss, saving, precision and top-k on every backend."""
 
+import os
+import tempfile
+
 import keras
 import numpy as np
 import pytest
@@ -86,6 +89,16 @@ class TestBert4Rec(TestCase):
             float(loss(labels, model(features))),
             rtol=1e-5,
         )
+        # Saved and loaded, it trains on from where it stopped, without compiling again.
+        with tempfile.TemporaryDirectory() as directory:
+            model.save(os.path.join(directory, "bert4rec.keras"))
+            restored = keras.saving.load_model(
+                os.path.join(directory, "bert4rec.keras"), safe_mode=True
+            )
+        assert restored.compiled and isinstance(restored.loss, MaskedItemLoss)
+        for ours, theirs in zip(restored.optimizer.variables, model.optimizer.variables):
+            np.testing.assert_array_equal(ops.convert_to_numpy(ours), ops.convert_to_numpy(theirs))
+        restored.fit(features, labels, batch_size=64, verbose=0)
 
     def test_mixed_precision_keeps_float32_weights_and_logits(self):
         model = Bert4Rec(**TINY, dtype="mixed_bfloat16")
