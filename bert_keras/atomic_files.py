@@ -17,11 +17,13 @@ Example:
 """
 
 import contextlib
+import glob
 import os
 import shutil
 import tempfile
 
 PARTIAL_MARKER = ".partial"
+_OLD_SUFFIX = "-old"  # the destination replaced, until its replacement is in place
 
 
 def partial_path(path):
@@ -103,7 +105,9 @@ def atomic_directory(directory, overwrite=False):
     """Yields an empty staging directory that replaces `directory` when the block succeeds.
 
     The staging directory is a hidden sibling of `directory`; on failure it is
-    removed and `directory` is left as it was.
+    removed and `directory` is left as it was. Staging directories of
+    `directory` that a killed process left (it could not remove them) are
+    removed first.
 
     Args:
         directory: the destination.
@@ -127,6 +131,7 @@ def atomic_directory(directory, overwrite=False):
     parent = os.path.dirname(directory)
     os.makedirs(parent, exist_ok=True)
     prefix = f".{os.path.basename(directory)}{PARTIAL_MARKER}-"
+    _remove_interrupted_stagings(parent, prefix)
     staging = tempfile.mkdtemp(prefix=prefix, dir=parent)
     try:
         yield staging
@@ -137,13 +142,24 @@ def atomic_directory(directory, overwrite=False):
         raise
 
 
+def _remove_interrupted_stagings(parent, prefix):
+    """Removes the staging directories a killed write of the same destination left in `parent`.
+
+    Not an "-old" one: it may hold the only copy of the previous output, if
+    the kill came between the two renames of `_replace_directory`.
+    """
+    for path in glob.glob(os.path.join(glob.escape(parent), glob.escape(prefix) + "*")):
+        if not path.endswith(_OLD_SUFFIX):
+            shutil.rmtree(path, ignore_errors=True)
+
+
 def _replace_directory(staging, directory):
     if os.path.isdir(directory) and not os.listdir(directory):
         os.rmdir(directory)
     if not os.path.exists(directory):
         os.rename(staging, directory)
         return
-    old = staging + "-old"
+    old = staging + _OLD_SUFFIX
     os.rename(directory, old)
     os.rename(staging, directory)
     shutil.rmtree(old)

@@ -25,6 +25,19 @@ def test_a_failed_directory_write_leaves_the_old_directory_and_no_staging(tmp_pa
     assert os.listdir(target) == ["old.txt"]
 
 
+def test_the_next_write_removes_what_a_killed_one_left(tmp_path):
+    killed = tmp_path / ".1.partial-abc123"  # what `kill -9` in the middle of a write leaves
+    killed.mkdir()
+    (killed / "variables.data").write_text("half")
+    previous = tmp_path / ".1.partial-def456-old"  # killed between the renames: the old output
+    previous.mkdir()
+    other = tmp_path / ".2.partial-ghi789"  # another destination's
+    other.mkdir()
+    with atomic_directory(tmp_path / "1") as staging:
+        write_text(os.path.join(staging, "saved_model.pb"), "new")
+    assert sorted(os.listdir(tmp_path)) == [previous.name, other.name, "1"]
+
+
 def test_overwrite_replaces_and_refuses_without_it(tmp_path):
     target = tmp_path / "export"
     with atomic_directory(target) as staging:
