@@ -87,8 +87,8 @@ class BertSentenceEncoder(BertTask):
         if self.preprocessor is None:
             raise ValueError(
                 "BertSentenceEncoder.encode needs a preprocessor: build the encoder with "
-                "BertSentenceEncoder.from_preset(directory), or pass "
-                "preprocessor=BertPreprocessor(tokenizer, sequence_length)."
+                "BertSentenceEncoder.from_preset(directory) from a directory with a vocab.txt, "
+                "or pass preprocessor=BertPreprocessor(tokenizer, sequence_length)."
             )
         single = isinstance(texts, (str, bytes))
         embeddings = self.predict(

@@ -5,6 +5,7 @@ import itertools
 
 import keras
 import numpy as np
+from absl import logging
 
 from bert_keras.checkpoints import read_checkpoint
 from bert_keras.layers.dense import Dense
@@ -193,6 +194,10 @@ class BertTask(keras.Model):
                 sequence_length or checkpoint.task_config.get("max_seq_length", 128),
                 by_length=cls.pads_batches_by_length,
             )
+            if kwargs["preprocessor"] is None:
+                logging.warning(
+                    "%s has no vocab.txt: %s takes token ids, not text.", preset, cls.__name__
+                )
         model = cls(backbone, **kwargs)
         apply_checkpoint(
             model,

@@ -1,5 +1,6 @@
 """Task models with an attached preprocessor take raw text in fit, evaluate and predict."""
 
+import logging
 import subprocess
 import sys
 
@@ -621,7 +622,7 @@ def test_span_labels_off_their_examples_tokens_are_errors_before_any_step(vocabu
     reader.fit(pairs, {"start_logits": np.array([7, 4]), "end_logits": ends}, verbose=0)
 
 
-def test_from_preset_loads_backbone_head_and_preprocessor(vocabulary_file, tmp_path):
+def test_from_preset_loads_backbone_head_and_preprocessor(vocabulary_file, tmp_path, caplog):
     backbone = _backbone()
     directory = str(tmp_path / "backbone")
     backbone.save_to_preset(directory, vocabulary_file=vocabulary_file)
@@ -644,6 +645,11 @@ def test_from_preset_loads_backbone_head_and_preprocessor(vocabulary_file, tmp_p
     assert (
         BertClassifier.from_preset(directory, num_classes=2, preprocessor=None).preprocessor is None
     )
+    without_vocabulary = str(tmp_path / "no_vocabulary")
+    backbone.save_to_preset(without_vocabulary)
+    with caplog.at_level(logging.WARNING):
+        assert BertClassifier.from_preset(without_vocabulary, num_classes=2).preprocessor is None
+    assert f"{without_vocabulary} has no vocab.txt: BertClassifier takes token ids" in caplog.text
 
     # A checkpoint with a two-label classifier head (BertForSequenceClassification).
     checkpoint = read_checkpoint(directory)
