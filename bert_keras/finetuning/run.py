@@ -385,6 +385,7 @@ class FineTuningRun:
             ),
         ]
         if self.replicas.is_chief:
+            self._warn_of_earlier_results()
             history_file = os.path.join(self.output_dir, HISTORY_FILE)
             with contextlib.suppress(FileNotFoundError):
                 os.remove(history_file)
@@ -438,6 +439,20 @@ class FineTuningRun:
         if not head or names is None or len(names) != head["bias"].shape[-1]:
             return None
         return list(names)
+
+    def _warn_of_earlier_results(self):
+        """Logs the results an earlier run left in OUTPUT_DIR, which stay until this run replaces them."""
+        earlier = sorted(
+            name
+            for name in os.listdir(self.output_dir)
+            if name in (EXPORT_DIR, EVAL_RESULTS_FILE) or name.startswith("predictions")
+        )
+        if earlier:
+            logging.warning(
+                "%s holds an earlier run's %s: each is that run's until this one writes its own.",
+                self.output_dir,
+                ", ".join(earlier),
+            )
 
     def export(self, model, head_name, output_layer="logits", label_names=None, task_config=None):
         """Writes the fine-tuned model to OUTPUT_DIR/export, a checkpoint directory.

@@ -1,6 +1,7 @@
 """A fine-tuning run exports its model with label names; the export loads as a task model."""
 
 import json
+import logging
 
 import keras
 import numpy as np
@@ -55,7 +56,9 @@ def _trained(data, checkpoint, output_dir, execution, num_epochs=1, **options):
     return run, history, weights
 
 
-def test_classification_export_loads_with_its_label_names(checkpoint, sentiment_data, tmp_path):
+def test_classification_export_loads_with_its_label_names(
+    checkpoint, sentiment_data, tmp_path, caplog
+):
     run = ClassificationRun(
         "csv", sentiment_data, checkpoint, str(tmp_path / "out"), max_seq_length=8
     )
@@ -73,6 +76,9 @@ def test_classification_export_loads_with_its_label_names(checkpoint, sentiment_
     np.testing.assert_allclose(
         restored.predict(texts, verbose=0), run.model.predict(features, verbose=0), atol=1e-5
     )
+    with caplog.at_level(logging.WARNING):  # a new run into the same directory says what is there
+        run.train(batch_size=2, learning_rate=1e-3, num_epochs=1, verbose=0)
+    assert "out holds an earlier run's export: each is that run's until this one" in caplog.text
 
 
 def test_dev_labels_are_the_train_files_classes(checkpoint, sentiment_data, tmp_path):
