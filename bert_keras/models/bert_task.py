@@ -233,6 +233,7 @@ class BertTask(keras.Model):
         that TensorFlow traces the training step once.
         """
         self._check_array_inputs(x, y, sample_weight, batch_size)
+        y = self._labels_in_one_column(y)
         if self._takes_as_text(x):
             if validation_split:
                 (x, y, sample_weight), validation_data = split_for_validation(
@@ -262,6 +263,7 @@ class BertTask(keras.Model):
     def evaluate(self, x=None, y=None, batch_size=None, *, sample_weight=None, **kwargs):
         """`keras.Model.evaluate`; with a preprocessor, `x` may be text."""
         self._check_array_inputs(x, y, sample_weight, batch_size)
+        y = self._labels_in_one_column(y)
         if self._takes_as_text(x):
             if self._packs_texts_once(x):
                 x, y, sample_weight = self._first_batches((x, y, sample_weight), batch_size, kwargs)
@@ -274,6 +276,17 @@ class BertTask(keras.Model):
             sample_weight=sample_weight,
             **kwargs,
         )
+
+    def _labels_in_one_column(self, y):
+        """Class ids `[examples, 1]` as `[examples]`, one rank whatever the call gives.
+
+        Keras' TensorFlow step, traced for labels of one rank, retraces for
+        the other with an unknown rank, which its sparse loss cannot take.
+        """
+        if not self.one_label_per_example or not isinstance(y, (list, np.ndarray)):
+            return y
+        labels = np.asarray(y)
+        return labels[:, 0] if labels.ndim == 2 and labels.shape[1] == 1 else y
 
     def predict(self, x, batch_size=None, **kwargs):
         """`keras.Model.predict`; with a preprocessor, `x` may be text.

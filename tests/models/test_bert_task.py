@@ -495,6 +495,7 @@ def test_class_ids_out_of_range_are_errors_for_text_and_token_ids(vocabulary_fil
     one_hot = np.eye(2)[labels]  # in range, but not one id per example: fails inside the loss
     with pytest.raises(ValueError, match=r"y has the shape \(4, 2\), where the loss reads one"):
         classifier.fit(texts, one_hot, verbose=0)
+    classifier.fit(texts, labels, verbose=0)
     classifier.fit(texts, np.array(labels)[:, None], verbose=0)  # [examples, 1]: one id each
     # Labels a loss of the user's reads otherwise are not class ids: here soft one-hot rows.
     classifier.compile(loss=keras.losses.CategoricalCrossentropy(from_logits=True), metrics=[])
