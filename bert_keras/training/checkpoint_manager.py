@@ -22,6 +22,8 @@ import os
 import re
 import tempfile
 
+import keras
+import numpy as np
 from absl import logging
 
 from bert_keras.atomic_files import PARTIAL_MARKER
@@ -68,7 +70,7 @@ class CheckpointManager:
     >>> [checkpoint.step for checkpoint in manager.checkpoints()]
     [20, 30]
     >>> manager.restore(model).metadata
-    {'batches': 30, 'step': 30}
+    {'batches': 30, 'random_states': [], 'step': 30}
     """
 
     def __init__(self, directory, keep_checkpoint_max=5, writes_files=True):
@@ -113,7 +115,7 @@ class CheckpointManager:
         weights_path = stem + ".weights.h5"
         with atomic_file(weights_path) as partial_weights:
             model.save_weights(partial_weights)
-        metadata = {**metadata, "step": step}
+        metadata = {**metadata, "step": step, "random_states": random_states(model)}
         write_text(stem + ".json", json.dumps(metadata, indent=2, sort_keys=True) + "\n")
         self._prune()
         return SavedCheckpoint(step, weights_path, metadata)
@@ -146,8 +148,42 @@ class CheckpointManager:
             return None
         build_optimizer(model)
         model.load_weights(checkpoint.weights_path)
+        restore_random_states(model, checkpoint.metadata.get("random_states", []))
         logging.info("Restored %s (step %d).", checkpoint.weights_path, checkpoint.step)
         return checkpoint
+
+
+def random_states(model):
+    """The states of `model`'s random streams (dropout's seed generators), in the model's order.
+
+    `save_weights` leaves them out, so without them a resumed run would
+    drop other units than the uninterrupted run from its first step on.
+    Their names are no key: Keras numbers seed generators per process.
+
+    Example:
+    >>> from bert_keras.layers.dropout import Dropout
+    >>> model = keras.Sequential([keras.Input((2,)), Dropout(0.5, seed=3)])
+    >>> random_states(model)
+    [[3, 0]]
+    """
+    return [keras.ops.convert_to_numpy(variable).tolist() for variable in _random_streams(model)]
+
+
+def restore_random_states(model, states):
+    """Sets `model`'s random streams to `states` (from `random_states`); none if there are none."""
+    streams = _random_streams(model)
+    if states and len(states) != len(streams):
+        raise ValueError(
+            f"The checkpoint holds {len(states)} random streams, the model {len(streams)}."
+        )
+    for variable, state in zip(streams, states):
+        variable.assign(np.asarray(state, dtype=variable.dtype))
+
+
+def _random_streams(model):
+    """`model`'s variables that are not weights: its seed generators' states."""
+    weights = {id(variable) for variable in model.weights}
+    return [variable for variable in model.variables if id(variable) not in weights]
 
 
 def check_same(saved, current, what, source):

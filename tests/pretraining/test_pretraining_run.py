@@ -14,6 +14,7 @@ from bert_keras.pretraining.pretraining_run import PretrainingConfig
 from bert_keras.pretraining.pretraining_run import PretrainingRun
 from bert_keras.pretraining.pretraining_run import fit_plan
 from bert_keras.pretraining.pretraining_run import resolve_backbone_config
+from bert_keras.training.checkpoint_manager import random_states
 from tests.pretraining.synthetic_records import write_records
 from tests.test_case import TRAINING_BACKBONE
 
@@ -118,6 +119,9 @@ def test_a_new_run_in_the_same_directory_restores_weights_optimizer_and_step(fin
         np.testing.assert_array_equal(ours, saved)
     for ours, saved in zip(numpy_weights(resumed.model), numpy_weights(finished_run.model)):
         np.testing.assert_array_equal(ours, saved)
+    # Dropout's random streams too: a fresh model's start where the first run's did.
+    states = random_states(finished_run.model)
+    assert len(states) == 3 and random_states(resumed.model) == states
     # It continues with a 1-step epoch to the next checkpoint boundary, then whole intervals.
     assert fit_plan(resumed.initial_step, 2, 8) == [(5, 2, 3, 1), (6, 3, 4, 2)]
 
