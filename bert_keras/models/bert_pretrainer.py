@@ -15,6 +15,10 @@ from bert_keras.models.bert_task import float32_logits
 _WEIGHT_EPSILON = 1e-5
 
 
+# `Checkpoint.head_weights` name -> the layer of `BertPretrainer` that takes it.
+PRETRAINING_HEADS = {"masked_lm": "masked_lm_head", "next_sentence": "next_sentence_head"}
+
+
 @keras.saving.register_keras_serializable(package="bert_keras")
 class BertPretrainer(BertTask):
     """Backbone + tied masked-LM head + next-sentence head (Devlin et al. §3.1).
@@ -59,6 +63,11 @@ class BertPretrainer(BertTask):
     """
 
     default_learning_rate = 1e-4
+
+    @classmethod
+    def checkpoint_heads(cls):
+        """Both pretraining heads: `from_preset` loads a `BertForPreTraining`'s whole."""
+        return dict(PRETRAINING_HEADS)
 
     def __init__(self, backbone, **kwargs):
         dtype = backbone.dtype_policy

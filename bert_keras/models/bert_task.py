@@ -202,10 +202,21 @@ class BertTask(keras.Model):
         apply_checkpoint(
             model,
             checkpoint,
-            heads={cls.checkpoint_head: cls.output_layer_name} if cls.checkpoint_head else None,
+            heads=cls.checkpoint_heads(),
             skip_mismatched_heads=True,
         )
         return model
+
+    @classmethod
+    def checkpoint_heads(cls):
+        """The heads `from_preset` loads: `Checkpoint.head_weights` name -> the layer's name.
+
+        Example:
+        >>> from bert_keras.models.bert_classifier import BertClassifier
+        >>> BertClassifier.checkpoint_heads()
+        {'classifier': 'logits'}
+        """
+        return {cls.checkpoint_head: cls.output_layer_name} if cls.checkpoint_head else {}
 
     def preprocess_text(self, texts):
         """The model's inputs for a batch of raw texts, in TensorFlow (runs in `tf.data`).

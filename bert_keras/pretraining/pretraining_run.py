@@ -43,6 +43,7 @@ from bert_keras.checkpoints import write_checkpoint
 from bert_keras.data.pretraining_corpus import resolve_input_files
 from bert_keras.data.pretraining_records import pretraining_dataset
 from bert_keras.models.bert_backbone import BertBackbone
+from bert_keras.models.bert_pretrainer import PRETRAINING_HEADS
 from bert_keras.models.bert_pretrainer import BertPretrainer
 from bert_keras.models.checkpoint_weights import apply_checkpoint
 from bert_keras.models.checkpoint_weights import model_checkpoint
@@ -76,7 +77,6 @@ ARCHITECTURE_KEYS = (
     "max_sequence_length",
     "num_segments",
 )
-HEADS = {"masked_lm": "masked_lm_head", "next_sentence": "next_sentence_head"}
 
 
 def resolve_backbone_config(preset=None, bert_config_file=None):
@@ -377,7 +377,7 @@ class PretrainingRun:
     def _build_model(self, backbone_config, initial):
         model = BertPretrainer(BertBackbone.from_config(backbone_config))
         if initial is not None:
-            heads = apply_checkpoint(model, initial, heads=HEADS)
+            heads = apply_checkpoint(model, initial, heads=PRETRAINING_HEADS)
             logging.info("Initialised from %s (heads: %s).", self.config.init_checkpoint, heads)
         config = self.config
         accumulation = config.gradient_accumulation_steps
@@ -467,7 +467,7 @@ class PretrainingRun:
         """
         checkpoint = model_checkpoint(
             self.model,
-            heads=HEADS,
+            heads=PRETRAINING_HEADS,
             backbone_config={**self.model.backbone.get_config(), "dtype": "float32"},
             vocabulary_file=self.config.vocab_file,
             tokenizer_settings=tokenizer_settings(lowercase=self.config.do_lower_case),

@@ -1,12 +1,15 @@
 import keras
 import numpy as np
 import pytest
+import torch
 from keras import ops
 
 from bert_keras.models.bert_backbone import INPUT_NAMES as BACKBONE_INPUTS
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_pretrainer import BertPretrainer
 from bert_keras.models.presets import backbone_preset_config
+from tests.checkpoints import save_tiny
+from tests.checkpoints import tiny_inputs
 from tests.test_case import TestCase
 from tests.test_case import tiny_backbone
 
@@ -145,3 +148,27 @@ def test_labels_without_the_expected_keys():
         ValueError, match="masked_lm_ids', 'masked_lm_weights', 'next_sentence_labels"
     ):
         model.compute_loss(y={"masked_lm_ids": LABELS["masked_lm_ids"]}, y_pred=model(FEATURES))
+
+
+def test_from_preset_loads_both_heads_of_a_transformers_pretraining_model(tmp_path):
+    reference = save_tiny("BertForPreTraining", tmp_path)
+    inputs = tiny_inputs()
+    positions = np.array([[1, 4], [2, 7]], "int32")
+    with torch.no_grad():
+        expected = reference(
+            input_ids=torch.tensor(inputs["token_ids"], dtype=torch.long),
+            token_type_ids=torch.tensor(inputs["segment_ids"], dtype=torch.long),
+            attention_mask=torch.tensor(inputs["padding_mask"], dtype=torch.long),
+        )
+    outputs = BertPretrainer.from_preset(tmp_path, preprocessor=None)(
+        dict(inputs, masked_positions=positions)
+    )
+    masked_lm = np.take_along_axis(expected.prediction_logits.numpy(), positions[..., None], 1)
+    np.testing.assert_allclose(
+        ops.convert_to_numpy(outputs["masked_lm_logits"]), masked_lm, atol=1e-5
+    )
+    np.testing.assert_allclose(
+        ops.convert_to_numpy(outputs["next_sentence_logits"]),
+        expected.seq_relationship_logits.numpy(),
+        atol=1e-5,
+    )
