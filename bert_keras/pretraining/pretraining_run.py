@@ -302,6 +302,7 @@ class PretrainingRun:
         backbone_config = self._backbone_config(initial)
         self._check_resumable(backbone_config)
         self._check_sequence_length(backbone_config)
+        self._check_vocabulary(backbone_config)
         self.dataset(skip_batches=0)  # checks the records' lengths against the settings
         self.initial_step = self.resumed.step if self.resumed else 0
         if self.initial_step > config.num_train_steps:
@@ -372,6 +373,23 @@ class PretrainingRun:
             raise ValueError(
                 f"max_seq_length is {self.config.max_seq_length} but the backbone has only "
                 f"{positions} position embeddings (max_sequence_length)."
+            )
+
+    def _check_vocabulary(self, backbone_config):
+        """The vocab file's tokens each have a word embedding: ids past them would read none.
+
+        On jax and tensorflow such an id reads NaN, and the run trains on
+        NaN losses to the end; on torch it fails in the embedding.
+        """
+        if not self.config.vocab_file:
+            return
+        with open(self.config.vocab_file, encoding="utf-8") as file:
+            tokens = sum(1 for line in file if line.strip())
+        embeddings = _architecture(backbone_config)["vocabulary_size"]
+        if tokens > embeddings:
+            raise ValueError(
+                f"vocab_file {self.config.vocab_file} holds {tokens} tokens but the backbone's "
+                f"vocabulary_size is {embeddings}: give a config with vocab_size {tokens}."
             )
 
     def _build_model(self, backbone_config, initial):

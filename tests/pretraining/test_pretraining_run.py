@@ -234,6 +234,17 @@ def test_bad_settings_fail_before_training(overrides, message, records, tmp_path
     assert not (tmp_path / "run" / "history.jsonl").exists()
 
 
+def test_a_vocabulary_larger_than_the_embeddings_is_refused(records, tmp_path):
+    vocabulary = tmp_path / "vocab.txt"  # one token more than TRAINING_BACKBONE's 40
+    vocabulary.write_text("".join(f"token{index}\n" for index in range(41)))
+    with pytest.raises(
+        ValueError, match="holds 41 tokens but the backbone's vocabulary_size is 40"
+    ):
+        PretrainingRun(tiny_config(records, tmp_path / "run", vocab_file=str(vocabulary)))
+    vocabulary.write_text("".join(f"token{index}\n" for index in range(40)))
+    PretrainingRun(tiny_config(records, tmp_path / "fits", vocab_file=str(vocabulary)))
+
+
 def test_an_init_checkpoint_of_another_architecture_is_refused(records, tmp_path):
     BertBackbone(**{**TRAINING_BACKBONE, "num_layers": 2}).save_to_preset(str(tmp_path / "other"))
     with pytest.raises(
