@@ -56,7 +56,7 @@ class PositionEmbedding(keras.layers.Layer):
         )
 
     def call(self, inputs):
-        check_sequence_length(inputs, self.sequence_length, "inputs")
+        check_sequence_length(inputs, self.sequence_length, "inputs", "sequence_length")
         shape = ops.shape(inputs)
         table = ops.convert_to_tensor(self.position_embeddings)
         positions = ops.slice(table, (0, 0), (shape[1], shape[-1]))  # [seq, hidden_dim]
@@ -77,18 +77,25 @@ class PositionEmbedding(keras.layers.Layer):
         return config
 
 
-def check_sequence_length(tensor, max_sequence_length, tensor_name):
+def check_sequence_length(
+    tensor, max_sequence_length, tensor_name, limit_name="max_sequence_length"
+):
     """Raises if axis 1 of `tensor` is statically longer than allowed.
 
     Lengths unknown at trace time (a TF graph with a `None` axis) pass.
+    `limit_name` is the argument the error names as the limit.
 
     Example:
     >>> import numpy as np
     >>> check_sequence_length(np.zeros((1, 4)), 8, "token_ids")
+    >>> check_sequence_length(np.zeros((1, 4)), 3, "inputs", "sequence_length")
+    Traceback (most recent call last):
+    ...
+    ValueError: sequence_length is 3 but inputs has 4 positions (shape (1, 4)).
     """
     length = tensor.shape[1] if len(tensor.shape) > 1 else None
     if length is not None and length > max_sequence_length:
         raise ValueError(
-            f"max_sequence_length is {max_sequence_length} but {tensor_name} "
+            f"{limit_name} is {max_sequence_length} but {tensor_name} "
             f"has {length} positions (shape {tuple(tensor.shape)})."
         )
