@@ -158,7 +158,7 @@ def check_one_text_per_example(texts, name="x"):
             )
 
 
-def check_token_positions(positions, lengths, name="y"):
+def check_token_positions(positions, lengths, name="y", ignored_label=None):
     """Raises a ValueError unless each position is a whole number indexing a token of its example.
 
     For span labels (`BertQuestionAnswerer`): a start or end must fall in
@@ -171,6 +171,8 @@ def check_token_positions(positions, lengths, name="y"):
             (or `[examples, 1]`).
         lengths: each example's packed tokens, `[examples]`.
         name: what the error calls `positions`.
+        ignored_label: a label that leaves an example out of the loss, also
+            accepted; None for none.
 
     Raises:
         ValueError: naming the first example whose position is wrong.
@@ -187,6 +189,8 @@ def check_token_positions(positions, lengths, name="y"):
         return
     lengths = np.asarray(lengths).reshape(-1)
     wrong = (values < 0) | (values >= lengths) | (values != np.round(values))
+    if ignored_label is not None:
+        wrong &= values != ignored_label
     if wrong.any():
         index = int(np.argmax(wrong))
         raise ValueError(

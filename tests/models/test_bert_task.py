@@ -621,6 +621,14 @@ def test_span_labels_off_their_examples_tokens_are_errors_before_any_step(vocabu
             verbose=0,
         )
     reader.fit(pairs, {"start_logits": np.array([7, 4]), "end_logits": ends}, verbose=0)
+    one_hot = np.eye(SEQUENCE_LENGTH)[[7, 4]]  # rows, where the sparse loss reads positions
+    with pytest.raises(ValueError, match=r"y\['start_logits'\] has the shape \(2, 12\)"):
+        reader.fit(pairs, {"start_logits": one_hot, "end_logits": ends}, verbose=0)
+    # Labels a loss of the user's reads otherwise are not positions; an ignored one passes.
+    rows = keras.losses.CategoricalCrossentropy(from_logits=True)
+    ignoring = keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=-1)
+    reader.compile(loss={"start_logits": rows, "end_logits": ignoring})
+    reader.fit(pairs, {"start_logits": one_hot, "end_logits": np.array([6, -1])}, verbose=0)
 
 
 def test_from_preset_loads_backbone_head_and_preprocessor(vocabulary_file, tmp_path, caplog):
