@@ -110,7 +110,9 @@ class ClassificationRun(FineTuningRun):
                 list(data_labels),
             )
         self.label_names = tuple(in_head_order or data_labels)
-        for split in ("dev", "test"):
+        # Splits whose labels may name classes train lacks (GLUE's test files have no labels).
+        labelled = ("dev",) if self.task_name in GLUE_TASKS else ("dev", "test")
+        for split in labelled:
             if self._has_file(split):
                 self._read(split)  # a label that train lacks is an error now, not after training
         self.preprocessor = BertPreprocessor(self.tokenizer, sequence_length=max_seq_length)
