@@ -136,8 +136,8 @@ def test_periodic_checkpoint_saves_every_epoch_at_the_step(tmp_path):
         [TrainingProgress(batch_size=2, initial_step=6), PeriodicCheckpoint(manager, {"run": 1})],
     )
     assert [(checkpoint.step, checkpoint.metadata) for checkpoint in manager.checkpoints()] == [
-        (9, {"run": 1, "step": 9}),
-        (12, {"run": 1, "step": 12}),
+        (9, {"run": 1, "step": 9, "random_states": []}),
+        (12, {"run": 1, "step": 12, "random_states": []}),
     ]
 
 

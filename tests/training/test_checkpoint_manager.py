@@ -8,11 +8,12 @@ import pytest
 
 from bert_keras.training.checkpoint_manager import CheckpointManager
 from bert_keras.training.checkpoint_manager import check_same
+from bert_keras.training.checkpoint_manager import random_states
 
 
 def trained_model(seed, steps):
     keras.utils.set_random_seed(seed)
-    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dropout(0.5), keras.layers.Dense(2)])
     model.compile(optimizer=keras.optimizers.AdamW(1e-2), loss="mse")
     rng = np.random.default_rng(seed)
     for _ in range(steps):
@@ -36,8 +37,15 @@ def test_restore_brings_back_weights_and_optimizer_moments(tmp_path):
     saved = trained_model(seed=1, steps=3)
     manager.save(saved, 3, {"note": "x"})
     fresh = trained_model(seed=2, steps=0)
+    assert random_states(fresh) != random_states(saved)
     restored = manager.restore(fresh)
-    assert restored.step == 3 and restored.metadata == {"note": "x", "step": 3}
+    states = random_states(saved)  # dropout's, three steps on
+    assert restored.step == 3 and restored.metadata == {
+        "note": "x",
+        "step": 3,
+        "random_states": states,
+    }
+    assert random_states(fresh) == states
     assert int(fresh.optimizer.iterations) == 3
     for ours, theirs in zip(values(fresh.optimizer.variables), values(saved.optimizer.variables)):
         np.testing.assert_array_equal(ours, theirs)
