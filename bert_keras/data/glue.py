@@ -83,7 +83,7 @@ def read_glue(task_name, data_dir, split, label_names=None, limit=None):
     (['good film', 'dull'], [1, 0])
     """
     task = _task_format(task_name)
-    path = os.path.join(data_dir, task.files[SPLITS.index(split)])
+    path = glue_path(task_name, data_dir, split)
     if split == "test":
         # Test files are "index<TAB>text(s)" with a header, whatever the task.
         unlabelled = dataclasses.replace(
@@ -91,6 +91,16 @@ def read_glue(task_name, data_dir, split, label_names=None, limit=None):
         )
         return _read_rows(path, unlabelled, task.labels, limit)
     return _read_rows(path, task, task.labels if label_names is None else label_names, limit)
+
+
+def glue_path(task_name, data_dir, split):
+    """The file of a GLUE task's `split` ("train", "dev" or "test") in `data_dir`.
+
+    Example:
+    >>> glue_path("MNLI", "/glue/MNLI", "dev")
+    '/glue/MNLI/dev_matched.tsv'
+    """
+    return os.path.join(data_dir, _task_format(task_name).files[SPLITS.index(split)])
 
 
 def read_generic(path, label_names=None, limit=None):

@@ -10,7 +10,7 @@ from absl import logging
 from bert_keras.data.classification_dataset import classification_dataset
 from bert_keras.data.classification_dataset import classification_features
 from bert_keras.data.glue import GLUE_TASKS
-from bert_keras.data.glue import SPLITS
+from bert_keras.data.glue import glue_path
 from bert_keras.data.glue import read_generic
 from bert_keras.data.glue import read_glue
 from bert_keras.evaluation.glue_metrics import accuracy
@@ -128,14 +128,14 @@ class ClassificationRun(FineTuningRun):
         return self._read_labelled("train", None).label_names
 
     def _has(self, split):
-        return self.task_name in GLUE_TASKS or bool(self._generic_path(split))
+        """Whether the split can be read: a GLUE task's always names its classes."""
+        return self.task_name in GLUE_TASKS or self._has_file(split)
 
     def _has_file(self, split):
         """Whether the split's file is there (a GLUE task's files are named by the task)."""
-        if self.task_name not in GLUE_TASKS:
-            return bool(self._generic_path(split))
-        files = GLUE_TASKS[self.task_name].files
-        return os.path.isfile(os.path.join(self.data_dir, files[SPLITS.index(split)]))
+        if self.task_name in GLUE_TASKS:
+            return os.path.isfile(glue_path(self.task_name, self.data_dir, split))
+        return bool(self._generic_path(split))
 
     def _generic_path(self, split):
         matches = sorted(glob.glob(os.path.join(self.data_dir, f"{split}.[ct]sv")))

@@ -56,11 +56,7 @@ class BertClassifier(BertTask):
     def _check_array_inputs(self, x, y=None, sample_weight=None, batch_size=None, source=""):
         """`BertTask`'s checks, and that texts come one per example (pairs as a tuple)."""
         super()._check_array_inputs(x, y, sample_weight, batch_size, source)
-        parts = enumerate(x) if isinstance(x, tuple) else [(None, x)]
-        for index, texts in parts:
-            check_one_text_per_example(
-                texts, f"{source}x" + ("" if index is None else f"[{index}]")
-            )
+        check_one_text_per_example(x, f"{source}x")
 
     def default_loss(self):
         if self.num_classes == 1:

@@ -8,12 +8,12 @@ from bert_keras.layers.dense import Dense
 from bert_keras.layers.initializers import bert_kernel_initializer
 from bert_keras.models.bert_task import BertTask
 from bert_keras.models.bert_task import backbone_inputs
+from bert_keras.models.bert_task import ignored_class
+from bert_keras.models.bert_task import reads_class_ids
 from bert_keras.models.input_checks import check_one_label_per_example
 from bert_keras.models.input_checks import check_token_positions
 from bert_keras.models.text_inputs import holds_dataset
 from bert_keras.models.text_inputs import holds_text
-
-SPARSE = "sparse_categorical_crossentropy"
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")
@@ -74,22 +74,18 @@ class BertQuestionAnswerer(BertTask):
         super()._check_array_inputs(x, y, sample_weight, batch_size, source)
         if not isinstance(y, dict):
             return
-        losses = {name: self._position_loss(name) for name in ("start_logits", "end_logits")}
-        losses = {name: loss for name, loss in losses.items() if loss is not None and name in y}
+        losses = {name: self._loss_of(name) for name in ("start_logits", "end_logits") if name in y}
+        losses = {name: loss for name, loss in losses.items() if reads_class_ids(loss)}
         lengths = self._packed_lengths(x) if losses else None
         if lengths is None:
             return
         for name, loss in losses.items():
-            ignored = None if loss == SPARSE else loss.get_config().get("ignore_class")
             check_one_label_per_example(y[name], f"{source}y[{name!r}]")
-            check_token_positions(y[name], lengths, f"{source}y[{name!r}]", ignored)
+            check_token_positions(y[name], lengths, f"{source}y[{name!r}]", ignored_class(loss))
 
-    def _position_loss(self, name):
-        """The loss of output `name` where it reads labels as positions (a sparse cross-entropy)."""
-        loss = self.loss.get(name) if isinstance(self.loss, dict) else self.loss
-        if isinstance(loss, keras.losses.SparseCategoricalCrossentropy) or loss == SPARSE:
-            return loss
-        return None
+    def _loss_of(self, name):
+        """The compiled loss of output `name` (one loss may serve both)."""
+        return self.loss.get(name) if isinstance(self.loss, dict) else self.loss
 
     def _packed_lengths(self, x):
         """Each example's packed tokens, where `x` holds them in arrays or lists; else None."""

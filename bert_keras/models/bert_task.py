@@ -583,13 +583,11 @@ class BertTask(keras.Model):
         loss = self.loss
         if y is None or not self.label_classes or isinstance(y, dict):
             return
-        sparse = isinstance(loss, keras.losses.SparseCategoricalCrossentropy)
-        if not (sparse or loss == "sparse_categorical_crossentropy"):
+        if not reads_class_ids(loss):
             return
         if self.one_label_per_example:
             check_one_label_per_example(y, f"{source}y")
-        ignored = loss.get_config().get("ignore_class") if sparse else None
-        check_class_ids(y, self.label_classes, f"{source}y", ignored)
+        check_class_ids(y, self.label_classes, f"{source}y", ignored_class(loss))
 
     def _takes_as_text(self, x):
         if not holds_text(x):
@@ -631,6 +629,24 @@ class BertTask(keras.Model):
 
             config["preprocessor"] = keras.layers.deserialize(config["preprocessor"])
         return cls(**config)
+
+
+def reads_class_ids(loss):
+    """Whether `loss` reads its labels as class ids: a sparse categorical cross-entropy.
+
+    Example:
+    >>> reads_class_ids("sparse_categorical_crossentropy"), reads_class_ids("mse")
+    (True, False)
+    """
+    sparse = isinstance(loss, keras.losses.SparseCategoricalCrossentropy)
+    return sparse or (isinstance(loss, str) and loss == "sparse_categorical_crossentropy")
+
+
+def ignored_class(loss):
+    """The label a sparse cross-entropy `loss` leaves out (its `ignore_class`), or None."""
+    if isinstance(loss, keras.losses.SparseCategoricalCrossentropy):
+        return loss.get_config().get("ignore_class")
+    return None
 
 
 def _label_columns(y, sample_weight):

@@ -130,8 +130,8 @@ def check_one_label_per_example(y, name="y"):
         )
 
 
-def check_one_text_per_example(texts, name="x"):
-    """Raises a ValueError where a classifier's `texts` nest: lists of lists, rows of strings.
+def check_one_text_per_example(x, name="x"):
+    """Raises a ValueError where a classifier's texts `x` (or a tuple's parts) nest.
 
     Sentence pairs come as a tuple of two lists; as a list of two, or a 2-D
     array, they would fail in the tokenizer, whose error names a tensor.
@@ -143,6 +143,11 @@ def check_one_text_per_example(texts, name="x"):
     ...
     ValueError: x holds lists (x[0] is a list) where one text per example goes...
     """
+    for part_name, texts in _named_parts(name, x):
+        _check_texts_are_flat(texts, part_name)
+
+
+def _check_texts_are_flat(texts, name):
     if isinstance(texts, np.ndarray) and texts.ndim > 1 and holds_text(texts):
         raise ValueError(
             f"{name} is an array of texts of the shape {texts.shape} where one text per example "
