@@ -5,7 +5,9 @@ second run started on the same directory meanwhile is refused with an error
 naming the running one (its process, host, start time and command line). The
 lock is an advisory `flock` on OUTPUT_DIR/.bert_keras.lock, which the
 operating system releases when its holder exits in any way, so a run killed
-with SIGKILL leaves nothing that blocks its resume. The processes of one
+with SIGKILL leaves nothing that blocks its resume. A run that ends having
+written nothing (refused by a check of its flags or data, say) removes the
+lock file, and OUTPUT_DIR if it made it. The processes of one
 distributed run share the lock: only process 0 (rank 0 under torchrun,
 `KERAS_DISTRIBUTION_PROCESS_ID` 0 under JAX) takes it, and only it writes.
 
@@ -51,6 +53,9 @@ def is_process_zero():
 def output_lock(directory):
     """Holds `directory`'s run lock (creating the directory) while the block runs.
 
+    If the block leaves nothing in `directory` but the lock file, the lock
+    file goes, and `directory` too if this call made it.
+
     Processes other than process 0 of a distributed run take no lock.
 
     Args:
@@ -71,18 +76,10 @@ def output_lock(directory):
     if not is_process_zero():
         yield
         return
+    made_directory = not os.path.isdir(directory)
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, LOCK_FILE)
-    # "a+" keeps the holder's description readable while the lock is tried.
-    with open(path, "a+", encoding="utf-8") as file:
-        try:
-            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            file.seek(0)
-            raise OutputLockedError(
-                f"{directory} is in use by another run ({_described(file.read())}); wait for it "
-                "to finish or stop it, or give this run another output directory."
-            ) from None
+    with _locked_file(path, directory) as file:
         try:
             file.truncate(0)
             json.dump(_this_process(), file)
@@ -90,7 +87,41 @@ def output_lock(directory):
             yield
         finally:
             file.truncate(0)
-            fcntl.flock(file, fcntl.LOCK_UN)
+            if os.listdir(directory) == [LOCK_FILE]:
+                # Unlinked while still locked: a run that opened it meanwhile is refused.
+                os.remove(path)
+                if made_directory:
+                    os.rmdir(directory)
+
+
+@contextlib.contextmanager
+def _locked_file(path, directory):
+    """Yields `path` open and `flock`ed, the file that the path names once it is locked."""
+    while True:
+        # "a+" keeps the holder's description readable while the lock is tried.
+        with open(path, "a+", encoding="utf-8") as file:
+            try:
+                fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                file.seek(0)
+                raise OutputLockedError(
+                    f"{directory} is in use by another run ({_described(file.read())}); wait "
+                    "for it to finish or stop it, or give this run another output directory."
+                ) from None
+            if _names_file(path, file):
+                try:
+                    yield file
+                finally:
+                    fcntl.flock(file, fcntl.LOCK_UN)
+                return
+        # The run that held it removed it between our open and our lock: take the new one.
+
+
+def _names_file(path, file):
+    try:
+        return os.stat(path).st_ino == os.fstat(file.fileno()).st_ino
+    except FileNotFoundError:
+        return False
 
 
 def _this_process():

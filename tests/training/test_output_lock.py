@@ -1,4 +1,5 @@
-"""A second run on a locked output directory is refused; a run killed with SIGKILL blocks nothing."""
+"""A second run on a locked output directory is refused; a killed run blocks nothing; a refused
+one leaves nothing."""
 
 import os
 import signal
@@ -52,6 +53,22 @@ def test_a_killed_run_leaves_nothing_that_blocks_its_resume(tmp_path, holder):
     with output_lock(tmp_path / "run"):
         pass
     with output_lock(tmp_path / "run"):  # released at the end of the block, too
+        pass
+
+
+def test_a_run_that_writes_nothing_leaves_no_directory_behind(tmp_path):
+    with output_lock(tmp_path / "refused"):
+        assert os.listdir(tmp_path / "refused") == [".bert_keras.lock"]
+    assert not os.path.exists(tmp_path / "refused")
+    (tmp_path / "given").mkdir()
+    with pytest.raises(ValueError):
+        with output_lock(tmp_path / "given"):
+            raise ValueError("a flag check failed")
+    assert os.listdir(tmp_path / "given") == []
+    with output_lock(tmp_path / "written"):
+        (tmp_path / "written" / "results.json").write_text("{}")
+    assert sorted(os.listdir(tmp_path / "written")) == [".bert_keras.lock", "results.json"]
+    with output_lock(tmp_path / "written"):  # and the next run locks it as before
         pass
 
 
