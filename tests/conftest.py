@@ -30,6 +30,7 @@ RUNS_ONCE = (
     "tests/checkpoints/test_question_answering_head.py",
     "tests/checkpoints/test_reading.py",
     "tests/checkpoints/test_tokenizer_settings.py",
+    "tests/checkpoints/test_vocabulary.py",
     "tests/checkpoints/test_writing.py",
     "tests/data/test_cloze_instances.py",
     "tests/data/test_dynamic_masking.py",

@@ -78,7 +78,8 @@ class Checkpoint:
             "token_classifier" (`kernel` `[hidden, labels]`, `bias`
             `[labels]`), "question_answering" (`kernel` `[hidden, 2]`,
             `bias` `[2]`, start then end logits). Kernels are `[in, out]`.
-        vocabulary_file: path of vocab.txt, or None.
+        vocabulary_file: path of the file holding the vocabulary (a vocab.txt,
+            or a tokenizer.json: see `vocabulary.read_vocabulary`), or None.
         tokenizer_settings: the `BertTokenizer` arguments of the
             checkpoint's tokenizer (see `tokenizer_settings`): casing, accent
             stripping, and the word-length limit of its format.

@@ -39,6 +39,8 @@ from bert_keras.checkpoints.checkpoint import read_json
 from bert_keras.checkpoints.checkpoint import tokenizer_settings
 from bert_keras.checkpoints.name_tables import checkpoint_tensors
 from bert_keras.checkpoints.name_tables import read_tables
+from bert_keras.checkpoints.vocabulary import read_vocabulary
+from bert_keras.checkpoints.vocabulary import write_vocabulary
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.weights.h5"
@@ -505,10 +507,9 @@ def write_preset(checkpoint, directory):
         _write_json(os.path.join(directory, TOKENIZER_CONFIG_FILE), tokenizer)
         assets = os.path.join(directory, "assets", "tokenizer")
         os.makedirs(assets)
-        with open(checkpoint.vocabulary_file, encoding="utf-8") as file:
-            tokens = file.read().splitlines()
-        with open(os.path.join(assets, VOCABULARY_FILE), "w", encoding="utf-8") as file:
-            file.writelines(token + "\n" for token in tokens)
+        write_vocabulary(
+            read_vocabulary(checkpoint.vocabulary_file), os.path.join(assets, VOCABULARY_FILE)
+        )
     if "classifier" in checkpoint.head_weights:
         preprocessor = None
         if tokenizer is not None:

@@ -35,6 +35,8 @@ from bert_keras.checkpoints.checkpoint import Checkpoint
 from bert_keras.checkpoints.checkpoint import read_json
 from bert_keras.checkpoints.checkpoint import tokenizer_settings
 from bert_keras.checkpoints.name_tables import read_tables
+from bert_keras.checkpoints.vocabulary import TOKENIZER_JSON
+from bert_keras.checkpoints.vocabulary import is_wordpiece_tokenizer_json
 
 FORMATS = ("bert_keras", "huggingface", "original", "keras_hub", "keras")
 # keras.saving's registered name of the one class a "keras" checkpoint holds.
@@ -179,6 +181,34 @@ def read_tokenizer_settings(directory):
     )
 
 
+def vocabulary_file(directory):
+    """The file holding a checkpoint directory's vocabulary, or None.
+
+    vocab.txt; else a keras-hub preset's assets/tokenizer/vocabulary.txt; else
+    a Hugging Face tokenizer.json of a WordPiece model (transformers 5 saves
+    no vocab.txt). `bert_keras.checkpoints.vocabulary.read_vocabulary` reads
+    each.
+
+    Example:
+    >>> import os, tempfile
+    >>> directory = tempfile.mkdtemp()
+    >>> _ = open(os.path.join(directory, "tokenizer.json"), "w").write(
+    ...     '{"model": {"type": "WordPiece", "vocab": {"[PAD]": 0}}}')
+    >>> os.path.basename(vocabulary_file(directory))
+    'tokenizer.json'
+    """
+    tokenizer_json = _existing(directory, TOKENIZER_JSON)
+    return (
+        _existing(directory, "vocab.txt")
+        or keras_hub.vocabulary_file(directory)
+        or (
+            tokenizer_json
+            if tokenizer_json and is_wordpiece_tokenizer_json(tokenizer_json)
+            else None
+        )
+    )
+
+
 def _read_huggingface(directory):
     config, architecture, raw = huggingface.read_config(directory)
     tensor_file = huggingface.TensorFile(directory)
@@ -198,7 +228,7 @@ def _read_huggingface(directory):
     )
     checkpoint.format, checkpoint.directory, checkpoint.extra_config = "huggingface", directory, raw
     checkpoint.label_names = _label_names(raw.get("id2label"), checkpoint.num_named_labels())
-    checkpoint.vocabulary_file = _existing(directory, "vocab.txt")
+    checkpoint.vocabulary_file = vocabulary_file(directory)
     checkpoint.tokenizer_settings = read_tokenizer_settings(directory)
     return checkpoint
 
@@ -255,13 +285,12 @@ def _read_keras(path):
         )
     weights = {variable.path: keras.ops.convert_to_numpy(variable) for variable in model.weights}
     directory = os.path.dirname(path)
-    vocabulary_file = _existing(directory, "vocab.txt")
     return Checkpoint(
         backbone_config=model.get_config(),
         backbone_weights=weights,
         format="keras",
         directory=directory,
-        vocabulary_file=vocabulary_file,
+        vocabulary_file=vocabulary_file(directory),
         tokenizer_settings=read_tokenizer_settings(directory),
     )
 

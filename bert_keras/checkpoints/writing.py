@@ -15,6 +15,8 @@ from bert_keras.checkpoints import original
 from bert_keras.checkpoints.checkpoint import HEAD_NAMES
 from bert_keras.checkpoints.checkpoint import OWN_CONFIG_FILE
 from bert_keras.checkpoints.name_tables import checkpoint_tensors
+from bert_keras.checkpoints.vocabulary import read_vocabulary
+from bert_keras.checkpoints.vocabulary import write_vocabulary
 
 OUTPUT_FORMATS = ("bert_keras", "original", "keras_hub")
 
@@ -110,8 +112,9 @@ def _write_original(checkpoint, directory, overwrite):
             os.path.join(staging, OWN_CONFIG_FILE), {"tokenizer": checkpoint.tokenizer_settings}
         )
         if checkpoint.vocabulary_file is not None:
-            shutil.copyfile(
-                checkpoint.vocabulary_file, os.path.join(staging, original.VOCABULARY_FILE)
+            write_vocabulary(
+                read_vocabulary(checkpoint.vocabulary_file),
+                os.path.join(staging, original.VOCABULARY_FILE),
             )
 
 
@@ -151,7 +154,9 @@ def _label_config(label_names, num_labels):
 
 def _write_tokenizer_files(checkpoint, staging):
     if checkpoint.vocabulary_file is not None:
-        shutil.copyfile(checkpoint.vocabulary_file, os.path.join(staging, "vocab.txt"))
+        write_vocabulary(
+            read_vocabulary(checkpoint.vocabulary_file), os.path.join(staging, "vocab.txt")
+        )
     if checkpoint.directory is not None and checkpoint.format in ("huggingface", "bert_keras"):
         for name in huggingface.TOKENIZER_FILES[1:]:
             if os.path.isfile(os.path.join(checkpoint.directory, name)):

@@ -87,7 +87,7 @@ class BertSentenceEncoder(BertTask):
         if self.preprocessor is None:
             raise ValueError(
                 "BertSentenceEncoder.encode needs a preprocessor: build the encoder with "
-                "BertSentenceEncoder.from_preset(directory) from a directory with a vocab.txt, "
+                "BertSentenceEncoder.from_preset(directory) from a directory with a vocabulary, "
                 "or pass preprocessor=BertPreprocessor(tokenizer, sequence_length)."
             )
         single = isinstance(texts, (str, bytes))

@@ -196,7 +196,9 @@ class BertTask(keras.Model):
             )
             if kwargs["preprocessor"] is None:
                 logging.warning(
-                    "%s has no vocab.txt: %s takes token ids, not text.", preset, cls.__name__
+                    "%s has no vocabulary (vocab.txt or tokenizer.json): %s takes token ids, not text.",
+                    preset,
+                    cls.__name__,
                 )
         model = cls(backbone, **kwargs)
         apply_checkpoint(
@@ -699,14 +701,15 @@ def checkpoint_preprocessor(checkpoint, sequence_length, by_length=False, **toke
 
 
 def checkpoint_tokenizer(checkpoint, **overrides):
-    """The `BertTokenizer` of a checkpoint: its vocab.txt and tokenizer settings.
+    """The `BertTokenizer` of a checkpoint: its vocabulary and tokenizer settings.
 
     Args:
         checkpoint: a `Checkpoint` with a `vocabulary_file`.
         **overrides: `BertTokenizer` arguments replacing the checkpoint's.
 
     Raises:
-        FileNotFoundError: the checkpoint has no vocab.txt.
+        FileNotFoundError: the checkpoint has no vocabulary (see
+            `bert_keras.checkpoints.vocabulary_file`).
         ModuleNotFoundError: TensorFlow or tensorflow-text is not installed.
 
     Example:
@@ -733,7 +736,10 @@ def checkpoint_tokenizer(checkpoint, **overrides):
             name=error.name,
         ) from error
     if checkpoint.vocabulary_file is None:
-        raise FileNotFoundError(f"{checkpoint.directory or 'The checkpoint'} has no vocab.txt.")
+        raise FileNotFoundError(
+            f"{checkpoint.directory or 'The checkpoint'} has no vocabulary: no vocab.txt, nor "
+            "a tokenizer.json of a WordPiece model, nor a keras-hub preset's vocabulary.txt."
+        )
     return BertTokenizer(
         checkpoint.vocabulary_file, **{**checkpoint.tokenizer_settings, **overrides}
     )

@@ -60,8 +60,9 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from bert_keras.checkpoints import keras_hub
 from bert_keras.checkpoints.reading import read_tokenizer_settings
+from bert_keras.checkpoints.reading import vocabulary_file
+from bert_keras.checkpoints.vocabulary import read_vocabulary
 
 # The methods have no Python control flow on tensors, so AutoGraph would only
 # add seconds to every trace (tf.function, tf.data).
@@ -110,30 +111,6 @@ _CONTROL_CHARACTERS = [chr(code) for code in [*range(1, 9), *range(14, 32)]]
 _CONTINUATION_PREFIX = "##"
 
 
-def load_vocabulary(path):
-    """Reads a BERT vocab.txt: one token per line, the line number is its id.
-
-    Args:
-        path: path of the vocabulary file.
-
-    Returns:
-        The list of tokens.
-
-    Example:
-    >>> import tempfile, os
-    >>> path = os.path.join(tempfile.mkdtemp(), "vocab.txt")
-    >>> _ = open(path, "w").write("[PAD]\\n[UNK]\\nhello\\n")
-    >>> load_vocabulary(path)
-    ['[PAD]', '[UNK]', 'hello']
-    """
-    if not tf.io.gfile.exists(path):
-        raise FileNotFoundError(f"Vocabulary file {path!r} does not exist.")
-    with tf.io.gfile.GFile(path, "r") as vocab_file:
-        # Like the original `load_vocab`, surrounding whitespace is not part of
-        # a token.
-        return [line.strip() for line in vocab_file.read().splitlines()]
-
-
 def _utf8_byte_length(codepoints):
     """Number of UTF-8 bytes that encode each code point."""
     return (
@@ -162,7 +139,9 @@ class BertTokenizer(keras.layers.Layer):
     int32 `tf.Tensor` for a single string).
 
     Args:
-        vocabulary: a list of tokens (index = id) or the path of a vocab.txt.
+        vocabulary: a list of tokens (index = id), or the path of a vocab.txt
+            or of a Hugging Face tokenizer.json (see
+            `bert_keras.checkpoints.vocabulary.read_vocabulary`).
             It must contain "[PAD]", "[UNK]", "[CLS]", "[SEP]" and "[MASK]".
         lowercase: lower-case the text (uncased checkpoints).
         strip_accents: remove accents (NFD, then drop category Mn). `None`
@@ -207,8 +186,8 @@ class BertTokenizer(keras.layers.Layer):
 
         self.vocabulary = vocabulary
         tokens = (
-            load_vocabulary(vocabulary)
-            if isinstance(vocabulary, str)
+            read_vocabulary(vocabulary)
+            if isinstance(vocabulary, (str, os.PathLike))
             else [str(token) for token in vocabulary]
         )
         _check_vocabulary(tokens)
@@ -281,8 +260,9 @@ class BertTokenizer(keras.layers.Layer):
     def from_preset(cls, directory, **kwargs):
         """Builds the tokenizer of a checkpoint directory.
 
-        Reads `vocab.txt` (a keras-hub preset's vocabulary.txt), and the settings the directory's tokenizer files
-        give (see `bert_keras.checkpoints.read_tokenizer_settings`: casing,
+        Reads the vocabulary (see `bert_keras.checkpoints.vocabulary_file`)
+        and the settings the directory's tokenizer files give (see
+        `bert_keras.checkpoints.read_tokenizer_settings`: casing,
         accent stripping, Chinese characters, and the word-length limit of
         the checkpoint's format); without any the tokenizer is uncased with
         the original's limit. `kwargs` override them.
@@ -302,12 +282,11 @@ class BertTokenizer(keras.layers.Layer):
         >>> BertTokenizer.from_preset(directory)("Hi").numpy().tolist()
         [5]
         """
-        vocabulary_path = os.path.join(directory, "vocab.txt")
-        if not tf.io.gfile.exists(vocabulary_path):
-            vocabulary_path = keras_hub.vocabulary_file(directory)
+        vocabulary_path = vocabulary_file(directory)
         if vocabulary_path is None:
             raise FileNotFoundError(
-                f"Checkpoint directory {directory!r} has no vocab.txt (nor a keras-hub preset's "
+                f"Checkpoint directory {directory!r} has no vocab.txt (nor a Hugging Face "
+                "tokenizer.json of a WordPiece model, nor a keras-hub preset's "
                 "assets/tokenizer/vocabulary.txt)."
             )
         return cls(vocabulary_path, **{**read_tokenizer_settings(directory), **kwargs})

@@ -287,7 +287,8 @@ def test_unused_heads_are_logged_at_debug_level(tmp_path, caplog):
     import logging
 
     save_tiny("BertForMaskedLM", tmp_path)
-    with caplog.at_level(logging.DEBUG):
+    # absl's logger too: a test run earlier may have set its level.
+    with caplog.at_level(logging.DEBUG), caplog.at_level(logging.DEBUG, logger="absl"):
         BertBackbone.from_preset(tmp_path)
     assert "Not loaded by the backbone: masked_lm head" in caplog.text
     assert "has no pooler; pooler_dense keeps its initial weights" in caplog.text

@@ -658,7 +658,10 @@ def test_from_preset_loads_backbone_head_and_preprocessor(vocabulary_file, tmp_p
     backbone.save_to_preset(without_vocabulary)
     with caplog.at_level(logging.WARNING):
         assert BertClassifier.from_preset(without_vocabulary, num_classes=2).preprocessor is None
-    assert f"{without_vocabulary} has no vocab.txt: BertClassifier takes token ids" in caplog.text
+    assert (
+        f"{without_vocabulary} has no vocabulary (vocab.txt or tokenizer.json): BertClassifier takes token ids"
+        in caplog.text
+    )
 
     # A checkpoint with a two-label classifier head (BertForSequenceClassification).
     checkpoint = read_checkpoint(directory)

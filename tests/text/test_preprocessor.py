@@ -4,11 +4,11 @@ import pytest
 import tensorflow as tf
 from transformers import AutoTokenizer
 
+from bert_keras.checkpoints.vocabulary import read_vocabulary
 from bert_keras.text.preprocessor import BertPreprocessor
 from bert_keras.text.preprocessor import truncated_pair_lengths
 from bert_keras.text.tokenizer import SPECIAL_TOKENS
 from bert_keras.text.tokenizer import BertTokenizer
-from bert_keras.text.tokenizer import load_vocabulary
 from tests.text import CHECKPOINT_DIR
 from tests.text import TF_TEXT_2_12_OPS
 from tests.text import UNCASED_VOCABULARY
@@ -20,7 +20,7 @@ FEATURES = ("token_ids", "segment_ids", "padding_mask")
 
 @pytest.fixture(scope="module")
 def lines():
-    words = [t for t in load_vocabulary(UNCASED_VOCABULARY) if t.isalpha()]
+    words = [t for t in read_vocabulary(UNCASED_VOCABULARY) if t.isalpha()]
     return unicode_corpus.generate_corpus(words, num_bytes=60_000, seed=7)
 
 

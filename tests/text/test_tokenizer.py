@@ -18,9 +18,9 @@ import tokenizers
 from transformers import AutoTokenizer
 from transformers.models.bert.tokenization_bert_legacy import BasicTokenizer
 
+from bert_keras.checkpoints.vocabulary import read_vocabulary
 from bert_keras.text.tokenizer import SPECIAL_TOKENS
 from bert_keras.text.tokenizer import BertTokenizer
-from bert_keras.text.tokenizer import load_vocabulary
 from tests.text import CHECKPOINT_DIR
 from tests.text import TF_TEXT_2_12_OPS
 from tests.text import UNCASED_VOCABULARY
@@ -35,7 +35,7 @@ REFERENCE_WORD_LIMIT = 100
 
 @pytest.fixture(scope="session")
 def uncased_tokens():
-    return load_vocabulary(UNCASED_VOCABULARY)
+    return read_vocabulary(UNCASED_VOCABULARY)
 
 
 @pytest.fixture(scope="session")
