@@ -82,6 +82,11 @@ def check_flags():
         raise app.UsageError(
             f"--max_sequence_length must be at least 2, got {_MAX_SEQUENCE_LENGTH.value}."
         )
+    for flag in (_NUM_WARMUP_STEPS, _PATIENCE):
+        if flag.value < 0:
+            raise app.UsageError(f"--{flag.name} must not be negative, got {flag.value}.")
+    if not 0 <= _SEED.value < 2**32:
+        raise app.UsageError(f"--seed must be in 0..2**32 - 1, got {_SEED.value}.")
     if not 0.0 < _SLIDING_WINDOW.value <= 1.0:
         raise app.UsageError(f"--sliding_window must be in (0, 1], got {_SLIDING_WINDOW.value}.")
 
@@ -121,6 +126,8 @@ def _run_steps(run_class):
         f"{_MIN_INTERACTIONS.value} interactions dropped), {sequences.num_items} items, "
         f"{sum(len(s) for s in sequences.sequences)} interactions"
     )
+    if _DO_EVAL.value:
+        run.check_negatives()  # before hours of training, not after
     if _DO_TRAIN.value:
         run.train(
             _NUM_TRAIN_EPOCHS.value,

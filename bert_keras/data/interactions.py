@@ -5,8 +5,9 @@ Three formats are read, each line one interaction:
 - `movielens`: MovieLens-1M/10M `ratings.dat`, `UserID::MovieID::Rating::Timestamp`;
 - `recbole`: RecBole atomic `.inter` files, tab-separated, a header naming the
   columns with their types (`user_id:token item_id:token ... timestamp:float`);
-- `csv`: comma-separated with a header that names `user` (or `user_id`),
-  `item` (or `item_id`) and `timestamp` columns.
+- `csv`: comma-separated with a header that names `user` (or `user_id`,
+  `userId`), `item` (or `item_id`, `movieId`) and `timestamp` columns, as
+  MovieLens-20M's ratings.csv does.
 
 `UserSequences.from_interactions` puts each user's items in time order (ties
 kept in file order), drops users with fewer than `min_interactions` and
@@ -16,6 +17,7 @@ numbers the items by descending frequency: id 0 is padding, items are
 
 import csv
 import dataclasses
+import hashlib
 import importlib.util
 import json
 import os
@@ -35,7 +37,8 @@ class Interactions:
     Attributes:
         users: raw user ids (strings).
         items: raw item ids (strings).
-        timestamps: float timestamps.
+        timestamps: int64 when every timestamp is an integer (epoch
+            nanoseconds stay exact), else float64.
     """
 
     users: list
@@ -61,19 +64,63 @@ def read_interactions(path, input_format):
     if input_format not in readers:
         raise ValueError(f"Unknown input_format {input_format!r}; expected one of {INPUT_FORMATS}.")
     users, items, timestamps = [], [], []
-    with open(path, encoding="utf-8", newline="") as file:
-        for line_number, (user, item, timestamp) in readers[input_format](file, path):
-            try:
-                timestamps.append(float(timestamp))
-            except ValueError:
-                raise ValueError(
-                    f"{path}:{line_number}: the timestamp {timestamp!r} is not a number."
-                ) from None
+    # utf-8-sig: a byte-order mark (spreadsheets write one) is not part of the header.
+    with open(path, encoding="utf-8-sig", newline="") as file:
+        rows = readers[input_format](file, path)
+        for line_number, (user, item, timestamp) in _decoded(rows, path):
+            timestamps.append(_timestamp(timestamp, f"{path}:{line_number}"))
             if not user or not item:
                 raise ValueError(f"{path}:{line_number}: empty user or item id.")
             users.append(user)
             items.append(item)
-    return Interactions(users, items, np.asarray(timestamps, dtype="float64"))
+    if not users:
+        raise ValueError(f"{path} holds no interactions.")
+    return Interactions(users, items, _timestamp_array(timestamps))
+
+
+def _decoded(rows, path):
+    """`rows`, with a decoding error named by its file and line."""
+    try:
+        yield from rows
+    except UnicodeDecodeError:
+        line_number, line = _first_undecodable_line(path)
+        raise ValueError(
+            f"{path}:{line_number}: {line!r} is not UTF-8; save the log as UTF-8."
+        ) from None
+
+
+def _first_undecodable_line(path):
+    with open(path, "rb") as file:
+        for line_number, line in enumerate(file, start=1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError:
+                return line_number, line.rstrip(b"\r\n")
+    return "?", b""  # a UTF-8 sequence cut across lines
+
+
+def _timestamp(text, where):
+    """An int for an integer timestamp (exact at any size), else a finite float."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{where}: the timestamp {text!r} is not a number.") from None
+    if not np.isfinite(value):
+        raise ValueError(f"{where}: the timestamp {text!r} is not a finite number.")
+    return value
+
+
+def _timestamp_array(timestamps):
+    if all(isinstance(value, int) for value in timestamps):
+        try:
+            return np.asarray(timestamps, dtype="int64")
+        except OverflowError:
+            pass
+    return np.asarray(timestamps, dtype="float64")
 
 
 def _movielens_rows(file, path):
@@ -90,7 +137,12 @@ def _movielens_rows(file, path):
 
 
 def _recbole_rows(file, path):
-    header = file.readline().rstrip("\r\n").split("\t")
+    line = file.readline().rstrip("\r\n")
+    header = line.split("\t")
+    if len(header) == 1 and " " in line:
+        raise ValueError(
+            f"{path}:1: the header {line!r} has no tabs; RecBole's .inter files are tab-separated."
+        )
     names = [field.split(":")[0] for field in header]
     columns = _column_indexes(names, path, {"user": ["user_id"], "item": ["item_id"]})
     yield from _delimited_rows(csv.reader(file, delimiter="\t"), columns, path, header_lines=1)
@@ -99,7 +151,8 @@ def _recbole_rows(file, path):
 def _csv_rows(file, path):
     reader = csv.reader(file)
     names = [name.strip() for name in next(reader, [])]
-    aliases = {"user": ["user", "user_id"], "item": ["item", "item_id"]}
+    # userId and movieId: MovieLens' own CSV files (ML-20M, ML-25M, ml-latest).
+    aliases = {"user": ["user", "user_id", "userId"], "item": ["item", "item_id", "movieId"]}
     yield from _delimited_rows(reader, _column_indexes(names, path, aliases), path, header_lines=0)
 
 
@@ -177,13 +230,59 @@ class UserSequences:
         ]
         return cls(sequences, list(kept), item_ids, len(by_user) - len(kept))
 
-    def save_item_ids(self, path):
-        """Writes the id → raw item id mapping as JSON (atomically)."""
-        write_text(path, json.dumps({"item_ids": self.item_ids}, ensure_ascii=False) + "\n")
+    def renumbered(self, item_ids, source="the given item ids"):
+        """These sequences with the ids of `item_ids` (a trained model's) instead.
+
+        Args:
+            item_ids: raw item ids; `item_ids[i - 1]` becomes item `i`.
+            source: what `item_ids` came from, for the error message.
+
+        Raises:
+            ValueError: an item of the sequences is not in `item_ids` (the
+                model cannot score it); the message counts and names some.
+
+        Example:
+        >>> sequences = UserSequences([np.array([1, 2])], ["u"], ["a", "b"])
+        >>> sequences.renumbered(["b", "a", "c"]).sequences[0].tolist()
+        [2, 1]
+        """
+        index = {item: position + 1 for position, item in enumerate(item_ids)}
+        unknown = [item for item in self.item_ids if item not in index]
+        if unknown:
+            raise ValueError(
+                f"The log holds {len(unknown)} items that {source} lacks ({unknown[:5]}): the "
+                "model was trained without them and cannot rank them. Train again on this log."
+            )
+        new_ids = np.array([0] + [index[item] for item in self.item_ids], dtype="int32")
+        return dataclasses.replace(
+            self,
+            sequences=[new_ids[sequence] for sequence in self.sequences],
+            item_ids=list(item_ids),
+        )
+
+    def save_item_ids(self, path, model_file=None):
+        """Writes the id → raw item id mapping as JSON (atomically).
+
+        With `model_file`, the file records that model's SHA-256 too, so
+        that `load_item_ids` can tell whether a model file is the one whose
+        ids these are.
+        """
+        saved = {"item_ids": self.item_ids}
+        if model_file is not None:
+            saved["model_sha256"] = _sha256(model_file)
+        write_text(path, json.dumps(saved, ensure_ascii=False) + "\n")
 
 
-def load_item_ids(path):
+def load_item_ids(path, model_file=None):
     """The raw item ids saved by `UserSequences.save_item_ids`.
+
+    Args:
+        path: the item ids' JSON file.
+        model_file: the model file they are read for; checked against the
+            SHA-256 recorded with them, when there is one.
+
+    Raises:
+        ValueError: `model_file` is not the model the ids were saved with.
 
     Example:
     >>> import tempfile
@@ -193,7 +292,22 @@ def load_item_ids(path):
     ['a', 'b']
     """
     with open(path, encoding="utf-8") as file:
-        return json.load(file)["item_ids"]
+        saved = json.load(file)
+    recorded = saved.get("model_sha256")
+    if model_file is not None and recorded is not None and recorded != _sha256(model_file):
+        raise ValueError(
+            f"{path} holds the item ids of another model than {model_file} (a run was "
+            "interrupted while saving them): train again."
+        )
+    return saved["item_ids"]
+
+
+def _sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,7 +10,9 @@
   right-padded with 0 -> `item_ids` int32 and `scores` float32 `[batch, top_k]`.
 
 Both append [MASK] after each history's last `max_sequence_length - 1` items,
-as `Bert4Rec.recommend` does, and never return an item of the history.
+as `Bert4Rec.recommend` does, and never return an item of the history: where
+fewer than `top_k` items are unseen, the rest of the row is "" (id 0) with
+score -inf.
 
 Example:
 >>> import tensorflow as tf
@@ -64,7 +66,8 @@ def recommender_signatures(model, item_ids, top_k=DEFAULT_TOP_K):
         kept = _compacted(ids)  # [batch, (items)], known ids only
         scores = _next_item_scores(model, kept)  # [batch, num_items + 1]
         best_scores, best_ids = tf.math.top_k(scores, k=top_k)
-        return best_ids, best_scores
+        # Past a history's unseen items: [PAD], as `Bert4Rec.recommend` returns.
+        return tf.where(tf.math.is_inf(best_scores), PAD_ID, best_ids), best_scores
 
     @tf.function(
         input_signature=[tf.TensorSpec([None, None], tf.int32, name="item_ids")],

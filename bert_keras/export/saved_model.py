@@ -241,7 +241,7 @@ def _export_recommender(path, export_base, version, overwrite, top_k):
             f"{path} has no {RECOMMENDER_ITEM_IDS_FILE} beside it: the export needs the raw "
             "item ids (tasks.recommend writes them to its output directory)."
         )
-    item_ids = load_item_ids(item_ids_file)
+    item_ids = load_item_ids(item_ids_file, model_file=path)
     signatures = recommender_signatures(model, item_ids, top_k=top_k or DEFAULT_TOP_K)
     version = next_version(export_base) if version is None else _checked_version(version)
     directory = os.path.join(os.fspath(export_base), str(version))

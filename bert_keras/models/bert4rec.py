@@ -204,7 +204,9 @@ class Bert4Rec(keras.Model):
             batch_size: histories per forward pass.
 
         Returns:
-            `(item_ids, scores)`, int and float arrays `[users, top_k]`.
+            `(item_ids, scores)`, int and float arrays `[users, top_k]`. Where
+            fewer than `top_k` items are left to recommend, the rest of the
+            row is id 0 ([PAD]) with score -inf.
 
         Raises:
             ValueError: an empty history, or an id outside 1..`num_items`
@@ -224,7 +226,8 @@ class Bert4Rec(keras.Model):
                 scores[row, np.asarray(history, dtype="int64")] = -np.inf
         scores[:, PAD_ID] = -np.inf
         top = np.argsort(-scores, axis=1, kind="stable")[:, :top_k]
-        return top, np.take_along_axis(scores, top, axis=1)
+        top_scores = np.take_along_axis(scores, top, axis=1)
+        return np.where(np.isneginf(top_scores), PAD_ID, top), top_scores
 
     def next_item_scores(self, histories, batch_size=256):
         """Logits of the next item after each history, `[users, num_items + 1]`

@@ -13,6 +13,8 @@ Files in OUTPUT_DIR: `item_ids.json` (id → raw item id), `model.keras`,
 `predictions.tsv`, each written whole.
 """
 
+import csv
+import io
 import json
 import math
 import os
@@ -24,8 +26,10 @@ from bert_keras.atomic_files import atomic_file
 from bert_keras.atomic_files import write_text
 from bert_keras.data.cloze_instances import cloze_dataset
 from bert_keras.data.cloze_instances import training_windows
+from bert_keras.data.interactions import PAD_ID
 from bert_keras.data.interactions import LeaveOneOutSplit
 from bert_keras.data.interactions import UserSequences
+from bert_keras.data.interactions import load_item_ids
 from bert_keras.data.interactions import read_interactions
 from bert_keras.evaluation.ranking_metrics import next_item_ranks
 from bert_keras.evaluation.ranking_metrics import popularity_negatives
@@ -102,8 +106,22 @@ class RecommendationRun:
             )
         self.split = LeaveOneOutSplit.from_sequences(self.sequences.sequences)
         os.makedirs(output_dir, exist_ok=True)
-        self.sequences.save_item_ids(os.path.join(output_dir, ITEM_IDS_FILE))
         self.model = None
+
+    def check_negatives(self):
+        """Refuses `num_negatives` that a user leaves too few items for (`evaluate` would).
+
+        Raises:
+            ValueError: naming the user and the most negatives that can be drawn.
+        """
+        unseen = [self.sequences.num_items - len(set(s.tolist())) for s in self.sequences.sequences]
+        user = int(np.argmin(unseen))
+        if unseen[user] < self.num_negatives:
+            raise ValueError(
+                f"num_negatives={self.num_negatives} negatives cannot be drawn for user "
+                f"{self.sequences.user_ids[user]!r}, who has not seen only {unseen[user]} of the "
+                f"{self.sequences.num_items} items: lower --num_negatives to at most {unseen[user]}."
+            )
 
     def build_model(self):
         """A fresh `Bert4Rec` of the preset's sizes for this log's items."""
@@ -181,16 +199,30 @@ class RecommendationRun:
         )
         with atomic_file(os.path.join(self.output_dir, MODEL_FILE)) as path:
             self.model.save(path)
+            # Before the model takes its place: a reader checks the ids against it.
+            self.sequences.save_item_ids(
+                os.path.join(self.output_dir, ITEM_IDS_FILE), model_file=path
+            )
         self._write(HISTORY_FILE, json.dumps(_plain(history.history), indent=2))
         write_history_plot(self.output_dir)
         return history.history
 
     def load_model(self):
-        """The trained model: this run's, else OUTPUT_DIR/model.keras (safe mode)."""
+        """The trained model: this run's, else OUTPUT_DIR/model.keras (safe mode).
+
+        A saved model keeps the item ids it was trained with (item_ids.json):
+        the log is renumbered to them, whatever ids its own frequencies give.
+        """
         if self.model is None:
             path = os.path.join(self.output_dir, MODEL_FILE)
             if not os.path.exists(path):
                 raise ValueError(f"No trained model at {path}: run with --do_train first.")
+            ids_path = os.path.join(self.output_dir, ITEM_IDS_FILE)
+            if not os.path.exists(ids_path):
+                raise ValueError(f"{path} has no {ITEM_IDS_FILE} beside it: train again.")
+            item_ids = load_item_ids(ids_path, model_file=path)
+            self.sequences = self.sequences.renumbered(item_ids, source=ids_path)
+            self.split = LeaveOneOutSplit.from_sequences(self.sequences.sequences)
             self.model = keras.saving.load_model(path, safe_mode=True)
         if self.model.num_items != self.sequences.num_items:
             raise ValueError(
@@ -205,6 +237,7 @@ class RecommendationRun:
         Returns:
             `test_metrics` of the model.
         """
+        self.check_negatives()
         model = self.load_model()
         results = self.test_metrics(lambda histories: model.next_item_scores(histories, batch_size))
         self._write(EVAL_RESULTS_FILE, json.dumps(results, indent=2))
@@ -258,17 +291,23 @@ class RecommendationRun:
         """Each user's `top_k` next items after the whole history, unseen ones only.
 
         Writes OUTPUT_DIR/predictions.tsv: `user`, `rank`, `item`, `score`
-        with raw user and item ids. Returns the file's path.
+        with raw user and item ids (fewer rows for a user who has seen all but
+        fewer than `top_k` items). Returns the file's path.
         """
         model = self.load_model()
         items, scores = model.recommend(
             self.sequences.sequences, top_k=top_k, batch_size=batch_size
         )
-        lines = ["user\trank\titem\tscore"]
+        rows = [("user", "rank", "item", "score")]
         for user, row_items, row_scores in zip(self.sequences.user_ids, items, scores):
             for rank, (item, score) in enumerate(zip(row_items, row_scores), start=1):
-                lines.append(f"{user}\t{rank}\t{self.sequences.item_ids[item - 1]}\t{score:.6g}")
-        return self._write(PREDICTIONS_FILE, "\n".join(lines))
+                if item == PAD_ID:
+                    break
+                rows.append((user, rank, self.sequences.item_ids[item - 1], f"{score:.6g}"))
+        text = io.StringIO()
+        # Quoted where an id holds a tab, a newline or a quote, as csv readers expect.
+        csv.writer(text, delimiter="\t", lineterminator="\n").writerows(rows)
+        return self._write(PREDICTIONS_FILE, text.getvalue().rstrip("\n"))
 
     def _write(self, name, text):
         path = os.path.join(self.output_dir, name)

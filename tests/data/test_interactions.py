@@ -91,6 +91,14 @@ def test_leave_one_out_refuses_short_sequences():
             r"log:1: the header .* names no item column",
         ),
         ("csv", "user,item,timestamp\n1,a,2\n,b,3\n", r"log:3: empty user or item id"),
+        ("csv", "user,item,timestamp\n1,a,2\n1,b,nan\n", r"log:3: .*'nan' is not a finite number"),
+        ("movielens", "1::a::5::2\n1::b::5::inf\n", r"log:2: .*'inf' is not a finite number"),
+        ("csv", "user,item,timestamp\n", r"log holds no interactions"),
+        (
+            "recbole",
+            "user_id:token item_id:token timestamp:float\n1 a 3\n",
+            r"log:1: the header .* has no tabs; RecBole's .inter files are tab-separated",
+        ),
         ("parquet", "", r"Unknown input_format 'parquet'"),
     ],
 )
@@ -99,3 +107,47 @@ def test_bad_input_names_the_file_and_line(tmp_path, input_format, text, message
     path.write_text(text)
     with pytest.raises(ValueError, match=message):
         read_interactions(path, input_format)
+
+
+def test_a_line_that_is_not_utf8_is_named(tmp_path):
+    path = tmp_path / "log"
+    path.write_bytes(b"user,item,timestamp\n1,a,2\n1,caf\xe9,3\n")
+    with pytest.raises(ValueError, match=r"log:3: b'1,caf\\xe9,3' is not UTF-8"):
+        read_interactions(path, "csv")
+
+
+def test_integer_timestamps_order_exactly_at_nanosecond_scale(tmp_path):
+    path = tmp_path / "log"
+    path.write_text(
+        "user,item,timestamp\n"
+        "u,b,1700000000000000001\nu,a,1700000000000000000\nu,c,1700000000000000300\n"
+    )
+    log = read_interactions(path, "csv")
+    assert log.timestamps.dtype == np.int64
+    sequences = UserSequences.from_interactions(log, min_interactions=1)
+    assert [sequences.item_ids[i - 1] for i in sequences.sequences[0]] == ["a", "b", "c"]
+
+
+def test_spreadsheet_and_movielens_csv_headers_are_read(tmp_path):
+    path = tmp_path / "ratings.csv"
+    # A byte-order mark, and MovieLens-20M's own column names.
+    path.write_bytes("userId,movieId,rating,timestamp\n1,31,2.5,1260759144\n".encode("utf-8-sig"))
+    log = read_interactions(path, "csv")
+    assert (log.users, log.items, log.timestamps.tolist()) == (["1"], ["31"], [1260759144])
+
+
+def test_a_trained_models_ids_renumber_another_log():
+    sequences = UserSequences([np.array([1, 2, 1])], ["u"], ["a", "b"])
+    renumbered = sequences.renumbered(["c", "b", "a"])
+    assert renumbered.item_ids == ["c", "b", "a"] and renumbered.sequences[0].tolist() == [3, 2, 3]
+    with pytest.raises(ValueError, match=r"1 items that the saved ids lacks \(\['b'\]\)"):
+        sequences.renumbered(["a"], source="the saved ids")
+
+
+def test_item_ids_saved_for_one_model_are_refused_for_another(tmp_path):
+    (tmp_path / "model.keras").write_bytes(b"model one")
+    UserSequences([], [], ["a"]).save_item_ids(tmp_path / "ids.json", tmp_path / "model.keras")
+    assert load_item_ids(tmp_path / "ids.json", tmp_path / "model.keras") == ["a"]
+    (tmp_path / "model.keras").write_bytes(b"model two")
+    with pytest.raises(ValueError, match="holds the item ids of another model"):
+        load_item_ids(tmp_path / "ids.json", tmp_path / "model.keras")

@@ -17,6 +17,7 @@ HISTORIES = [
     ["movie3", "movie5", "movie7"] + [""] * 6,
     ["movie12", "unknown"] + [""] * 7,
     [f"movie{index}" for index in (1, 2, 4, 6, 8, 9, 10, 11, 2)],
+    [f"movie{index}" for index in range(1, 10)],  # 3 unseen items for the top 4: one "" slot
 ]
 
 
@@ -55,10 +56,11 @@ def test_served_items_are_the_models_top_k_unseen_items(run_directory, served):
     ids, scores = expected(model, HISTORIES)
     for api in ("eager", "session"):
         answer = answers[api]["serving_default"]
-        assert answer["items"] == [[ITEMS[i - 1] for i in row] for row in ids]
+        assert answer["items"] == [[ITEMS[i - 1] if i else "" for i in row] for row in ids]
+        assert answer["items"][-1][-1] == "" and answer["scores"][-1][-1] == -np.inf
         np.testing.assert_allclose(answer["scores"], scores, rtol=1e-4, atol=1e-5)
         for history, row in zip(HISTORIES, answer["items"]):
-            assert not set(history) & set(row)
+            assert not set(history) & set(row) - {""}
 
 
 @pytest.mark.every_backend

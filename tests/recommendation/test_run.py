@@ -101,3 +101,46 @@ def test_the_transition_baseline_finds_successors_and_item_knn_does_not(trained)
 
     assert metrics(item_transition_scores)["test/full/hr@10"] > 0.9
     assert metrics(item_knn_scores)["test/full/hr@10"] < 0.9
+
+
+def test_a_reread_log_keeps_the_trained_models_item_ids(trained, tmp_path):
+    # New users make the rarest items the most frequent: the log's own ids would change.
+    run, *_ = trained
+    log = write_cluster_walks(tmp_path / "walks.csv")
+    rarest = run.sequences.item_ids[-10:]
+    with open(log, "a") as file:
+        for user in range(20):
+            file.writelines(f"newcomer{user},{item},{time}\n" for time, item in enumerate(rarest))
+    expected = _predicted_items(run.predict(top_k=3))
+    again = RecommendationRun(
+        str(log), "csv", run.output_dir, preset="bert4rec_steam", max_sequence_length=24
+    )
+    assert again.sequences.item_ids != run.sequences.item_ids  # what makes this case
+    answered = _predicted_items(again.predict(top_k=3))
+    assert again.sequences.item_ids == run.sequences.item_ids
+    assert answered[: len(expected)] == expected and len(answered) == len(expected) + 20 * 3
+
+
+def _predicted_items(path):
+    """(user, rank, item) of each row of a predictions.tsv; scores left out."""
+    with open(path) as file:
+        return [tuple(line.split("\t")[:3]) for line in file.read().splitlines()[1:]]
+
+
+def test_predictions_stop_where_the_unseen_items_run_out(trained):
+    run, *_ = trained
+    path = run.predict(top_k=run.sequences.num_items)
+    with open(path) as file:
+        rows = [line.rstrip("\n").split("\t") for line in file][1:]
+    for user, sequence in zip(run.sequences.user_ids, run.sequences.sequences):
+        listed = [item for row_user, _, item, _ in rows if row_user == user]
+        seen = {run.sequences.item_ids[i - 1] for i in sequence}
+        assert len(listed) == run.sequences.num_items - len(seen)
+        assert not set(listed) & seen and len(set(listed)) == len(listed)
+
+
+def test_too_many_negatives_are_refused_before_training(tmp_path):
+    log = write_cluster_walks(tmp_path / "walks.csv", num_users=20)
+    run = RecommendationRun(str(log), "csv", str(tmp_path / "run"), num_negatives=10_000)
+    with pytest.raises(ValueError, match=r"num_negatives=10000 .* user 'user\d+'.* at most \d+"):
+        run.check_negatives()
