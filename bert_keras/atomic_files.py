@@ -55,7 +55,9 @@ def atomic_file(path):
     >>> open(path).read()
     '{}'
     """
-    path = os.fspath(path)
+    path = _named_destination(path)
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"{path} is a directory; expected the path of a file to write.")
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     temporary = partial_path(path)
     try:
@@ -87,11 +89,22 @@ def check_output_directory(directory, overwrite=False):
 
     Raises:
         FileExistsError: naming `directory`.
+        ValueError: `directory` is "" (an unset flag, say), or `overwrite`
+            would replace the working directory or one that holds it.
 
     Example:
     >>> import tempfile
     >>> check_output_directory(tempfile.mkdtemp())  # empty: fine
+    >>> check_output_directory(".", overwrite=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: Output directory ... holds the working directory; it cannot be replaced.
     """
+    directory = os.path.abspath(_named_destination(directory))
+    if overwrite and os.path.commonpath([directory, os.getcwd()]) == directory:
+        raise ValueError(
+            f"Output directory {directory} holds the working directory; it cannot be replaced."
+        )
     if os.path.isfile(directory):
         raise FileExistsError(f"Output path {directory} is a file; expected a directory.")
     if os.path.isdir(directory) and os.listdir(directory) and not overwrite:
@@ -126,8 +139,8 @@ def atomic_directory(directory, overwrite=False):
     >>> os.path.isdir(directory)
     True
     """
-    directory = os.path.abspath(os.fspath(directory))
     check_output_directory(directory, overwrite)
+    directory = os.path.abspath(os.fspath(directory))
     parent = os.path.dirname(directory)
     os.makedirs(parent, exist_ok=True)
     prefix = f".{os.path.basename(directory)}{PARTIAL_MARKER}-"
@@ -140,6 +153,14 @@ def atomic_directory(directory, overwrite=False):
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+def _named_destination(path):
+    """`path` as a string; "" (an unset flag, say) would mean the working directory."""
+    path = os.fspath(path)
+    if not path:
+        raise ValueError("The output path is empty; name the file or directory to write.")
+    return path
 
 
 def _remove_interrupted_stagings(parent, prefix):

@@ -61,3 +61,17 @@ def test_a_failed_file_write_keeps_the_old_file_and_removes_the_partial(tmp_path
             raise Interrupted
     assert path.read_text() == "old"
     assert os.listdir(path.parent) == ["results.json"]
+
+
+def test_an_empty_path_or_the_working_directory_is_never_replaced(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "precious.txt").write_text("kept")
+    for destination in ("", ".", str(tmp_path.parent)):
+        with pytest.raises(ValueError, match="is empty|holds the working directory"):
+            with atomic_directory(destination, overwrite=True) as staging:
+                write_text(os.path.join(staging, "config.json"), "{}")
+    with pytest.raises(ValueError, match="The output path is empty"):
+        write_text("", "{}")
+    with pytest.raises(IsADirectoryError, match=f"{tmp_path} is a directory"):
+        write_text(tmp_path, "{}")
+    assert sorted(os.listdir(tmp_path)) == ["precious.txt"]

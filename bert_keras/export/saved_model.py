@@ -174,6 +174,8 @@ def export_saved_model(
         top_k=top_k,
         null_score_diff_threshold=null_score_diff_threshold,
     )
+    if not arguments["export_base"]:
+        raise ValueError("export_base is empty; name the directory of the model's versions.")
     if os.path.isfile(export_base):
         raise ValueError(
             f"export_base {export_base} is a file; it is the directory that holds the model's "

@@ -249,6 +249,8 @@ def test_versions_and_bad_models_are_refused_with_nothing_written(classifier, tm
     (tmp_path / "a_file").write_text("")
     with pytest.raises(ValueError, match="a_file is a file; it is the directory that holds"):
         export_saved_model(classifier[1], tmp_path / "a_file")
+    with pytest.raises(ValueError, match="export_base is empty"):  # an unset $VARIABLE, say
+        export_saved_model(classifier[1], "")
 
 
 def test_the_committed_op_list_is_tensorflow_2_17_core():
