@@ -140,8 +140,9 @@ def read_tokenizer_settings(directory):
     Hugging Face's tokenizer_config.json and tokenizer.json (casing, accents,
     Chinese characters, the WordPiece word limit: 100 unless tokenizer.json
     says otherwise); a keras-hub preset's tokenizer.json (casing, accents,
-    CJK splitting, its 100-byte word limit). A directory with only a
-    vocab.txt gets the original's defaults.
+    CJK splitting, its 100-byte word limit). A Hugging Face directory
+    (config.json) with only a vocab.txt gets transformers' `BertTokenizer`
+    defaults (uncased, 100); any other directory the original's.
 
     Example:
     >>> import os, tempfile
@@ -166,7 +167,9 @@ def read_tokenizer_settings(directory):
     config = _read_json(_existing(directory, "tokenizer_config.json"))
     fast = _read_json(_existing(directory, "tokenizer.json"))
     if config is None and fast is None:
-        return tokenizer_settings()
+        if _existing(directory, huggingface.CONFIG_FILE) is None:
+            return tokenizer_settings()
+        return tokenizer_settings(max_input_chars_per_word=HUGGING_FACE_MAX_CHARS_PER_WORD)
     config, fast = config or {}, fast or {}
     normalizer = fast.get("normalizer") or {}
     return tokenizer_settings(

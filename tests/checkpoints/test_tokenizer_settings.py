@@ -1,6 +1,7 @@
 """A checkpoint's tokenizer follows its format: casing, and the word-length limit (100 or 200)."""
 
 import json
+import shutil
 
 import pytest
 import tokenizers
@@ -68,6 +69,18 @@ def test_hugging_face_limit_matches_transformers(directories):
     tokenizer = BertTokenizer.from_preset(str(directories["huggingface"]))
     for word in ("a" * 100, "a" * 101, WORD):
         assert tokenizer(word).numpy().tolist() == _reference_ids(vocabulary_file, word), word
+
+
+def test_a_hugging_face_directory_with_only_vocab_txt_has_transformers_limit(directories, tmp_path):
+    bare = shutil.copytree(directories["huggingface"], tmp_path / "bare")
+    (bare / "tokenizer_config.json").unlink()
+    assert sorted(path.name for path in bare.iterdir()) == [
+        "config.json",
+        "model.safetensors",
+        "vocab.txt",
+    ]
+    tokenizer = BertTokenizer.from_preset(str(bare))
+    assert tokenizer(WORD).numpy().tolist() == _reference_ids(bare / "vocab.txt", WORD) == [UNK]
 
 
 def test_original_casing_comes_from_the_directory_name(directories, tmp_path):
