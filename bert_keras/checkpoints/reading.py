@@ -126,7 +126,7 @@ def read_checkpoint(path, format="auto"):
         "bert_keras": _read_own,
         "huggingface": _read_huggingface,
         "original": _read_original,
-        "keras_hub": keras_hub.read_preset,
+        "keras_hub": _read_keras_hub,
         "keras": _read_keras,
     }
     return readers[format](path)
@@ -269,6 +269,22 @@ def _read_original(directory):
     checkpoint.format, checkpoint.directory = "original", directory
     checkpoint.vocabulary_file = _existing(directory, original.VOCABULARY_FILE)
     checkpoint.tokenizer_settings = read_tokenizer_settings(directory)
+    return _with_settings_beside(checkpoint, directory)
+
+
+def _read_keras_hub(directory):
+    return _with_settings_beside(keras_hub.read_preset(directory), directory)
+
+
+def _with_settings_beside(checkpoint, directory):
+    """What bert_keras.json beside an original or keras-hub checkpoint adds (see writing)."""
+    settings = _read_json(_existing(directory, OWN_CONFIG_FILE)) or {}
+    if "tokenizer" in settings:
+        checkpoint.tokenizer_settings = tokenizer_settings(**settings["tokenizer"])
+    label_names = settings.get("label_names")
+    if label_names is not None and len(label_names) == checkpoint.num_named_labels():
+        checkpoint.label_names = list(label_names)
+    checkpoint.task_config = settings.get("task", checkpoint.task_config)
     return checkpoint
 
 

@@ -31,13 +31,13 @@ def write_checkpoint(checkpoint, directory, overwrite=False, format="bert_keras"
     tokenizer.json, tokenizer_config.json and special_tokens_map.json when
     present, else a tokenizer_config.json from the tokenizer settings.
     "original" writes the google-research release's bert_config.json,
-    bert_model.ckpt.* (variables named as modeling.py's scopes) and vocab.txt,
-    and bert_keras.json with the tokenizer settings alone (the original's
-    scripts take casing as a flag; reading the directory back keeps them).
+    bert_model.ckpt.* (variables named as modeling.py's scopes) and vocab.txt.
     "keras_hub" writes a keras-hub BERT preset that
     `keras_hub.models.BertBackbone.from_preset` and `BertTokenizer.from_preset`
     load (`BertTextClassifier.from_preset` too with a classifier head); see
-    `bert_keras.checkpoints.keras_hub`.
+    `bert_keras.checkpoints.keras_hub`. Both add a bert_keras.json with what
+    their own files cannot say (the tokenizer settings, the label names, the
+    task config), which reading the directory back restores.
 
     Args:
         checkpoint: a `Checkpoint`, e.g. from `read_checkpoint`.
@@ -107,10 +107,7 @@ def _write_original(checkpoint, directory, overwrite):
     with atomic_directory(directory, overwrite) as staging:
         original.write_tensors(staging, tensors)
         _write_json(os.path.join(staging, original.CONFIG_FILE), config)
-        # The original keeps casing in its scripts' flags; bert_keras.json keeps the source's.
-        _write_json(
-            os.path.join(staging, OWN_CONFIG_FILE), {"tokenizer": checkpoint.tokenizer_settings}
-        )
+        _write_json(os.path.join(staging, OWN_CONFIG_FILE), _settings_beside(checkpoint))
         if checkpoint.vocabulary_file is not None:
             write_vocabulary(
                 read_vocabulary(checkpoint.vocabulary_file),
@@ -121,6 +118,18 @@ def _write_original(checkpoint, directory, overwrite):
 def _write_keras_hub(checkpoint, directory, overwrite):
     with atomic_directory(directory, overwrite) as staging:
         keras_hub.write_preset(checkpoint, staging)
+        _write_json(os.path.join(staging, OWN_CONFIG_FILE), _settings_beside(checkpoint))
+
+
+def _settings_beside(checkpoint):
+    """bert_keras.json for a format that cannot hold the tokenizer settings, labels or task."""
+    settings = {"tokenizer": checkpoint.tokenizer_settings}
+    if checkpoint.label_names is not None:
+        _label_config(checkpoint.label_names, checkpoint.num_named_labels())  # they fit the head
+        settings["label_names"] = list(checkpoint.label_names)
+    if checkpoint.task_config:
+        settings["task"] = checkpoint.task_config
+    return settings
 
 
 def _architecture(head_weights):

@@ -7,7 +7,11 @@ import pytest
 
 from bert_keras.checkpoints import huggingface
 from bert_keras.checkpoints import read_checkpoint
+from bert_keras.checkpoints import tokenizer_settings
+from bert_keras.checkpoints import write_checkpoint
 from bert_keras.models.bert_backbone import BertBackbone
+from bert_keras.models.bert_classifier import BertClassifier
+from bert_keras.models.checkpoint_weights import model_checkpoint
 from tests.checkpoints import assert_same_weights
 from tests.test_case import TINY_BACKBONE
 
@@ -85,3 +89,23 @@ def test_interrupted_overwrite_keeps_the_old_directory(tmp_path, monkeypatch):
     with pytest.raises(ZeroDivisionError):
         BertBackbone(**TINY_BACKBONE).save_to_preset(tmp_path / "saved", overwrite=True)
     assert_same_weights(backbone, BertBackbone.from_preset(tmp_path / "saved"))
+
+
+@pytest.mark.parametrize("output_format", ["original", "keras_hub"])
+def test_other_formats_keep_labels_task_and_tokenizer_settings_beside(tmp_path, output_format):
+    classifier = BertClassifier(
+        BertBackbone(**{**TINY_BACKBONE, "activation": "gelu_approximate"}), 3
+    )
+    checkpoint = model_checkpoint(
+        classifier,
+        heads=BertClassifier.checkpoint_heads(),
+        label_names=["neg", "pos", "neu"],
+        task_config={"text_pair": True, "max_seq_length": 8},
+        tokenizer_settings=tokenizer_settings(lowercase=False, max_input_chars_per_word=200),
+    )
+    write_checkpoint(checkpoint, tmp_path / "written", format=output_format)
+    written = read_checkpoint(tmp_path / "written")
+    assert written.format == output_format
+    assert written.label_names == ["neg", "pos", "neu"]
+    assert written.task_config == {"text_pair": True, "max_seq_length": 8}
+    assert written.tokenizer_settings == checkpoint.tokenizer_settings
