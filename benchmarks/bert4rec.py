@@ -36,9 +36,13 @@ from bert_keras.training.host_memory import restart_with_training_malloc
 
 PARTS = ("movielens", "speed", "recbole")
 _PARTS = flags.DEFINE_list("parts", ["movielens", "speed"], f"Parts to run, of {PARTS}.")
-_EPOCHS = flags.DEFINE_integer("movielens_epochs", 60, "Training epochs on ML-100K.")
+common.require_known_names(_PARTS, PARTS)
+_EPOCHS = flags.DEFINE_integer("movielens_epochs", 60, "Training epochs on ML-100K.", lower_bound=1)
 _RECBOLE_EPOCHS = flags.DEFINE_integer(
-    "recbole_epochs", 20, "Most epochs of RecBole's BERT4Rec (it stops early on validation)."
+    "recbole_epochs",
+    20,
+    "Most epochs of RecBole's BERT4Rec (it stops early on validation).",
+    lower_bound=1,
 )
 RECBOLE_PYTHON = os.path.join(common.REPOSITORY, ".venv-recbole", "bin", "python")
 
@@ -139,8 +143,6 @@ def main(argv):
     results = {}
     parts = {"movielens": movielens, "speed": speed, "recbole": recbole}
     for part in _PARTS.value:
-        if part not in parts:
-            raise app.UsageError(f"--parts: unknown part {part!r}; known: {', '.join(PARTS)}.")
         results[part] = parts[part]()
     print(json.dumps(results))
     measurements.write_measurements(_measurement_rows(results))

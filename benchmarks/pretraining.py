@@ -67,12 +67,18 @@ from bert_keras.training.host_memory import restart_with_training_malloc
 _PRESET = flags.DEFINE_string("preset", "bert_small", "Backbone size.")
 # --sequence_length, --batch_size and --repeats are the shared flags of benchmarks.common.
 flags.DEFINE_alias("seq_length", "sequence_length")
-_PREDICTIONS = flags.DEFINE_integer("predictions", 20, "Masked positions per sequence.")
+_PREDICTIONS = flags.DEFINE_integer(
+    "predictions", 20, "Masked positions per sequence.", lower_bound=1
+)
 _MIXED_PRECISION = flags.DEFINE_enum(
     "mixed_precision", "none", ["none", "bfloat16", "float16"], "Compute dtype of all three."
 )
 _PEAK_TFLOPS = flags.DEFINE_float("peak_tflops", None, "The device's peak TFLOP/s, for MFU.")
-_SKIP = flags.DEFINE_list("skip", [], "Implementations to leave out: keras_hub, transformers.")
+common.require_positive(_PEAK_TFLOPS)
+# bert_keras is the reference every rate is compared with, so it always runs.
+SKIPPABLE = ("keras_hub", "transformers")
+_SKIP = flags.DEFINE_list("skip", [], f"Implementations to leave out, of {', '.join(SKIPPABLE)}.")
+common.require_known_names(_SKIP, SKIPPABLE)
 _TIMED_STEPS = flags.DEFINE_integer(
     "timed_steps",
     1,
@@ -81,12 +87,18 @@ _TIMED_STEPS = flags.DEFINE_integer(
     lower_bound=1,
 )
 _DROPOUT = flags.DEFINE_float(
-    "dropout", None, "Every dropout rate of all three models (default: BERT's 0.1)."
+    "dropout",
+    None,
+    "Every dropout rate of all three models (default: BERT's 0.1).",
+    lower_bound=0.0,
+    upper_bound=1.0,
 )
 _ATTENTION_DROPOUT = flags.DEFINE_float(
     "attention_dropout",
     None,
     "bert_keras's and transformers' attention-probability dropout (default: --dropout's).",
+    lower_bound=0.0,
+    upper_bound=1.0,
 )
 _JIT_COMPILE = flags.DEFINE_bool(
     "jit_compile",
@@ -99,9 +111,10 @@ _PROFILE_STEPS = flags.DEFINE_integer(
     0,
     "After timing, profile this many timings (--timed_steps each) of each implementation "
     "(jax, torch).",
+    lower_bound=0,
 )
 _PROFILE_ROWS = flags.DEFINE_integer(
-    "profile_rows", step_profiles.ROWS, "Operations listed per profile."
+    "profile_rows", step_profiles.ROWS, "Operations listed per profile.", lower_bound=1
 )
 _PROFILE_DIR = flags.DEFINE_string(
     "profile_dir", "build/profiles", "Where the profiles' trace files go, one folder each."

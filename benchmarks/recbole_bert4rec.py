@@ -28,13 +28,22 @@ import time
 from absl import app
 from absl import flags
 
-_EPOCHS = flags.DEFINE_integer("epochs", 20, "Most training epochs.")
+_EPOCHS = flags.DEFINE_integer("epochs", 20, "Most training epochs.", lower_bound=1)
 _STOPPING_STEP = flags.DEFINE_integer(
-    "stopping_step", 5, "Epochs without a better validation NDCG@10 before stopping."
+    "stopping_step",
+    5,
+    "Epochs without a better validation NDCG@10 before stopping.",
+    lower_bound=1,
 )
-_MAX_LENGTH = flags.DEFINE_integer("max_sequence_length", 50, "Items of history the model reads.")
+_MAX_LENGTH = flags.DEFINE_integer(
+    "max_sequence_length", 50, "Items of history the model reads.", lower_bound=1
+)
 _LEARNING_RATE = flags.DEFINE_float("learning_rate", 1e-3, "Adam's learning rate (RecBole's).")
-_BATCH_SIZE = flags.DEFINE_integer("batch_size", 256, "Training sequences per batch (the paper's).")
+# benchmarks.common's helper is out of reach: importing it would define a second --batch_size.
+flags.register_validator(_LEARNING_RATE, lambda rate: rate > 0, "must be above 0")
+_BATCH_SIZE = flags.DEFINE_integer(
+    "batch_size", 256, "Training sequences per batch (the paper's).", lower_bound=1
+)
 _SEED = flags.DEFINE_integer("seed", 2020, "RecBole's seed.")
 
 

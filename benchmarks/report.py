@@ -35,6 +35,7 @@ import time
 from absl import app
 from absl import flags
 
+from benchmarks import common
 from benchmarks import measurements
 from benchmarks.common import REPOSITORY
 from bert_keras.atomic_files import atomic_file
@@ -160,6 +161,7 @@ _OUTPUT_DIR = flags.DEFINE_string(
     "output_dir", os.path.join(REPOSITORY, "build", "bench"), "Where the report goes."
 )
 _ONLY = flags.DEFINE_list("only", [], "Run only these benchmarks (default: all).")
+common.require_known_names(_ONLY, [benchmark.name for benchmark in BENCHMARKS])
 _PUBLISH = flags.DEFINE_bool(
     "publish",
     False,
@@ -172,7 +174,10 @@ _UPDATE = flags.DEFINE_bool(
     "their rows and runs; the report must be of the same mode, machine and packages.",
 )
 _TIMEOUT = flags.DEFINE_integer(
-    "timeout_s", None, "Seconds one benchmark run may take (default: 600 quick, 7200 full)."
+    "timeout_s",
+    None,
+    "Seconds one benchmark run may take (default: 600 quick, 7200 full).",
+    lower_bound=1,
 )
 
 
@@ -561,10 +566,6 @@ def main(argv):
         publish(_OUTPUT_DIR.value)
         print(f"{README} and {PUBLISHED_DIR}: the report of {_OUTPUT_DIR.value}")
         return
-    known = {benchmark.name for benchmark in BENCHMARKS}
-    unknown = sorted(set(_ONLY.value) - known)
-    if unknown:
-        raise app.UsageError(f"--only has {unknown}; known benchmarks: {', '.join(sorted(known))}.")
     mode = "quick" if _QUICK.value else "full"
     timeout_s = _TIMEOUT.value or (600 if _QUICK.value else 7200)
     context = {

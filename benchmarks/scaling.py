@@ -36,7 +36,9 @@ from bert_keras.data.offline_text import vocab_file
 
 _PRESET = flags.DEFINE_string("preset", "bert_tiny", "Backbone size.")
 # --batch_size (per replica) and --sequence_length are the shared flags of benchmarks.common.
-_STEPS = flags.DEFINE_integer("steps", 40, "Steps per run; the second half is timed.")
+_STEPS = flags.DEFINE_integer(
+    "steps", 40, "Steps per run; the second half is timed.", lower_bound=2
+)
 
 
 def _records(directory):

@@ -32,11 +32,21 @@ from absl import flags
 from benchmarks import measurements
 
 _REQUESTS = flags.DEFINE_integer(
-    "requests", 2000, "Single-text requests timed for latency (enough for a steady p99)."
+    "requests",
+    2000,
+    "Single-text requests timed for latency (enough for a steady p99).",
+    lower_bound=1,
 )
-_BATCH_SIZE = flags.DEFINE_integer("batch_size", 32, "Texts per request for throughput.")
-_BATCHES = flags.DEFINE_integer("batches", 20, "Batched requests timed for throughput.")
-_SEQUENCE_LENGTH = flags.DEFINE_integer("sequence_length", 128, "Longest packed text.")
+_BATCH_SIZE = flags.DEFINE_integer(
+    "batch_size", 32, "Texts per request for throughput.", lower_bound=1
+)
+_BATCHES = flags.DEFINE_integer(
+    "batches", 20, "Batched requests timed for throughput.", lower_bound=1
+)
+# [CLS] and [SEP] take two positions of every text.
+_SEQUENCE_LENGTH = flags.DEFINE_integer(
+    "sequence_length", 128, "Longest packed text.", lower_bound=2
+)
 
 _SST2_DEV = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "sst2", "dev.tsv")
 

@@ -38,7 +38,10 @@ from benchmarks import measurements
 from benchmarks.sst2_finetuning import seconds_per_pass
 
 _QUESTIONS = flags.DEFINE_integer(
-    "squad_window_questions", 100, "Questions whose windows train and are predicted."
+    "squad_window_questions",
+    100,
+    "Questions whose windows train and are predicted.",
+    lower_bound=1,
 )
 _LEARNING_RATE = 5e-5
 _PASSES = 2

@@ -50,13 +50,15 @@ from benchmarks.common import REPOSITORY
 SST2_DIR = os.path.join(os.path.dirname(REPOSITORY), "shared", "data", "sst2")
 
 _TRAIN_EXAMPLES = flags.DEFINE_integer(
-    "sst2_train_examples", 4000, "SST-2 train sentences to fine-tune on."
+    "sst2_train_examples", 4000, "SST-2 train sentences to fine-tune on.", lower_bound=1
 )
-_EPOCHS = flags.DEFINE_integer("sst2_epochs", 2, "Fine-tuning epochs.")
+_EPOCHS = flags.DEFINE_integer("sst2_epochs", 2, "Fine-tuning epochs.", lower_bound=1)
 _LEARNING_RATE = flags.DEFINE_float("sst2_learning_rate", 5e-5, "Peak learning rate.")
+common.require_positive(_LEARNING_RATE)
 _BACKENDS = flags.DEFINE_list(
     "sst2_backends", ["jax", "tensorflow", "torch"], "Keras backends to run tasks.classify on."
 )
+common.require_known_names(_BACKENDS, common.KERAS_BACKENDS)
 _SEED = flags.DEFINE_integer(
     "sst2_seed", 0, "Seed of every program's initialisation, shuffling and dropout."
 )

@@ -34,8 +34,10 @@ from benchmarks import measurements
 from bert_keras.data.offline_text import module_docstrings
 
 _MEGABYTES = flags.DEFINE_float("megabytes", 6.0, "Size of the text.")
-_BATCH_SIZE = flags.DEFINE_integer("batch_size", 8192, "Lines per batch.")
-_REPEATS = flags.DEFINE_integer("repeats", 3, "Timed rounds; the best is kept.")
+# benchmarks.common's helper is out of reach: importing it would define a second --batch_size.
+flags.register_validator(_MEGABYTES, lambda megabytes: megabytes > 0, "must be above 0")
+_BATCH_SIZE = flags.DEFINE_integer("batch_size", 8192, "Lines per batch.", lower_bound=1)
+_REPEATS = flags.DEFINE_integer("repeats", 3, "Timed rounds; the best is kept.", lower_bound=1)
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
