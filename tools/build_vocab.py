@@ -19,6 +19,7 @@ from absl import flags
 from absl import logging
 
 from bert_keras.atomic_files import write_text
+from bert_keras.data.pretraining_corpus import reject_directory
 from bert_keras.training.garbage_collection import freeze_heap_at_exit
 from bert_keras.training.garbage_collection import long_lived_objects
 
@@ -42,14 +43,40 @@ def input_paths(patterns):
         matches = sorted(glob.glob(pattern))
         if not matches:
             raise app.UsageError(f"--input_file: {pattern!r} matches no file.")
-        directories = [path for path in matches if os.path.isdir(path)]
-        if directories:
-            raise app.UsageError(
-                f"--input_file: {directories[0]} is a directory; give its files, e.g. "
-                f"{os.path.join(directories[0], '*.txt')!r}."
-            )
+        for path in matches:
+            _reject_directory(path, "--input_file")
         paths += matches
     return paths
+
+
+def check_output_file(path):
+    """Raises a usage error naming --output_file unless vocab.txt can be written at `path`.
+
+    Missing directories are made later; a directory at `path`, or a file
+    where a directory of it must be, is an error.
+
+    Example:
+    >>> check_output_file("/")
+    Traceback (most recent call last):
+    ...
+    absl.app.UsageError: --output_file: / is a directory; give a file path in it, e.g. '/vocab.txt'.
+    """
+    if not path:
+        raise app.UsageError("--output_file is empty; give where vocab.txt goes.")
+    _reject_directory(path, "--output_file", "a file path in it", "vocab.txt")
+    ancestor = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(ancestor):
+        ancestor = os.path.dirname(ancestor)
+    if not os.path.isdir(ancestor):
+        raise app.UsageError(f"--output_file: {ancestor} is a file, so {path} cannot be made.")
+
+
+def _reject_directory(path, flag, *hint):
+    """`pretraining_corpus.reject_directory`, its error a usage error."""
+    try:
+        reject_directory(path, flag, *hint)
+    except IsADirectoryError as error:
+        raise app.UsageError(str(error)) from None
 
 
 def _lines(paths):
@@ -60,7 +87,9 @@ def _lines(paths):
 
 def main(argv):
     del argv
-    paths = input_paths(_INPUT_FILE.value)  # before the imports below, so a bad glob fails fast
+    # Before the imports and the learning below, so a bad flag fails fast.
+    check_output_file(_OUTPUT_FILE.value)
+    paths = input_paths(_INPUT_FILE.value)
     with long_lived_objects():
         from bert_keras.text.vocabulary_learner import count_words
         from bert_keras.text.vocabulary_learner import learn_vocabulary

@@ -109,7 +109,7 @@ def main(argv):
             num_workers=_NUM_WORKERS.value,
             input_mb_per_shard=_INPUT_MB_PER_SHARD.value,
         )
-    except (FileNotFoundError, ValueError) as error:
+    except (FileNotFoundError, IsADirectoryError, ValueError) as error:
         sys.exit(f"create_pretraining_data: {error}")
     for line in summary_lines(summary):
         logging.info(line)

@@ -26,7 +26,7 @@ def main(argv):
     for output_dir in output_dirs:
         try:
             print(write_history_plot(output_dir))
-        except (FileNotFoundError, ValueError) as error:
+        except (OSError, ValueError) as error:
             print(f"plot_history: {error}", file=sys.stderr)
             failed += 1
     return 1 if failed else 0

@@ -97,7 +97,7 @@ class TextShard:
 
 
 def resolve_input_files(input_file):
-    """Files of comma-separated paths or globs, each of which must match.
+    """Files of comma-separated paths or globs, each of which must match, and match no directory.
 
     Example:
     >>> resolve_input_files("/no/such/file.txt")
@@ -112,10 +112,38 @@ def resolve_input_files(input_file):
         matches = sorted(tf.io.gfile.glob(pattern))
         if not matches:
             raise FileNotFoundError(f"--input_file: no file matches {pattern!r}.")
+        for path in matches:
+            reject_directory(path, "--input_file")
         paths.extend(matches)
     if not paths:
         raise FileNotFoundError("--input_file names no file.")
     return paths
+
+
+def reject_directory(path, flag, wanted="its files", example="*.txt"):
+    """Raises IsADirectoryError, naming `flag` and what to give instead, when `path` is a directory.
+
+    Args:
+        path: a path given by the flag.
+        flag: the flag's name, for the message.
+        wanted: what the flag wants from the directory.
+        example: a name in the directory, or a glob, for the message.
+
+    Example:
+    >>> import tempfile
+    >>> directory = tempfile.mkdtemp()
+    >>> reject_directory(directory + "/corpus.txt", "--input_file")  # a file (or nothing): no error
+    >>> try:
+    ...     reject_directory(directory, "--vocab_file", "the vocabulary file in it", "vocab.txt")
+    ... except IsADirectoryError as error:
+    ...     str(error) == (f"--vocab_file: {directory} is a directory; give the vocabulary "
+    ...                    f"file in it, e.g. '{directory}/vocab.txt'.")
+    True
+    """
+    if os.path.isdir(path):
+        raise IsADirectoryError(
+            f"{flag}: {path} is a directory; give {wanted}, e.g. {os.path.join(path, example)!r}."
+        )
 
 
 def _open_binary(path):
@@ -466,6 +494,7 @@ def create_pretraining_data(
     paths = resolve_input_files(input_file)
     if not os.path.exists(vocab_file):
         raise FileNotFoundError(f"--vocab_file: {vocab_file!r} does not exist.")
+    reject_directory(vocab_file, "--vocab_file", "the vocabulary file in it", "vocab.txt")
     output_files = [path.strip() for path in output_file.split(",") if path.strip()]
     if not output_files:
         raise ValueError("--output_file names no file.")

@@ -64,7 +64,8 @@ def plot_history(records, path, title=None):
         title: a title over the panels (e.g. the output directory).
 
     Raises:
-        ValueError: no records, or none with a number to draw.
+        ValueError: no records, none with a number to draw, or one that is
+            not a dict with a `step`.
 
     Example:
     >>> import tempfile
@@ -73,6 +74,9 @@ def plot_history(records, path, title=None):
     >>> open(path, "rb").read(8) == b"\\x89PNG\\r\\n\\x1a\\n"
     True
     """
+    for index, record in enumerate(records):
+        if not isinstance(record, dict) or "step" not in record:
+            raise ValueError(f"Cannot plot {path}: record {index} is not a dict with a step.")
     groups = panels(records)
     if not groups:
         raise ValueError(f"No metrics to plot for {path}: the history has no records.")

@@ -18,6 +18,10 @@ def read_history(path):
 
     A line cut short by a killed process is skipped with a warning.
 
+    Raises:
+        ValueError: a line holds JSON that is not an object with a numeric
+            `step`; the message names the file and line.
+
     Example:
     >>> read_history("/no/such/history.jsonl")
     []
@@ -30,12 +34,25 @@ def read_history(path):
             if not line.strip():
                 continue
             try:
-                records.append(json.loads(line))
+                record = json.loads(line)
             except json.JSONDecodeError:
                 logging.warning(
                     "%s:%d is not a JSON record (a cut-off write?); skipped.", path, number
                 )
+                continue
+            records.append(_checked_record(record, f"{path}:{number}"))
     return records
+
+
+def _checked_record(record, place):
+    if not isinstance(record, dict):
+        raise ValueError(f"{place}: a record must be a JSON object, not {json.dumps(record)[:80]}.")
+    if "step" not in record:
+        raise ValueError(f'{place}: the record has no "step".')
+    step = record["step"]
+    if isinstance(step, bool) or not isinstance(step, (int, float)):
+        raise ValueError(f'{place}: "step" is {json.dumps(step)[:80]}, not a number.')
+    return record
 
 
 def read_history_records(output_dir):
@@ -46,6 +63,8 @@ def read_history_records(output_dir):
 
     Raises:
         FileNotFoundError: neither file is in `output_dir`.
+        ValueError: a file that is not such a history; the message names
+            the file (and line of `history.jsonl`) and what is wrong.
 
     Example:
     >>> import tempfile
@@ -58,8 +77,7 @@ def read_history_records(output_dir):
     if os.path.exists(lines_path):
         return read_history(lines_path)
     if os.path.exists(lists_path):
-        with open(lists_path, encoding="utf-8") as file:
-            columns = json.load(file)
+        columns = _read_columns(lists_path)
         epochs = max((len(values) for values in columns.values()), default=0)
         return [
             {
@@ -69,3 +87,24 @@ def read_history_records(output_dir):
             for epoch in range(epochs)
         ]
     raise FileNotFoundError(f"No {' or '.join(HISTORY_FILES)} in {output_dir}.")
+
+
+def _read_columns(path):
+    """The `{metric: [value per epoch]}` of a history.json, checked."""
+    with open(path, encoding="utf-8") as file:
+        try:
+            columns = json.load(file)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path}:{error.lineno}: not JSON ({error.msg}).") from None
+    if not isinstance(columns, dict):
+        raise ValueError(
+            f"{path}: must hold a JSON object of lists, one value per epoch, "
+            f"not {json.dumps(columns)[:80]}."
+        )
+    for name, values in columns.items():
+        if not isinstance(values, list):
+            raise ValueError(
+                f"{path}: {name!r} must be a list, one value per epoch, "
+                f"not {json.dumps(values)[:80]}."
+            )
+    return columns

@@ -10,6 +10,9 @@ from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_li
 from bert_keras.text.tokenizer import SPECIAL_TOKENS
 from bert_keras.text.tokenizer import BertTokenizer
 from bert_keras.text.vocabulary_learner import learn_vocabulary
+from tests.programs import program
+
+build_vocab = program("tools.build_vocab")
 
 CORPUS = [
     "The Quick brown fox jumps over the lazy dog.",
@@ -94,6 +97,27 @@ def test_missing_input_names_the_pattern(tmp_path):
     assert completed.returncode != 0
     assert "none*.txt' matches no file" in completed.stderr
     assert not (tmp_path / "vocab.txt").exists()
+
+
+@pytest.mark.parametrize(
+    "output_file, problem",
+    [
+        ("{tmp}", "--output_file: {tmp} is a directory; give a file path in it"),
+        ("", "--output_file is empty"),
+        ("{tmp}/corpus.txt/vocab.txt", "--output_file: {tmp}/corpus.txt is a file, so"),
+    ],
+    ids=["a directory", "empty", "under a file"],
+)
+def test_a_bad_output_file_is_a_usage_error_before_any_learning(output_file, problem, tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(CORPUS) + "\n", encoding="utf-8")
+    completed = build_vocab(
+        f"--input_file={corpus}", f"--output_file={output_file.format(tmp=tmp_path)}"
+    )
+    assert completed.returncode == 1
+    assert completed.stderr.strip().splitlines()[-1].startswith(problem.format(tmp=tmp_path))
+    assert "Traceback" not in completed.stderr
+    assert os.listdir(tmp_path) == ["corpus.txt"]
 
 
 def test_a_size_the_learner_overshoots_is_kept_without_its_rarest_subwords():

@@ -20,8 +20,10 @@ from bert_keras.data.pretraining_instances import InstanceOptions
 from bert_keras.data.pretraining_instances import num_predictions
 from bert_keras.data.pretraining_records import original_feature_spec
 from bert_keras.data.pretraining_records import pretraining_dataset
+from tests.programs import program
 from tools import create_pretraining_data
 
+create_pretraining_data_program = program("tools.create_pretraining_data")
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SEQ_LENGTH, PREDICTIONS = 128, 20
 
@@ -315,6 +317,45 @@ def test_bad_flags_fail_clearly_and_write_nothing(extra, expected, tmp_path):
     message = run_tool(*tool_flags(corpus, output), *extra)
     assert expected in message
     assert os.listdir(output.parent) == []
+
+
+@pytest.mark.parametrize(
+    "flag, value, expected",
+    [
+        (
+            "--vocab_file",
+            "{tmp}",
+            "--vocab_file: {tmp} is a directory; give the vocabulary file in it, "
+            "e.g. '{tmp}/vocab.txt'.",
+        ),
+        (
+            "--input_file",
+            "{tmp}",
+            "--input_file: {tmp} is a directory; give its files, e.g. '{tmp}/*.txt'.",
+        ),
+        (
+            "--input_file",
+            "{tmp}/c*",
+            "--input_file: {tmp}/corpora is a directory; give its files, e.g. '{tmp}/corpora/*.txt'.",
+        ),
+    ],
+    ids=["vocab directory", "input directory", "input glob matching a directory"],
+)
+def test_a_directory_for_a_file_is_a_one_line_error_and_writes_nothing(
+    flag, value, expected, tmp_path
+):
+    corpus = write(tmp_path / "corpus.txt", b"One sentence.\nTwo sentences.\n\nThree.\nFour.\n")
+    (tmp_path / "corpora").mkdir()
+    output = tmp_path / "out" / "examples.tfrecord"
+    # The flag given last overrides tool_flags' value.
+    completed = create_pretraining_data_program(
+        *tool_flags(corpus, output), f"{flag}={value.format(tmp=tmp_path)}"
+    )
+    assert completed.returncode == 1
+    last_line = completed.stderr.strip().splitlines()[-1]
+    assert last_line == f"create_pretraining_data: {expected.format(tmp=tmp_path)}"
+    assert "Traceback" not in completed.stderr
+    assert sorted(os.listdir(tmp_path)) == ["corpora", "corpus.txt"]
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,9 @@ import pytest
 from bert_keras.training.history_plots import panels
 from bert_keras.training.history_plots import plot_history
 from bert_keras.training.history_records import read_history_records
+from tests.programs import program
+
+plot_history_tool = program("tools.plot_history")
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -42,6 +45,39 @@ def test_the_tool_redraws_each_directory_and_names_one_without_history(tmp_path)
     assert completed.returncode != 0
     assert completed.stderr == f"plot_history: No history.jsonl or history.json in {empty}.\n"
     assert (run / "history.png").exists()  # the directories after it are drawn still
+
+
+@pytest.mark.parametrize(
+    "file_name, text, problem",
+    [
+        (
+            "history.jsonl",
+            '{"step": 1, "loss": 2.0}\n{"loss": 1.0}\n',
+            ':2: the record has no "step".',
+        ),
+        (
+            "history.jsonl",
+            '{"step": 1, "loss": 2.0}\n[1, 2]\n',
+            ":2: a record must be a JSON object",
+        ),
+        ("history.json", "[1.0, 0.5]", ": must hold a JSON object of lists"),
+    ],
+    ids=["a record without a step", "a record not an object", "history.json of a list"],
+)
+def test_a_malformed_history_is_named_and_the_other_directories_drawn(
+    file_name, text, problem, tmp_path
+):
+    malformed, good = tmp_path / "malformed", tmp_path / "good"
+    malformed.mkdir()
+    good.mkdir()
+    (malformed / file_name).write_text(text)
+    (good / "history.jsonl").write_text('{"step": 1, "loss": 2.0}\n')
+    completed = plot_history_tool(str(malformed), str(good))
+    assert completed.returncode == 1
+    assert completed.stderr.startswith(f"plot_history: {malformed / file_name}{problem}")
+    assert "Traceback" not in completed.stderr
+    assert (good / "history.png").exists()
+    assert not (malformed / "history.png").exists()
 
 
 def test_validation_metrics_share_their_training_metric_panel():
