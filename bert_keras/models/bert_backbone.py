@@ -15,6 +15,7 @@ from bert_keras.layers.position_embedding import check_sequence_length
 from bert_keras.layers.transformer_encoder import TransformerEncoder
 from bert_keras.models.checkpoint_weights import load_backbone
 from bert_keras.models.checkpoint_weights import model_checkpoint
+from bert_keras.models.input_checks import check_token_ids
 from bert_keras.models.presets import backbone_preset_config
 
 INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
@@ -260,6 +261,7 @@ class BertBackbone(keras.Model):
             )
         for name in INPUT_NAMES:
             check_sequence_length(inputs[name], self.max_sequence_length, name)
+        check_token_ids(inputs, self.vocabulary_size, self.num_segments, "inputs")
 
     def get_config(self):
         return {

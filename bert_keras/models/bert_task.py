@@ -19,6 +19,7 @@ from bert_keras.models.input_checks import check_array_inputs
 from bert_keras.models.input_checks import check_class_ids
 from bert_keras.models.input_checks import check_one_label_per_example
 from bert_keras.models.input_checks import check_positive_count
+from bert_keras.models.input_checks import check_token_ids
 from bert_keras.models.text_inputs import DEFAULT_BATCH_SIZE
 from bert_keras.models.text_inputs import TextPacker
 from bert_keras.models.text_inputs import first_examples
@@ -29,6 +30,9 @@ from bert_keras.models.text_inputs import text_dataset
 from bert_keras.training.optimizer_build import build_optimizer
 from bert_keras.training.optimizer_build import compile_as_saved
 from bert_keras.training.optimizers import create_optimizer
+
+# The original run_classifier.py's --max_seq_length.
+DEFAULT_SEQUENCE_LENGTH = 128
 
 
 class BertTask(keras.Model):
@@ -85,6 +89,12 @@ class BertTask(keras.Model):
     one_label_per_example = False  # else labels per token
 
     def __init__(self, backbone, inputs, outputs, preprocessor=None, **kwargs):
+        length = getattr(preprocessor, "sequence_length", None)
+        if length is not None and length > backbone.max_sequence_length:
+            raise ValueError(
+                f"The preprocessor packs sequences of {length} tokens (sequence_length), but the "
+                f"backbone has {backbone.max_sequence_length} positions (max_sequence_length)."
+            )
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         self.dtype_policy = backbone.dtype_policy
         self.backbone = backbone
@@ -161,7 +171,9 @@ class BertTask(keras.Model):
             sequence_length: the preprocessor's packed length. None: the
                 length the checkpoint was fine-tuned at, as its export
                 serves it (`task_config["max_seq_length"]`), else 128 (the
-                original run_classifier.py's default).
+                original run_classifier.py's default) or the backbone's
+                `max_sequence_length` if that is shorter. Longer than
+                `max_sequence_length` is an error.
             **kwargs: the task's constructor arguments (e.g. `num_classes`,
                 by default the checkpoint head's outputs when it has the
                 task's head); `preprocessor=None` attaches none.
@@ -191,7 +203,10 @@ class BertTask(keras.Model):
         if "preprocessor" not in kwargs:
             kwargs["preprocessor"] = checkpoint_preprocessor(
                 checkpoint,
-                sequence_length or checkpoint.task_config.get("max_seq_length", 128),
+                sequence_length
+                or checkpoint.task_config.get(
+                    "max_seq_length", min(DEFAULT_SEQUENCE_LENGTH, backbone.max_sequence_length)
+                ),
                 by_length=cls.pads_batches_by_length,
             )
             if kwargs["preprocessor"] is None:
@@ -582,6 +597,7 @@ class BertTask(keras.Model):
         sparse cross-entropy, as the tasks' own are); its `ignore_class` passes.
         """
         check_array_inputs(x, y, sample_weight, batch_size, source)
+        check_token_ids(x, self.backbone.vocabulary_size, self.backbone.num_segments, f"{source}x")
         loss = self.loss
         if y is None or not self.label_classes or isinstance(y, dict):
             return

@@ -73,6 +73,48 @@ def check_array_inputs(x, y=None, sample_weight=None, batch_size=None, source=""
         _check_not_strings(name, column)
 
 
+def check_token_ids(inputs, vocabulary_size, num_segments, name="x"):
+    """Raises a ValueError naming an id out of range in `inputs`' token or segment ids.
+
+    An id past the embedding table is not an error on every backend: jax
+    gathers NaN for it, and a negative id wraps round to the table's end.
+    Numpy arrays and lists are checked; tensors pass (reading them would
+    wait for the device).
+
+    Args:
+        inputs: a backbone's input dict (anything else passes).
+        vocabulary_size: token ids run from 0 to this - 1.
+        num_segments: segment ids run from 0 to this - 1.
+        name: what `inputs` is called in the error.
+
+    Example:
+    >>> check_token_ids({"token_ids": [[2, 9, 3]], "segment_ids": [[0, 0, 1]]}, 10, 2)
+    >>> check_token_ids({"token_ids": [[2, 10, 3]]}, 10, 2)
+    Traceback (most recent call last):
+    ...
+    ValueError: x['token_ids'] holds the id 10 (at index (0, 1)); ids run from 0 to 9 (vocabulary_size 10).
+    """
+    if not isinstance(inputs, dict):
+        return
+    for key, size, limit_name in (
+        ("token_ids", vocabulary_size, "vocabulary_size"),
+        ("segment_ids", num_segments, "num_segments"),
+    ):
+        ids = inputs.get(key)
+        if not isinstance(ids, (list, np.ndarray)) or size < 1:
+            continue
+        ids = np.asarray(ids)
+        if ids.size == 0 or not np.issubdtype(ids.dtype, np.number):
+            continue
+        outside = np.argwhere((ids < 0) | (ids >= size))
+        if len(outside):
+            index = tuple(int(position) for position in outside[0])
+            raise ValueError(
+                f"{name}[{key!r}] holds the id {ids[index]} (at index {index}); ids run from 0 "
+                f"to {size - 1} ({limit_name} {size})."
+            )
+
+
 def check_class_ids(y, num_classes, name="y", ignored_label=None):
     """Raises a ValueError if class ids `y` are not whole numbers in `[0, num_classes)`.
 

@@ -37,6 +37,30 @@ MIXED_LENGTHS = [
 ]
 
 
+def test_ids_off_the_embedding_tables_and_a_too_long_preprocessor_are_errors(vocabulary_file):
+    """On jax an id past the table gathers NaN; a negative one wraps round, on every backend."""
+    classifier = _classifier(vocabulary_file)
+    token_ids = classifier.preprocessor(tf.constant(_toy_sentiment(4)[0]))
+    inputs = {name: ids.numpy() for name, ids in token_ids.items()}
+    inputs["token_ids"][2, 1] = len(VOCABULARY)
+    with pytest.raises(
+        ValueError, match=rf"x\['token_ids'\] holds the id {len(VOCABULARY)} \(at index \(2, 1\)\)"
+    ):
+        classifier.predict(inputs, verbose=0)
+    inputs["token_ids"][2, 1] = -1
+    with pytest.raises(
+        ValueError, match=r"inputs\['token_ids'\] holds the id -1 .* ids run from 0"
+    ):
+        classifier.backbone(inputs)
+    inputs["token_ids"][2, 1] = 5
+    inputs["segment_ids"][0, 0] = 2
+    with pytest.raises(ValueError, match=r"x\['segment_ids'\] holds the id 2 .*\(num_segments 2\)"):
+        classifier.evaluate(inputs, np.zeros(4, "int32"), verbose=0)
+    backbone = _backbone(max_sequence_length=16)
+    with pytest.raises(ValueError, match="packs sequences of 32 tokens .* has 16 positions"):
+        BertClassifier(backbone, 2, preprocessor=_preprocessor(vocabulary_file, 32))
+
+
 def _toy_sentiment(count, seed=0):
     """Three-word sentences of positive (label 1) or negative (label 0) words."""
     rng = np.random.default_rng(seed)
@@ -670,7 +694,9 @@ def test_from_preset_loads_backbone_head_and_preprocessor(vocabulary_file, tmp_p
     checkpoint.task_config = {"max_seq_length": 24}  # as a fine-tuning run records it
     headed = str(tmp_path / "headed")
     write_checkpoint(checkpoint, headed)
-    assert BertClassifier.from_preset(directory, num_classes=2).preprocessor.sequence_length == 128
+    # The original's default of 128, cut to the backbone's positions.
+    assert backbone.max_sequence_length == 32
+    assert BertClassifier.from_preset(directory, num_classes=2).preprocessor.sequence_length == 32
     fine_tuned = BertClassifier.from_preset(headed, num_classes=2)
     assert fine_tuned.preprocessor.sequence_length == 24  # the length its export serves
     logits = fine_tuned.get_layer("logits")
