@@ -25,6 +25,7 @@ import os
 import keras
 
 from bert_keras.training.execution import DISTRIBUTIONS
+from bert_keras.training.execution import check_mesh_shape
 from bert_keras.training.torch_processes import TorchProcesses
 from bert_keras.training.torch_processes import launched_by_torchrun
 
@@ -78,6 +79,7 @@ class DataParallel:
             raise ValueError(
                 f"distribution is {distribution!r} but must be one of {list(DISTRIBUTIONS)}."
             )
+        check_mesh_shape(mesh_shape, distribution)
         self._engine = None
         self.num_replicas = 1
         self.num_processes = 1

@@ -69,17 +69,7 @@ class Execution:
         """Raises ValueError naming the first setting this backend cannot run."""
         _check_choice("distribution", self.distribution, DISTRIBUTIONS)
         _check_choice("mixed_precision", self.mixed_precision, MIXED_PRECISION_POLICIES)
-        if self.mesh_shape is not None:
-            if self.distribution != "model_parallel":
-                raise ValueError(
-                    f"mesh_shape is {self.mesh_shape} but distribution is {self.distribution!r}: "
-                    "only model_parallel takes a mesh."
-                )
-            if len(self.mesh_shape) != 2 or min(self.mesh_shape) < 1:
-                raise ValueError(
-                    f"mesh_shape is {self.mesh_shape} but must be two positive device counts, "
-                    "(batch, model)."
-                )
+        check_mesh_shape(self.mesh_shape, self.distribution)
         if self.steps_per_execution < 1:
             raise ValueError(
                 f"steps_per_execution is {self.steps_per_execution} but must be at least 1."
@@ -214,6 +204,29 @@ steps_per_execution=1, mesh_shape=None, compilation_cache_dir=None)
         flag_values=flag_values,
     )
     return execution_flags
+
+
+def check_mesh_shape(mesh_shape, distribution):
+    """Raises ValueError unless `mesh_shape` is None or two positive counts for model_parallel.
+
+    Example:
+    >>> check_mesh_shape((2, 4), "model_parallel")
+    >>> check_mesh_shape((-1, -4), "model_parallel")
+    Traceback (most recent call last):
+    ...
+    ValueError: mesh_shape is (-1, -4) but must be two positive device counts, (batch, model).
+    """
+    if mesh_shape is None:
+        return
+    if distribution != "model_parallel":
+        raise ValueError(
+            f"mesh_shape is {mesh_shape} but distribution is {distribution!r}: "
+            "only model_parallel takes a mesh."
+        )
+    if len(mesh_shape) != 2 or not all(isinstance(size, int) and size >= 1 for size in mesh_shape):
+        raise ValueError(
+            f"mesh_shape is {mesh_shape} but must be two positive device counts, (batch, model)."
+        )
 
 
 def _check_choice(name, value, choices):

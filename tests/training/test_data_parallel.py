@@ -226,6 +226,14 @@ def test_a_mesh_that_does_not_fit_the_devices_is_refused():
 def test_a_mesh_is_refused_without_model_parallel():
     with pytest.raises(ValueError, match="only model_parallel takes a mesh"):
         Execution(distribution="data_parallel", mesh_shape=(1, 2)).validate()
+    with pytest.raises(ValueError, match="only model_parallel takes a mesh"):
+        DataParallel("none", (1, 2))
+
+
+@pytest.mark.parametrize("mesh_shape", [(-1, -4), ("2", ",", "2"), (2.0, 2.0)])
+def test_a_mesh_of_anything_but_two_positive_counts_is_refused(mesh_shape):
+    with pytest.raises(ValueError, match="must be two positive device counts, \\(batch, model\\)"):
+        DataParallel("model_parallel", mesh_shape, bert_layout_map)
 
 
 @pytest.mark.skipif(BACKEND != "tensorflow", reason="only tensorflow refuses several processes")
