@@ -47,7 +47,9 @@ def check_array_inputs(x, y=None, sample_weight=None, batch_size=None, source=""
     ValueError: y holds 1 examples for the 2 of x.
     """
     check_positive_count(f"{source}batch_size", batch_size)
-    if isinstance(x, (str, bytes)) or (isinstance(x, np.ndarray) and x.ndim == 0):
+    if x is None:
+        raise ValueError(f"{source}x is None; give a batch, such as a list of texts.")
+    if isinstance(x, (str, bytes, numbers.Number)) or (isinstance(x, np.ndarray) and x.ndim == 0):
         raise ValueError(
             f"{source}x is one string or number ({_shown(x)}); give a batch, such as a list of "
             "texts."

@@ -36,6 +36,8 @@ def test_datasets_and_generators_pass_unchecked():
     [
         ("a film", None, None, r"x is one string or number \('a film'\); give a batch"),
         (np.array("a film"), None, None, "x is one string or number"),
+        (3, None, None, r"x is one string or number \(3\)"),
+        (None, None, None, "x is None; give a batch"),
         ([], None, None, "x holds no examples"),
         ({}, None, None, "x is an empty dict: it holds no inputs"),
         ((), None, None, "x is an empty tuple"),
