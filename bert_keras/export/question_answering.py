@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from bert_keras.export.signatures import REQUIRED_BACKEND
 from bert_keras.export.signatures import check_backend
+from bert_keras.export.signatures import checked_shape
 from bert_keras.export.signatures import ids_signature
 from bert_keras.export.signatures import same_batch_size
 from bert_keras.export.signatures import text_specs
@@ -89,6 +90,7 @@ def question_answering_signatures(
 
     @tf.function(input_signature=text_specs("question", "context"), autograph=False)
     def serve_text(question, context):
+        question, context = checked_shape(question, [None]), checked_shape(context, [None])
         with tf.control_dependencies(same_batch_size(question=question, context=context)):
             context = tf.strings.unicode_transcode(context, "UTF-8", "UTF-8", errors="replace")
         windows = _context_windows(

@@ -73,11 +73,13 @@ def classifier_signatures(model, preprocessor, label_names, text_pair=False):
 
     @tf.function(input_signature=text_specs(*feature_names), autograph=False)
     def serve_text(*texts):
+        texts = [checked_shape(text, [None]) for text in texts]
         with tf.control_dependencies(same_batch_size(**dict(zip(feature_names, texts)))):
             return answers(logits_of(texts))
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="inputs")])
     def classify(inputs):
+        inputs = checked_shape(inputs, [None])
         examples = tf.io.parse_example(
             inputs, {name: tf.io.FixedLenFeature([], tf.string) for name in feature_names}
         )
@@ -108,7 +110,7 @@ def backbone_signatures(model, preprocessor):
 
     @tf.function(input_signature=text_specs("text"), autograph=False)
     def serve_text(text):
-        features = preprocessor(text)
+        features = preprocessor(checked_shape(text, [None]))
         outputs = model(features, training=False)
         return {**features_of(outputs), "padding_mask": features["padding_mask"]}
 
@@ -148,6 +150,8 @@ def multiple_choice_signatures(model, preprocessor):
         autograph=False,
     )
     def serve_text(context, choices):
+        context = checked_shape(context, [None])
+        choices = checked_shape(choices, [None, num_choices])
         checked = same_batch_size(context=context, choices=choices)
         with tf.control_dependencies(checked):
             features = preprocessor((tf.repeat(context, num_choices), tf.reshape(choices, [-1])))
@@ -251,9 +255,9 @@ def ids_signature(model, outputs_of, shape=(None, None)):
     )
     def serve_ids(token_ids, segment_ids, padding_mask):
         features = {
-            "token_ids": token_ids,
-            "segment_ids": segment_ids,
-            "padding_mask": padding_mask,
+            "token_ids": checked_shape(token_ids, shape),
+            "segment_ids": checked_shape(segment_ids, shape),
+            "padding_mask": checked_shape(padding_mask, shape),
         }
         return outputs_of(model(features, training=False))
 
@@ -281,6 +285,21 @@ def text_specs(*names):
     ['question', 'context']
     """
     return [tf.TensorSpec([None], tf.string, name=name) for name in names]
+
+
+def checked_shape(tensor, shape):
+    """`tensor`, checked at run time to have `shape` (`None` for any size).
+
+    A signature's input spec alone is not checked by TF Serving, which feeds
+    whatever a request holds; a string op given the wrong rank can crash
+    the server. `EnsureShape` fails the request instead, naming the shapes.
+
+    Example:
+    >>> import tensorflow as tf
+    >>> checked_shape(tf.constant(["a", "b"]), [None]).shape.as_list()
+    [2]
+    """
+    return tf.ensure_shape(tensor, shape)
 
 
 def same_batch_size(**inputs):

@@ -18,12 +18,17 @@ import tensorflow_text as tf_text
 
 from bert_keras.export.signatures import REQUIRED_BACKEND
 from bert_keras.export.signatures import check_backend
+from bert_keras.export.signatures import checked_shape
 from bert_keras.export.signatures import ids_signature
 from bert_keras.export.signatures import text_specs
 from bert_keras.text.preprocessor import packed_rows
 from bert_keras.text.preprocessor import word_pieces
 
 __all__ = ["REQUIRED_BACKEND", "sentence_windows", "tagger_signatures"]
+# What Python's `str.split()` splits words at, as CoNLL readers do: ASCII whitespace,
+# the information separators U+001C..U+001F, U+0085 and Unicode's separators (Z*).
+# tensorflow-text's WhitespaceTokenizer ends a word inside a multi-byte space.
+WORD_SEPARATORS = r"[\t\n\x0b\x0c\r\x1c-\x1f\x{85}\p{Z}]+"
 # Stands for the piece offsets past a sentence's end, so that searches stop there.
 _PAST_THE_END = 2**62
 
@@ -76,12 +81,12 @@ def tagger_signatures(model, preprocessor, tag_names):
             "a word piece and [SEP]: at least 3."
         )
     names = tf.constant(tag_names)
-    whitespace = tf_text.WhitespaceTokenizer()
 
     @tf.function(input_signature=text_specs("text"), autograph=False)
     def serve_text(text):
+        text = checked_shape(text, [None])
         text = tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace")
-        words, starts, ends = whitespace.tokenize_with_offsets(text)  # [batch, (words)]
+        words, starts, ends = _words_with_offsets(text)
         windows = _word_windows(tokenizer, words, budget=sequence_length - 2)
         logits = model(windows.features, training=False)  # [windows, length, tags]
         tag_ids = tf.gather_nd(tf.argmax(logits, axis=-1), windows.first_pieces)  # [words]
@@ -97,6 +102,16 @@ def tagger_signatures(model, preprocessor, tag_names):
         "serving_default": serve_text,
         "serve_ids": ids_signature(model, lambda logits: {"logits": logits}),
     }
+
+
+def _words_with_offsets(text):
+    """`[batch, (words)]` words of `text` split at `WORD_SEPARATORS`, with byte offsets."""
+    # tensorflow-text's regex split stops at a NUL byte; U+0001 stands in for it while splitting.
+    separable = tf.strings.regex_replace(text, r"\x00", "\x01")
+    _, starts, ends = tf_text.regex_split_with_offsets(separable, WORD_SEPARATORS)
+    rows = tf.gather(text, starts.value_rowids())
+    flat_words = tf.strings.substr(rows, starts.flat_values, ends.flat_values - starts.flat_values)
+    return starts.with_flat_values(flat_words), starts, ends
 
 
 def sentence_windows(piece_counts, budget):

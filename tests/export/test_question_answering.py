@@ -17,6 +17,7 @@ from bert_keras.text.tokenizer import BertTokenizer
 from tests.export import CONFIG
 from tests.export import serve
 from tests.export import write_vocabulary
+from tests.export.servable import inputs_without_a_shape_check
 from tests.export.servable import unservable_ops
 
 WINDOWS = {"max_seq_length": 24, "doc_stride": 5, "max_query_length": 6}
@@ -65,6 +66,7 @@ def test_answers_scores_and_byte_offsets_are_the_squad_programs(question_answere
     assert num_windows > len(PAIRS) + 4 and len(set(answers)) > 3
     exported = export_saved_model(checkpoint, tmp_path / "squad")
     assert not unservable_ops(exported)
+    assert inputs_without_a_shape_check(exported) == set()
     request = {"question": [q for q, _ in PAIRS], "context": [c for _, c in PAIRS]}
     served = serve(exported, {"serving_default": request})
     for path in ("eager", "session"):

@@ -24,6 +24,7 @@ from tests.export import serve
 from tests.export import transported
 from tests.export import write_vocabulary
 from tests.export.servable import TENSORFLOW_2_17_OPS
+from tests.export.servable import inputs_without_a_shape_check
 from tests.export.servable import unservable_ops
 from tests.text import TF_TEXT_2_12_OPS
 
@@ -221,6 +222,10 @@ def test_warmup_records_are_one_real_request_per_signature(classifier_export):
 
 def test_every_op_is_core_tensorflow_or_tensorflow_text_2_12(classifier_export):
     assert not unservable_ops(classifier_export)
+
+
+def test_every_input_is_checked_in_the_graph_as_tf_serving_checks_none(classifier_export):
+    assert inputs_without_a_shape_check(classifier_export) == set()
 
 
 def test_versions_and_bad_models_are_refused_with_nothing_written(classifier, tmp_path):

@@ -26,6 +26,7 @@ from tests.export import ROOT
 from tests.export import serve
 from tests.export import transported
 from tests.export import write_vocabulary
+from tests.export.servable import inputs_without_a_shape_check
 from tests.export.servable import unservable_ops
 
 SEQUENCE_LENGTH = 12
@@ -95,8 +96,10 @@ def test_a_tagger_export_tags_each_word_as_the_tagging_program(exported_tagger):
     run, exported = exported_tagger
     assert not unservable_ops(exported)
     sentences = [["the", "film", "was", "good"], ["Plot", "!"], ["a"], ["été", "films", "\x00"]]
-    texts = [" ".join(words).encode() for words in sentences] + [b"  the \t film\n", b""]
-    sentences.append(["the", "film"])
+    # Words apart at multi-byte spaces (no-break, em, ideographic) too, as str.split() splits.
+    spaced = "the\u00a0film\u2003was\u3000good\x1cPlot".encode()
+    texts = [" ".join(words).encode() for words in sentences] + [b"  the \t film\n", spaced, b""]
+    sentences += [["the", "film"], ["the", "film", "was", "good", "Plot"]]
     expected = run._predict_tags([SimpleNamespace(words=words) for words in sentences], 8)
     assert len({tag for tags in expected for tag in tags}) > 1  # the comparison can tell tags apart
     answers = serve(exported, {"serving_default": {"text": transported(texts)}})
@@ -111,6 +114,7 @@ def test_a_tagger_export_tags_each_word_as_the_tagging_program(exported_tagger):
             ]
             assert words == served["words"][row][:count] == text.decode().split()
         assert sum(served["mask"][-1]) == 0  # the empty text has no words
+    assert inputs_without_a_shape_check(exported) == set()
 
 
 def test_a_text_several_windows_long_is_tagged_on_every_word_as_the_tagging_program(
@@ -177,6 +181,7 @@ def test_a_multiple_choice_export_chooses_as_the_program(checkpoint, tmp_path):
     run.train(batch_size=2, learning_rate=1e-2, num_epochs=1, verbose=0)
     exported = export_saved_model(tmp_path / "out" / "export", tmp_path / "base")
     assert not unservable_ops(exported)
+    assert inputs_without_a_shape_check(exported) == set()
     examples = run._read("train")
     logits = run.model.predict(run._features(examples), verbose=0)
     request = {
