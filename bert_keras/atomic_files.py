@@ -155,6 +155,24 @@ def atomic_directory(directory, overwrite=False):
         raise
 
 
+def file_in_the_way(directory):
+    """The file that stands at `directory` or at one of its parents, so it cannot be made; or None.
+
+    Example:
+    >>> import os, tempfile
+    >>> a_file = os.path.join(tempfile.mkdtemp(), "notes.txt")
+    >>> _ = open(a_file, "w").write("")
+    >>> file_in_the_way(os.path.join(a_file, "run", "out")) == a_file
+    True
+    >>> file_in_the_way(os.path.join(os.path.dirname(a_file), "new", "run")) is None
+    True
+    """
+    existing = os.path.abspath(directory)
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    return None if os.path.isdir(existing) else existing
+
+
 def _named_destination(path):
     """`path` as a string; "" (an unset flag, say) would mean the working directory."""
     path = os.fspath(path)

@@ -40,6 +40,7 @@ import time
 from absl import app
 from absl import flags
 
+from bert_keras.atomic_files import file_in_the_way
 from bert_keras.training.garbage_collection import freeze_heap_at_exit
 from bert_keras.training.host_memory import restart_with_training_malloc
 from bert_keras.training.output_lock import OutputLockedError
@@ -57,8 +58,19 @@ _CORPUS = flags.DEFINE_string(
 _CORPUS_MEGABYTES = flags.DEFINE_float(
     "corpus_megabytes", 1.0, "Size of the default docstring corpus."
 )
-_VOCABULARY_SIZE = flags.DEFINE_integer("vocabulary_size", 8000, "WordPiece tokens to learn.")
-_PRETRAINING_STEPS = flags.DEFINE_integer("pretraining_steps", 80, "Pretraining steps.")
+# absl's lower_bound allows the bound itself; an empty corpus is no corpus.
+flags.register_validator(
+    "corpus_megabytes", lambda megabytes: megabytes > 0, message="must be positive"
+)
+_VOCABULARY_SIZE = flags.DEFINE_integer(
+    "vocabulary_size",
+    8000,
+    "WordPiece tokens to learn.",
+    lower_bound=6,  # the five special tokens and one learned
+)
+_PRETRAINING_STEPS = flags.DEFINE_integer(
+    "pretraining_steps", 80, "Pretraining steps.", lower_bound=1
+)
 _INIT_CHECKPOINT = flags.DEFINE_string(
     "init_checkpoint",
     None,
@@ -71,16 +83,20 @@ _CLASSIFICATION_DATA = flags.DEFINE_string(
     "derived from the corpus.",
 )
 _FINE_TUNING_EXAMPLES = flags.DEFINE_integer(
-    "fine_tuning_examples", 1000, "Training sentences to fine-tune on."
+    "fine_tuning_examples", 1000, "Training sentences to fine-tune on.", lower_bound=1
 )
-_FINE_TUNING_EPOCHS = flags.DEFINE_integer("fine_tuning_epochs", 2, "Fine-tuning epochs.")
+_FINE_TUNING_EPOCHS = flags.DEFINE_integer(
+    "fine_tuning_epochs", 2, "Fine-tuning epochs.", lower_bound=1
+)
 _INTERACTIONS = flags.DEFINE_string(
     "interactions", None, "An interaction log for BERT4Rec; MovieLens-100K by default."
 )
 _INTERACTIONS_FORMAT = flags.DEFINE_enum(
     "interactions_format", "recbole", ["movielens", "recbole", "csv"], "--interactions' format."
 )
-_RECOMMENDATION_EPOCHS = flags.DEFINE_integer("recommendation_epochs", 8, "BERT4Rec epochs.")
+_RECOMMENDATION_EPOCHS = flags.DEFINE_integer(
+    "recommendation_epochs", 8, "BERT4Rec epochs.", lower_bound=1
+)
 
 PRETRAINING_BACKBONE = {
     "num_layers": 2,
@@ -374,8 +390,59 @@ STEPS = (
 )
 
 
+def _check_flags():
+    """Raises `app.UsageError` naming the first flag whose file or companion flag is wrong.
+
+    The numeric bounds are the flags' own (absl checks them as it parses);
+    these are the checks that look at files or at two flags together, made
+    before step 1 so that a typo fails now rather than minutes into the run.
+    """
+    blocking = _OUTPUT_DIR.value and file_in_the_way(_OUTPUT_DIR.value)
+    if blocking:
+        raise app.UsageError(
+            f"--output_dir={_OUTPUT_DIR.value}: {blocking} is a file, so the directory cannot be "
+            "made."
+        )
+    if _CORPUS.value:
+        path = _CORPUS.value
+        if not os.path.isfile(path):
+            what = "is a directory" if os.path.isdir(path) else "no such file"
+            raise app.UsageError(f"--corpus={path}: {what}; give a text file, a sentence a line.")
+        if os.path.getsize(path) == 0:
+            raise app.UsageError(f"--corpus={path}: the file is empty.")
+    if _INIT_CHECKPOINT.value and not os.path.exists(_INIT_CHECKPOINT.value):
+        raise app.UsageError(
+            f"--init_checkpoint={_INIT_CHECKPOINT.value}: no such directory or file; give a "
+            "checkpoint directory or a .keras file."
+        )
+    if _CLASSIFICATION_DATA.value:
+        path = _CLASSIFICATION_DATA.value
+        missing = [
+            name
+            for name in ("train.tsv", "dev.tsv")
+            if not os.path.isfile(os.path.join(path, name))
+        ]
+        if missing:
+            raise app.UsageError(
+                f"--classification_data={path}: no {' or '.join(missing)} there; give a "
+                "directory in GLUE SST-2 form (train.tsv, dev.tsv)."
+            )
+    if _INTERACTIONS.value and not os.path.isfile(_INTERACTIONS.value):
+        what = "is a directory" if os.path.isdir(_INTERACTIONS.value) else "no such file"
+        raise app.UsageError(
+            f"--interactions={_INTERACTIONS.value}: {what}; give an interaction log."
+        )
+    if not _INTERACTIONS.value and _INTERACTIONS_FORMAT.value != "recbole":
+        raise app.UsageError(
+            f"--interactions_format={_INTERACTIONS_FORMAT.value} needs --interactions: the "
+            "default log, MovieLens-100K, is in recbole format."
+        )
+
+
 def main(argv):
-    del argv
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    _check_flags()
     output_dir = _OUTPUT_DIR.value or tempfile.mkdtemp(prefix="bert_keras_demo_")
     os.makedirs(output_dir, exist_ok=True)
     files = DemoFiles.under(output_dir)

@@ -18,6 +18,7 @@ from absl import app
 from absl import flags
 from absl import logging
 
+from bert_keras.atomic_files import file_in_the_way
 from bert_keras.atomic_files import write_text
 from bert_keras.data.pretraining_corpus import reject_directory
 from bert_keras.training.garbage_collection import freeze_heap_at_exit
@@ -64,11 +65,9 @@ def check_output_file(path):
     if not path:
         raise app.UsageError("--output_file is empty; give where vocab.txt goes.")
     _reject_directory(path, "--output_file", "a file path in it", "vocab.txt")
-    ancestor = os.path.dirname(os.path.abspath(path))
-    while not os.path.exists(ancestor):
-        ancestor = os.path.dirname(ancestor)
-    if not os.path.isdir(ancestor):
-        raise app.UsageError(f"--output_file: {ancestor} is a file, so {path} cannot be made.")
+    blocking = file_in_the_way(os.path.dirname(os.path.abspath(path)))
+    if blocking:
+        raise app.UsageError(f"--output_file: {blocking} is a file, so {path} cannot be made.")
 
 
 def _reject_directory(path, flag, *hint):

@@ -10,8 +10,11 @@ import keras
 import pytest
 
 from tasks import demo
+from tests.programs import program
 
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+run_program = program("tasks.demo")
 
 
 def test_docstring_examples_run():
@@ -90,3 +93,38 @@ def test_the_demo_goes_from_raw_text_to_a_served_answer_and_recommendations(tmp_
         assert (tmp_path / name / "history.png").is_file()
     assert (tmp_path / "served_model" / "1" / "saved_model.pb").is_file()
     assert (tmp_path / "recommendation" / "predictions.tsv").is_file()
+
+
+@pytest.mark.one_backend
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (["--fine_tuning_examples=0"], "--fine_tuning_examples=0: 0 is not a positive integer"),
+        (["--fine_tuning_epochs=0"], "--fine_tuning_epochs=0: 0 is not a positive integer"),
+        (["--recommendation_epochs=0"], "--recommendation_epochs=0: 0 is not a positive integer"),
+        (["--pretraining_steps=0"], "--pretraining_steps=0: 0 is not a positive integer"),
+        (["--vocabulary_size=5"], "--vocabulary_size=5: 5 is not integer >= 6"),
+        (["--corpus_megabytes=0"], "--corpus_megabytes=0.0: must be positive"),
+        (["--corpus_megabytes=-1"], "--corpus_megabytes=-1.0: must be positive"),
+        (["--corpus=/nonexistent.txt"], "--corpus=/nonexistent.txt: no such file"),
+        (["--corpus={tmp}"], "--corpus={tmp}: is a directory"),
+        (["--corpus={tmp}/empty.txt"], "--corpus={tmp}/empty.txt: the file is empty"),
+        (
+            ["--output_dir={tmp}/empty.txt/demo"],
+            "--output_dir={tmp}/empty.txt/demo: {tmp}/empty.txt is a file",
+        ),
+        (["--init_checkpoint=/nonexistent"], "--init_checkpoint=/nonexistent: no such"),
+        (["--classification_data={tmp}"], "--classification_data={tmp}: no train.tsv or dev.tsv"),
+        (["--interactions=/nonexistent.inter"], "--interactions=/nonexistent.inter: no such file"),
+        (["--interactions_format=csv"], "--interactions_format=csv needs --interactions"),
+        (["surplus"], "Unexpected arguments: ['surplus']"),
+    ],
+)
+def test_bad_flags_are_named_before_any_step(tmp_path, arguments, message):
+    (tmp_path / "empty.txt").write_text("")
+    # --output_dir first, so that a bad one in `arguments` replaces it.
+    arguments = [f"--output_dir={tmp_path}/demo", *arguments]
+    completed = run_program(*(argument.format(tmp=tmp_path) for argument in arguments))
+    assert completed.returncode != 0
+    assert message.format(tmp=tmp_path) in completed.stderr, completed.stderr[-3000:]
+    assert "[1/8]" not in completed.stdout
