@@ -54,11 +54,11 @@ def create_optimizer(
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"optimizer must be one of {list(OPTIMIZERS)}, got {optimizer!r}.")
     if num_train_steps is not None:
-        # Keras evaluates the schedule at every batch, not every update, when
-        # accumulating: count the steps in batches.
-        batches_per_step = gradient_accumulation_steps or 1
         learning_rate = LinearWarmupLinearDecay(
-            learning_rate, num_train_steps * batches_per_step, num_warmup_steps * batches_per_step
+            learning_rate,
+            num_train_steps,
+            num_warmup_steps,
+            batches_per_step=gradient_accumulation_steps or 1,
         )
     common = {
         "learning_rate": learning_rate,

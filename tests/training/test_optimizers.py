@@ -47,3 +47,27 @@ def test_schedule_counts_optimizer_steps_when_accumulating():
     np.testing.assert_allclose(rates[5], 1e-3 * 2 / 4, rtol=1e-6)
     np.testing.assert_allclose(rates[3 * 7 - 1], 1e-3 * (10 - 7) / 6, rtol=1e-6)
     assert rates[3 * 10 - 1] == 0.0
+
+
+def _updates_of_a_constant_gradient(gradient_accumulation_steps):
+    optimizer = create_optimizer(
+        1e-3, 4, 2, gradient_accumulation_steps=gradient_accumulation_steps
+    )
+    variable = keras.Variable(np.ones(2, "float32"))
+    updates = []
+    for _ in range(4):
+        before = ops.convert_to_numpy(variable)
+        for _ in range(gradient_accumulation_steps or 1):
+            optimizer.apply_gradients([(ops.full((2,), 0.1, "float32"), variable)])
+        updates.append(before - ops.convert_to_numpy(variable))
+    return np.array(updates)
+
+
+@pytest.mark.parametrize("gradient_accumulation_steps", [2, 4])
+def test_accumulated_updates_are_the_updates_of_the_whole_batch(gradient_accumulation_steps):
+    # The mean of equal gradients is that gradient: each update is the whole batch's.
+    expected = _updates_of_a_constant_gradient(None)
+    assert expected[0].max() == 0.0 and expected[2].min() > expected[1].max()  # warmup, peak
+    np.testing.assert_allclose(
+        _updates_of_a_constant_gradient(gradient_accumulation_steps), expected, rtol=1e-5, atol=1e-9
+    )
