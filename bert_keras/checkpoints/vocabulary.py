@@ -16,6 +16,7 @@ Example:
 """
 
 import json
+import os
 
 from bert_keras.atomic_files import write_text
 
@@ -44,19 +45,29 @@ def read_vocabulary(path):
     >>> read_vocabulary(path)
     ['[PAD]', '[UNK]', 'hi']
     """
-    import tensorflow as tf
-
     path = str(path)
-    if not tf.io.gfile.exists(path):
-        raise FileNotFoundError(f"Vocabulary file {path!r} does not exist.")
-    with tf.io.gfile.GFile(path, "r") as file:
-        text = file.read()
+    text = _read_text(path)
     if path.endswith(".json"):
         return _tokenizer_json_tokens(text, path)
     lines = text.split("\n")
     if lines[-1] == "":
         lines.pop()  # the newline that ends the last token
     return [line.strip() for line in lines]
+
+
+def _read_text(path):
+    """The text of a local file, or (gs://, ...) of one TensorFlow's file systems reach."""
+    if "://" in path:
+        import tensorflow as tf
+
+        if not tf.io.gfile.exists(path):
+            raise FileNotFoundError(f"Vocabulary file {path!r} does not exist.")
+        with tf.io.gfile.GFile(path, "r") as file:
+            return file.read()
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"Vocabulary file {path!r} does not exist.")
+    with open(path, encoding="utf-8", newline="") as file:
+        return file.read()
 
 
 def write_vocabulary(tokens, path):

@@ -25,7 +25,8 @@ def directories(tmp_path_factory):
     """A Hugging Face directory and the original release written from it."""
     root = tmp_path_factory.mktemp("formats")
     huggingface = root / "huggingface"
-    save_tiny("BertModel", huggingface, hidden_act="gelu_new")  # the original computes tanh GELU
+    # The original computes tanh GELU; 200 positions hold a word of 150 pieces.
+    save_tiny("BertModel", huggingface, hidden_act="gelu_new", max_position_embeddings=200)
     (huggingface / "vocab.txt").write_text("\n".join(VOCABULARY) + "\n")
     (huggingface / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": True}))
     original = root / "uncased_L-2_H-8_A-2"
