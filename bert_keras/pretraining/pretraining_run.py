@@ -303,6 +303,7 @@ class PretrainingRun:
         self._check_resumable(backbone_config)
         self._check_sequence_length(backbone_config)
         self._check_vocabulary(backbone_config)
+        self.vocabulary_size = _architecture(backbone_config)["vocabulary_size"]
         self.dataset(skip_batches=0)  # checks the records' lengths against the settings
         self.initial_step = self.resumed.step if self.resumed else 0
         if self.initial_step > config.num_train_steps:
@@ -428,7 +429,26 @@ class PretrainingRun:
             skip_batches=skip_batches,
             bucket_by_length=config.bucket_by_length,
         )
-        return self.replicas.local_share(dataset)
+        return self.replicas.local_share(dataset.map(self._ids_checked))
+
+    def _ids_checked(self, features, labels):
+        """The batch, failing if a token id has no word embedding (on jax it would read NaN)."""
+        import tensorflow as tf
+
+        largest = tf.maximum(
+            tf.reduce_max(features["token_ids"]), tf.reduce_max(labels["masked_lm_ids"])
+        )
+        check = tf.debugging.assert_less(
+            largest,
+            tf.cast(self.vocabulary_size, largest.dtype),
+            message=(
+                f"The records ({self.config.input_file}) hold a token id past the "
+                f"vocabulary_size {self.vocabulary_size} of the backbone: they were made with a "
+                "larger vocab.txt"
+            ),
+        )
+        with tf.control_dependencies([check]):
+            return tf.nest.map_structure(tf.identity, (features, labels))
 
     def train(self, verbose=1):
         """Trains from the current step to `num_train_steps`, then exports; returns the history.

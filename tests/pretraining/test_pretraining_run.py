@@ -245,6 +245,16 @@ def test_a_vocabulary_larger_than_the_embeddings_is_refused(records, tmp_path):
     PretrainingRun(tiny_config(records, tmp_path / "fits", vocab_file=str(vocabulary)))
 
 
+def test_records_of_a_larger_vocabulary_stop_the_run_instead_of_training_on_nan(records, tmp_path):
+    small = {**TRAINING_BACKBONE, "vocabulary_size": 8}  # the records' ids reach past 8
+    run = PretrainingRun(tiny_config(records, tmp_path / "run", backbone_config=small))
+    with pytest.raises(
+        Exception, match="hold a token id past the vocabulary_size 8 of the backbone"
+    ):
+        run.train(verbose=0)
+    assert not (tmp_path / "run" / "export").exists()
+
+
 def test_an_init_checkpoint_of_another_architecture_is_refused(records, tmp_path):
     BertBackbone(**{**TRAINING_BACKBONE, "num_layers": 2}).save_to_preset(str(tmp_path / "other"))
     with pytest.raises(
