@@ -56,6 +56,7 @@ from bert_keras.training.callbacks import StepTensorBoard
 from bert_keras.training.callbacks import TrainingProgress
 from bert_keras.training.checkpoint_manager import CheckpointManager
 from bert_keras.training.checkpoint_manager import check_same
+from bert_keras.training.checkpoint_manager import differing_values
 from bert_keras.training.data_parallel import DataParallel
 from bert_keras.training.execution import Execution
 from bert_keras.training.history_records import read_history
@@ -342,6 +343,8 @@ class PretrainingRun:
         return {
             "save_checkpoints_steps": self.config.save_checkpoints_steps,
             "input_files": self.input_files,
+            # Records made again under the same names (another seed, say) differ in size.
+            "input_file_bytes": [os.path.getsize(path) for path in self.input_files],
             "train_batch_size": self.config.train_batch_size,
             "gradient_accumulation_steps": self.config.gradient_accumulation_steps,
             "max_seq_length": self.config.max_seq_length,
@@ -361,12 +364,34 @@ class PretrainingRun:
             "architecture",
             source,
         )
+        saved_order, order = self.resumed.metadata["data_order"], self._data_order()
+        if "input_file_bytes" not in saved_order:  # a checkpoint of an earlier version
+            del order["input_file_bytes"]
         check_same(
-            self.resumed.metadata["data_order"],
-            self._data_order(),
+            saved_order,
+            order,
             "data order (resuming needs the same records and batching)",
             source,
         )
+        changed = differing_values(self.resumed.metadata.get("schedule", {}), self._schedule())
+        if "schedule" in self.resumed.metadata and changed:
+            logging.warning(
+                "Resuming %s with another learning-rate schedule from step %d on: %s.",
+                source,
+                self.resumed.step,
+                "; ".join(changed),
+            )
+
+    def _schedule(self):
+        """The settings of the learning rate at each step, which a resumed run may change."""
+        config = self.config
+        return {
+            "learning_rate": config.learning_rate,
+            "num_train_steps": config.num_train_steps,
+            "num_warmup_steps": config.num_warmup_steps,
+            "optimizer": config.optimizer,
+            "weight_decay": config.weight_decay,
+        }
 
     def _check_sequence_length(self, backbone_config):
         positions = _architecture(backbone_config)["max_sequence_length"]
@@ -462,6 +487,7 @@ class PretrainingRun:
             "architecture": _architecture(self.model.backbone.get_config()),
             "backbone_config": self.model.backbone.get_config(),
             "data_order": self._data_order(),
+            "schedule": self._schedule(),
         }
         callbacks = [
             TrainingProgress(

@@ -202,12 +202,22 @@ def check_same(saved, current, what, source):
     ...
     ValueError: ckpt was written with another architecture: hidden_dim is 128 there but 256 here.
     """
-    differences = [
-        f"{key} is {saved.get(key)!r} there but {current.get(key)!r} here"
-        for key in sorted(set(saved) | set(current))
-        if saved.get(key) != current.get(key)
-    ]
+    differences = differing_values(saved, current)
     if differences:
         raise ValueError(
             f"{source} was written with another {what}: " + "; ".join(differences) + "."
         )
+
+
+def differing_values(saved, current):
+    """`"<key> is <saved> there but <current> here"` for each key whose value differs.
+
+    Example:
+    >>> differing_values({"learning_rate": 1e-3, "seed": 1}, {"learning_rate": 5e-4, "seed": 1})
+    ['learning_rate is 0.001 there but 0.0005 here']
+    """
+    return [
+        f"{key} is {saved.get(key)!r} there but {current.get(key)!r} here"
+        for key in sorted(set(saved) | set(current))
+        if saved.get(key) != current.get(key)
+    ]

@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import logging
 import os
 
 import keras
@@ -279,6 +280,24 @@ def test_resuming_with_another_architecture_or_batching_is_refused(finished_run)
         PretrainingRun(dataclasses.replace(config, bucket_by_length=True))
     with pytest.raises(ValueError, match="at step 5, past num_train_steps=4"):
         PretrainingRun(dataclasses.replace(config, num_train_steps=4))
+
+
+def test_resuming_on_records_made_again_is_refused_and_a_new_schedule_logged(
+    records, tmp_path, caplog
+):
+    directory = tmp_path / "records"
+    directory.mkdir()
+    write_records(directory / "a.tfrecord", 24, seed=1)
+    config = tiny_config(str(directory / "*.tfrecord"), tmp_path / "run", num_train_steps=2)
+    PretrainingRun(config).train(verbose=0)
+    longer = dataclasses.replace(config, num_train_steps=4)
+    with caplog.at_level(logging.WARNING, logger="absl"):
+        PretrainingRun(dataclasses.replace(longer, learning_rate=5e-4))
+    assert "another learning-rate schedule from step 2 on" in caplog.text
+    assert "learning_rate is 0.001 there but 0.0005 here" in caplog.text
+    write_records(directory / "a.tfrecord", 20, seed=7)  # the same name, other records
+    with pytest.raises(ValueError, match=r"input_file_bytes is \[\d+\] there but \[\d+\] here"):
+        PretrainingRun(longer)
 
 
 def test_a_bucketed_run_trains_and_records_its_data_order(records, tmp_path):
