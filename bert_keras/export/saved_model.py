@@ -176,6 +176,7 @@ def export_saved_model(
     )
     if not arguments["export_base"]:
         raise ValueError("export_base is empty; name the directory of the model's versions.")
+    _check_argument_types(arguments)
     if os.path.isfile(export_base):
         raise ValueError(
             f"export_base {export_base} is a file; it is the directory that holds the model's "
@@ -290,6 +291,31 @@ def _export_in_tensorflow_process(arguments):
     if completed.returncode != 0:
         raise RuntimeError(f"The TensorFlow export process failed:\n{completed.stderr[-3000:]}")
     return completed.stdout.strip().splitlines()[-1]
+
+
+def _check_argument_types(arguments):
+    """Raises TypeError naming an argument of the wrong type (a str "64", a "no" for False)."""
+    kinds = {
+        "version": int,
+        "sequence_length": int,
+        "top_k": int,
+        "text_pair": bool,
+        "overwrite": bool,
+        "null_score_diff_threshold": float,
+    }
+    for name, kind in kinds.items():
+        value = arguments[name]
+        accepted = (int, float) if kind is float else kind  # 0 for 0.0
+        if value is not None and (
+            not isinstance(value, accepted) or _is_bool_for_number(value, kind)
+        ):
+            raise TypeError(
+                f"{name} is {value!r} ({type(value).__name__}); expected {kind.__name__}."
+            )
+
+
+def _is_bool_for_number(value, kind):
+    return isinstance(value, bool) and kind is not bool
 
 
 def load_served_model(path, sequence_length=None):

@@ -259,9 +259,38 @@ def ids_signature(model, outputs_of, shape=(None, None)):
             "segment_ids": checked_shape(segment_ids, shape),
             "padding_mask": checked_shape(padding_mask, shape),
         }
-        return outputs_of(model(features, training=False))
+        with tf.control_dependencies(_ids_in_range(getattr(model, "backbone", model), features)):
+            return outputs_of(model(features, training=False))
 
     return serve_ids
+
+
+def _ids_in_range(backbone, features):
+    """Assert ops naming the input whose ids or length the backbone has no embedding for."""
+    limits = {
+        "token_ids": ("vocabulary_size", backbone.vocabulary_size),
+        "segment_ids": ("num_segments", backbone.num_segments),
+    }
+    checks = [
+        tf.debugging.assert_less(
+            tf.shape(features["token_ids"])[-1],
+            backbone.max_sequence_length + 1,
+            message=f"token_ids must be at most max_sequence_length "
+            f"({backbone.max_sequence_length}) long",
+        )
+    ]
+    for name, (limit_name, limit) in limits.items():
+        if limit < 1:
+            continue  # a backbone without segment embeddings ignores segment_ids
+        ids = features[name]
+        checks.append(
+            tf.debugging.assert_equal(
+                tf.reduce_all((ids >= 0) & (ids < limit)),
+                True,
+                message=f"{name} must lie in 0..{limit - 1} ({limit_name} {limit})",
+            )
+        )
+    return checks
 
 
 def check_backend():

@@ -256,6 +256,10 @@ def test_versions_and_bad_models_are_refused_with_nothing_written(classifier, tm
         export_saved_model(classifier[1], tmp_path / "a_file")
     with pytest.raises(ValueError, match="export_base is empty"):  # an unset $VARIABLE, say
         export_saved_model(classifier[1], "")
+    with pytest.raises(TypeError, match=r"sequence_length is '64' \(str\); expected int"):
+        export_saved_model(classifier[1], base, sequence_length="64")
+    with pytest.raises(TypeError, match=r"text_pair is 'no' \(str\); expected bool"):
+        export_saved_model(classifier[1], base, text_pair="no")
 
 
 def test_the_committed_op_list_is_tensorflow_2_17_core():

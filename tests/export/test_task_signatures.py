@@ -203,3 +203,21 @@ def test_a_multiple_choice_export_chooses_as_the_program(checkpoint, tmp_path):
 def test_signatures_are_refused_outside_the_tensorflow_backend():
     with pytest.raises(ValueError, match="trace the model on Keras' tensorflow backend"):
         ids_signature(BertBackbone(**CONFIG), lambda outputs: outputs)
+
+
+@pytest.mark.parametrize(
+    "token_id, segment_id, length, message",
+    [
+        (6, 0, 3, r"token_ids must lie in 0..5 \(vocabulary_size 6\)"),
+        (-1, 0, 3, r"token_ids must lie in 0..5"),
+        (1, 2, 3, r"segment_ids must lie in 0..1 \(num_segments 2\)"),
+        (1, 0, 5, r"token_ids must be at most max_sequence_length \(4\) long"),
+    ],
+)
+def test_serve_ids_names_ids_and_lengths_the_backbone_has_no_embedding_for(
+    token_id, segment_id, length, message
+):
+    serve = ids_signature(BertBackbone(6, 1, 2, 8, 16, max_sequence_length=4), lambda out: out)
+    ones = np.ones((1, length), "int32")
+    with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+        serve(ones * token_id, ones * segment_id, ones)
