@@ -90,13 +90,14 @@ def _decoded(rows, path):
 
 
 def _first_undecodable_line(path):
+    """(line number, bytes) of the first line that is not UTF-8; ("?", b"") if each line is."""
     with open(path, "rb") as file:
         for line_number, line in enumerate(file, start=1):
             try:
                 line.decode("utf-8")
             except UnicodeDecodeError:
                 return line_number, line.rstrip(b"\r\n")
-    return "?", b""  # a UTF-8 sequence cut across lines
+    return "?", b""
 
 
 def _timestamp(text, where):
