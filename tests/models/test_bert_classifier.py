@@ -44,7 +44,12 @@ class TestBertClassifier(TestCase):
         classifier.compile(num_train_steps=100)
         assert isinstance(classifier.optimizer, keras.optimizers.AdamW)
         schedule = classifier.optimizer.get_config()["learning_rate"]["config"]
-        assert schedule == {"peak_learning_rate": 2e-5, "total_steps": 100, "warmup_steps": 10}
+        assert schedule == {
+            "peak_learning_rate": 2e-5,
+            "total_steps": 100,
+            "warmup_steps": 10,
+            "batches_per_step": 1,
+        }
 
 
 @pytest.mark.one_backend("jax")  # XLA counts the FLOPs
