@@ -29,6 +29,7 @@ import tensorflow as tf
 from bert_keras.data.interactions import PAD_ID
 from bert_keras.export.signatures import REQUIRED_BACKEND
 from bert_keras.export.signatures import check_backend
+from bert_keras.export.signatures import checked_shape
 
 __all__ = ["DEFAULT_TOP_K", "REQUIRED_BACKEND", "recommender_signatures"]
 
@@ -74,6 +75,7 @@ def recommender_signatures(model, item_ids, top_k=DEFAULT_TOP_K):
         autograph=False,
     )
     def serve_ids(item_ids):
+        item_ids = checked_shape(item_ids, [None, None])
         out_of_range = tf.logical_or(item_ids < 0, item_ids > model.num_items)
         check = tf.debugging.assert_equal(
             tf.reduce_any(out_of_range),
@@ -89,6 +91,7 @@ def recommender_signatures(model, item_ids, top_k=DEFAULT_TOP_K):
         autograph=False,
     )
     def serve_items(items):
+        items = checked_shape(items, [None, None])
         best_ids, best_scores = top_items(ids_of_items.lookup(items))
         return {"items": tf.gather(items_of_ids, best_ids), "scores": best_scores}
 

@@ -33,6 +33,8 @@ _FED_INPUTS = (
     "token_ids",
     "segment_ids",
     "padding_mask",
+    "items",
+    "item_ids",
 )
 
 
@@ -70,7 +72,8 @@ def inputs_without_a_shape_check(directory):
     for meta_graph in saved_model.meta_graphs:
         for function in meta_graph.graph_def.library.function:
             if not re.fullmatch(
-                r"__inference_(serve_text|classify|serve_ids)_\d+", function.signature.name
+                r"__inference_(serve_text|classify|serve_ids|serve_items)_\d+",
+                function.signature.name,
             ):
                 continue
             checked = {node.input[0] for node in function.node_def if node.op == "EnsureShape"}

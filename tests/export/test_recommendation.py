@@ -9,6 +9,7 @@ import pytest
 from bert_keras.export.saved_model import export_saved_model
 from bert_keras.models.bert4rec import Bert4Rec
 from tests.export import serve
+from tests.export.servable import inputs_without_a_shape_check
 from tests.export.servable import unservable_ops
 
 ITEMS = [f"movie{index}" for index in range(1, 13)]  # model ids 1..12
@@ -76,6 +77,7 @@ def test_serve_ids_takes_model_ids(run_directory, served):
 def test_the_export_needs_only_ops_stock_tf_serving_links(served):
     version, _ = served
     assert unservable_ops(version) == set()
+    assert inputs_without_a_shape_check(version) == set()
     assert os.path.isfile(os.path.join(version, "assets.extra", "tf_serving_warmup_requests"))
 
 
