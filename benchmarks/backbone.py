@@ -19,13 +19,14 @@ from absl import app
 from absl import flags
 
 from benchmarks import common
+from benchmarks import flag_checks
 from benchmarks import measurements
 from bert_keras.training.host_memory import restart_with_training_malloc
 
 BACKENDS = common.KERAS_BACKENDS
 
 _BACKENDS = flags.DEFINE_list("backends", list(BACKENDS), "Keras backends to measure.")
-common.require_known_names(_BACKENDS, BACKENDS)
+flag_checks.require_known_names(_BACKENDS, BACKENDS)
 _SIZES = flags.DEFINE_list("sizes", ["bert_tiny", "bert_small"], "Presets to measure.")
 _DTYPE = flags.DEFINE_string(
     "dtype", "float32", "Keras dtype policy of both backbones, e.g. mixed_bfloat16."

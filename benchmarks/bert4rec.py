@@ -31,12 +31,13 @@ from absl import app
 from absl import flags
 
 from benchmarks import common
+from benchmarks import flag_checks
 from benchmarks import measurements
 from bert_keras.training.host_memory import restart_with_training_malloc
 
 PARTS = ("movielens", "speed", "recbole")
 _PARTS = flags.DEFINE_list("parts", ["movielens", "speed"], f"Parts to run, of {PARTS}.")
-common.require_known_names(_PARTS, PARTS)
+flag_checks.require_known_names(_PARTS, PARTS)
 _EPOCHS = flags.DEFINE_integer("movielens_epochs", 60, "Training epochs on ML-100K.", lower_bound=1)
 _RECBOLE_EPOCHS = flags.DEFINE_integer(
     "recbole_epochs",

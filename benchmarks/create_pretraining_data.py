@@ -34,14 +34,14 @@ import time
 from absl import app
 from absl import flags
 
-from benchmarks import common
+from benchmarks import flag_checks
 from benchmarks import measurements
 from benchmarks.common import REPOSITORY
 from bert_keras.data.offline_text import docstring_corpus
 from bert_keras.data.offline_text import vocab_file
 
 _MEGABYTES = flags.DEFINE_float("corpus_megabytes", 10.0, "Size of the corpus.")
-common.require_positive(_MEGABYTES)
+flag_checks.require_positive(_MEGABYTES)
 _DUPE_FACTOR = flags.DEFINE_integer(
     "benchmark_dupe_factor", 10, "--dupe_factor of both tools.", lower_bound=1
 )
@@ -58,7 +58,7 @@ _BASELINE = flags.DEFINE_string(
     "Another checkout of this repository (e.g. `git worktree add /tmp/old HEAD~1`) "
     "whose tool runs too, right after ours, with the same flags.",
 )
-common.require_directory(_BASELINE)
+flag_checks.require_directory(_BASELINE)
 
 MODEL_GARDEN_VENV = os.path.join(REPOSITORY, ".venv-modelgarden")
 

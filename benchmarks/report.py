@@ -35,7 +35,7 @@ import time
 from absl import app
 from absl import flags
 
-from benchmarks import common
+from benchmarks import flag_checks
 from benchmarks import measurements
 from benchmarks.common import REPOSITORY
 from bert_keras.atomic_files import atomic_file
@@ -161,7 +161,7 @@ _OUTPUT_DIR = flags.DEFINE_string(
     "output_dir", os.path.join(REPOSITORY, "build", "bench"), "Where the report goes."
 )
 _ONLY = flags.DEFINE_list("only", [], "Run only these benchmarks (default: all).")
-common.require_known_names(_ONLY, [benchmark.name for benchmark in BENCHMARKS])
+flag_checks.require_known_names(_ONLY, [benchmark.name for benchmark in BENCHMARKS])
 _PUBLISH = flags.DEFINE_bool(
     "publish",
     False,

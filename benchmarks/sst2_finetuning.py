@@ -44,6 +44,7 @@ import typing
 from absl import flags
 
 from benchmarks import common
+from benchmarks import flag_checks
 from benchmarks import measurements
 from benchmarks.common import REPOSITORY
 
@@ -54,11 +55,11 @@ _TRAIN_EXAMPLES = flags.DEFINE_integer(
 )
 _EPOCHS = flags.DEFINE_integer("sst2_epochs", 2, "Fine-tuning epochs.", lower_bound=1)
 _LEARNING_RATE = flags.DEFINE_float("sst2_learning_rate", 5e-5, "Peak learning rate.")
-common.require_positive(_LEARNING_RATE)
+flag_checks.require_positive(_LEARNING_RATE)
 _BACKENDS = flags.DEFINE_list(
     "sst2_backends", ["jax", "tensorflow", "torch"], "Keras backends to run tasks.classify on."
 )
-common.require_known_names(_BACKENDS, common.KERAS_BACKENDS)
+flag_checks.require_known_names(_BACKENDS, common.KERAS_BACKENDS)
 _SEED = flags.DEFINE_integer(
     "sst2_seed", 0, "Seed of every program's initialisation, shuffling and dropout."
 )

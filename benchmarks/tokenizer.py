@@ -30,12 +30,12 @@ import time
 from absl import app
 from absl import flags
 
+from benchmarks import flag_checks
 from benchmarks import measurements
 from bert_keras.data.offline_text import module_docstrings
 
 _MEGABYTES = flags.DEFINE_float("megabytes", 6.0, "Size of the text.")
-# benchmarks.common's helper is out of reach: importing it would define a second --batch_size.
-flags.register_validator(_MEGABYTES, lambda megabytes: megabytes > 0, "must be above 0")
+flag_checks.require_positive(_MEGABYTES)
 _BATCH_SIZE = flags.DEFINE_integer("batch_size", 8192, "Lines per batch.", lower_bound=1)
 _REPEATS = flags.DEFINE_integer("repeats", 3, "Timed rounds; the best is kept.", lower_bound=1)
 

@@ -268,7 +268,6 @@ def _read_original(directory):
     )
     checkpoint.format, checkpoint.directory = "original", directory
     checkpoint.vocabulary_file = _existing(directory, original.VOCABULARY_FILE)
-    checkpoint.tokenizer_settings = read_tokenizer_settings(directory)
     return _with_settings_beside(checkpoint, directory)
 
 
@@ -277,10 +276,12 @@ def _read_keras_hub(directory):
 
 
 def _with_settings_beside(checkpoint, directory):
-    """What bert_keras.json beside an original or keras-hub checkpoint adds (see writing)."""
+    """What bert_keras.json beside an original or keras-hub checkpoint adds (see writing).
+
+    Its tokenizer settings come first in `read_tokenizer_settings`.
+    """
+    checkpoint.tokenizer_settings = read_tokenizer_settings(directory)
     settings = _read_json(_existing(directory, OWN_CONFIG_FILE)) or {}
-    if "tokenizer" in settings:
-        checkpoint.tokenizer_settings = tokenizer_settings(**settings["tokenizer"])
     label_names = settings.get("label_names")
     if label_names is not None and len(label_names) == checkpoint.num_named_labels():
         checkpoint.label_names = list(label_names)

@@ -40,6 +40,7 @@ from bert_keras.checkpoints import original
 from bert_keras.checkpoints import read_checkpoint
 from bert_keras.checkpoints import tokenizer_settings
 from bert_keras.checkpoints import write_checkpoint
+from bert_keras.checkpoints.vocabulary import read_vocabulary
 from bert_keras.data.pretraining_corpus import resolve_input_files
 from bert_keras.data.pretraining_records import pretraining_dataset
 from bert_keras.models.bert_backbone import BertBackbone
@@ -409,8 +410,7 @@ class PretrainingRun:
         """
         if not self.config.vocab_file:
             return
-        with open(self.config.vocab_file, encoding="utf-8") as file:
-            tokens = sum(1 for line in file if line.strip())
+        tokens = len(read_vocabulary(self.config.vocab_file))
         embeddings = _architecture(backbone_config)["vocabulary_size"]
         if tokens > embeddings:
             raise ValueError(
