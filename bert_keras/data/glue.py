@@ -10,15 +10,23 @@ line; a label outside the task's label set too.
 import csv
 import dataclasses
 import itertools
+import math
 import os
 import sys
+
+from bert_keras.data.delimited_text import numbered_records
+from bert_keras.data.delimited_text import utf8_records
 
 csv.field_size_limit(sys.maxsize)
 
 
 @dataclasses.dataclass(frozen=True)
 class TaskFormat:
-    """Where a GLUE task's columns are and which labels it has."""
+    """Where a GLUE task's columns are and which labels it has.
+
+    Test files have other columns: an index, then metadata for some tasks;
+    `test_text_a` is their first text's column, and a second text follows it.
+    """
 
     text_a: int
     text_b: int = None
@@ -26,6 +34,7 @@ class TaskFormat:
     labels: tuple = ("0", "1")  # empty: regression
     header: bool = True
     files: tuple = ("train.tsv", "dev.tsv", "test.tsv")
+    test_text_a: int = 1
 
 
 _NLI = ("contradiction", "entailment", "neutral")
@@ -34,17 +43,22 @@ _TWO_WAY_NLI = ("entailment", "not_entailment")
 GLUE_TASKS = {
     "cola": TaskFormat(text_a=3, label=1, header=False),
     "sst-2": TaskFormat(text_a=0, label=1),
-    "mrpc": TaskFormat(text_a=3, text_b=4, label=0),
-    "sts-b": TaskFormat(text_a=7, text_b=8, label=9, labels=()),
+    "mrpc": TaskFormat(text_a=3, text_b=4, label=0, test_text_a=3),
+    "sts-b": TaskFormat(text_a=7, text_b=8, label=9, labels=(), test_text_a=7),
     "qqp": TaskFormat(text_a=3, text_b=4, label=5),
     "mnli": TaskFormat(
-        text_a=8, text_b=9, labels=_NLI, files=("train.tsv", "dev_matched.tsv", "test_matched.tsv")
+        text_a=8,
+        text_b=9,
+        labels=_NLI,
+        files=("train.tsv", "dev_matched.tsv", "test_matched.tsv"),
+        test_text_a=8,
     ),
     "mnli-mm": TaskFormat(
         text_a=8,
         text_b=9,
         labels=_NLI,
         files=("train.tsv", "dev_mismatched.tsv", "test_mismatched.tsv"),
+        test_text_a=8,
     ),
     "qnli": TaskFormat(text_a=1, text_b=2, labels=_TWO_WAY_NLI),
     "rte": TaskFormat(text_a=1, text_b=2, labels=_TWO_WAY_NLI),
@@ -85,9 +99,13 @@ def read_glue(task_name, data_dir, split, label_names=None, limit=None):
     task = _task_format(task_name)
     path = glue_path(task_name, data_dir, split)
     if split == "test":
-        # Test files are "index<TAB>text(s)" with a header, whatever the task.
+        first = task.test_text_a
         unlabelled = dataclasses.replace(
-            task, text_a=1, text_b=2 if task.text_b is not None else None, label=None, header=True
+            task,
+            text_a=first,
+            text_b=first + 1 if task.text_b is not None else None,
+            label=None,
+            header=True,
         )
         return _read_rows(path, unlabelled, task.labels, limit)
     return _read_rows(path, task, task.labels if label_names is None else label_names, limit)
@@ -112,6 +130,8 @@ def read_generic(path, label_names=None, limit=None):
     with the train file's `label_names`, so that a label means the same
     class in each, and one the train file does not have is an error; such
     a file may have no `label` column, and its `labels` are then all None.
+    Both kinds of file are read with CSV's quoting, as `csv.writer` and
+    pandas write them, and a leading byte-order mark is skipped.
 
     Args:
         path: the .csv or .tsv file.
@@ -128,14 +148,15 @@ def read_generic(path, label_names=None, limit=None):
     ([0], [1])
     """
     delimiter = "\t" if path.endswith(".tsv") else ","
-    with open(path, encoding="utf-8", newline="") as file:
-        reader = csv.reader(file, delimiter=delimiter, quotechar='"' if delimiter == "," else None)
-        header = next(reader, None)
+    # utf-8-sig: a byte-order mark (spreadsheets write one) is not part of the header.
+    with open(path, encoding="utf-8-sig", newline="") as file:
+        records = utf8_records(numbered_records(csv.reader(file, delimiter=delimiter)), path)
+        _, header = next(records, (1, None))
         if not header or "text" not in header or ("label" not in header and label_names is None):
             raise ValueError(
                 f"{path}:1: the header must name 'text' and 'label' columns, got {header}."
             )
-        rows = [(number, row) for number, row in enumerate(reader, start=2) if _holds_text(row)]
+        rows = [(number, row) for number, row in records if _holds_text(row)]
     for number, row in rows:
         if len(row) != len(header):
             raise ValueError(
@@ -181,13 +202,16 @@ def _task_format(task_name):
 def _read_rows(path, task, label_names, limit):
     if not os.path.exists(path):
         raise FileNotFoundError(f"No such file: {path}")
-    with open(path, encoding="utf-8", newline="") as file:
-        reader = csv.reader(file, delimiter="\t", quotechar=None)
+    with open(path, encoding="utf-8-sig", newline="") as file:
+        # Unquoted, as the original reads GLUE's files: their texts hold bare quotes.
+        records = numbered_records(csv.reader(file, delimiter="\t", quotechar=None))
+        records = utf8_records(records, path)
         if task.header:
-            next(reader, None)
+            next(records, None)
         # A limit reads no further.
-        lines = enumerate(itertools.islice(reader, limit), start=2 if task.header else 1)
-        rows = [(number, row) for number, row in lines if _holds_text(row)]
+        rows = [
+            (number, row) for number, row in itertools.islice(records, limit) if _holds_text(row)
+        ]
     if not rows:
         raise ValueError(f"{path} holds no examples.")
     return _parse_rows(rows, path, task, label_names, limit)
@@ -221,12 +245,11 @@ def _cell(row, column, path, line_number):
 
 def _label(value, label_names, path, line_number):
     if not label_names:
-        try:
-            return float(value)
-        except ValueError:
+        if not (_is_number(value) and math.isfinite(float(value))):
             raise ValueError(
-                f"{path}:{line_number}: regression label {value!r} is not a number."
-            ) from None
+                f"{path}:{line_number}: regression label {value!r} is not a finite number."
+            )
+        return float(value)
     if value not in label_names:
         raise ValueError(
             f"{path}:{line_number}: label {value!r} is not one of {list(label_names)}."
@@ -243,4 +266,4 @@ def _is_number(value):
 
 
 def _is_fraction(value):
-    return _is_number(value) and float(value) != int(float(value))
+    return _is_number(value) and math.isfinite(float(value)) and not float(value).is_integer()

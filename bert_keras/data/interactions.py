@@ -25,6 +25,7 @@ import os
 import numpy as np
 
 from bert_keras.atomic_files import write_text
+from bert_keras.data.delimited_text import utf8_records
 
 INPUT_FORMATS = ("movielens", "recbole", "csv")
 PAD_ID = 0
@@ -67,7 +68,7 @@ def read_interactions(path, input_format):
     # utf-8-sig: a byte-order mark (spreadsheets write one) is not part of the header.
     with open(path, encoding="utf-8-sig", newline="") as file:
         rows = readers[input_format](file, path)
-        for line_number, (user, item, timestamp) in _decoded(rows, path):
+        for line_number, (user, item, timestamp) in utf8_records(rows, path):
             timestamps.append(_timestamp(timestamp, f"{path}:{line_number}"))
             if not user or not item:
                 raise ValueError(f"{path}:{line_number}: empty user or item id.")
@@ -76,28 +77,6 @@ def read_interactions(path, input_format):
     if not users:
         raise ValueError(f"{path} holds no interactions.")
     return Interactions(users, items, _timestamp_array(timestamps))
-
-
-def _decoded(rows, path):
-    """`rows`, with a decoding error named by its file and line."""
-    try:
-        yield from rows
-    except UnicodeDecodeError:
-        line_number, line = _first_undecodable_line(path)
-        raise ValueError(
-            f"{path}:{line_number}: {line!r} is not UTF-8; save the log as UTF-8."
-        ) from None
-
-
-def _first_undecodable_line(path):
-    """(line number, bytes) of the first line that is not UTF-8; ("?", b"") if each line is."""
-    with open(path, "rb") as file:
-        for line_number, line in enumerate(file, start=1):
-            try:
-                line.decode("utf-8")
-            except UnicodeDecodeError:
-                return line_number, line.rstrip(b"\r\n")
-    return "?", b""
 
 
 def _timestamp(text, where):

@@ -128,3 +128,91 @@ def test_blank_lines_are_skipped_and_an_empty_file_is_an_error(tmp_path):
     _write(tmp_path, "dev.tsv", "sentence\tlabel\n\n")
     with pytest.raises(ValueError, match="dev.tsv holds no examples"):
         read_glue("SST-2", str(tmp_path), "dev")
+
+
+@pytest.mark.parametrize(
+    "task_name, name, header, row, texts",
+    [
+        (
+            "MRPC",
+            "test.tsv",
+            "index\t#1 ID\t#2 ID\t#1 String\t#2 String",
+            "0\t11\t12\tHi.\tHello.",
+            3,
+        ),
+        (
+            "STS-B",
+            "test.tsv",
+            "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\ts1\ts2",
+            "0\tg\tf\t2012\t0\tx\ty\tA man.\tA guy.",
+            7,
+        ),
+        (
+            "MNLI",
+            "test_matched.tsv",
+            "\t".join(f"c{i}" for i in range(10)),
+            "\t".join(["0"] * 8 + ["Premise.", "Hypothesis."]),
+            8,
+        ),
+        ("QQP", "test.tsv", "id\tquestion1\tquestion2", "0\tWhy?\tHow?", 1),
+        ("CoLA", "test.tsv", "index\tsentence", "0\tThe sailors rode.", 1),
+    ],
+)
+def test_test_files_are_read_from_their_own_text_columns(
+    tmp_path, task_name, name, header, row, texts
+):
+    _write(tmp_path, name, f"{header}\n{row}\n")
+    examples = read_glue(task_name, str(tmp_path), "test")
+    fields = row.split("\t")
+    assert examples.texts_a == [fields[texts]]
+    if examples.texts_b is not None:
+        assert examples.texts_b == [fields[texts + 1]]
+
+
+def test_generic_files_may_start_with_a_byte_order_mark(tmp_path):
+    for name in ("train.csv", "train.tsv"):
+        path = tmp_path / name
+        path.write_text(
+            "text,label\ngood,pos\n".replace(",", "," if name.endswith("csv") else "\t"),
+            encoding="utf-8-sig",
+        )
+        assert read_generic(str(path)).texts_a == ["good"]
+
+
+def test_generic_tsv_reads_the_quoting_csv_writers_write(tmp_path):
+    import csv
+
+    path = tmp_path / "train.tsv"
+    texts = ['he said "great" twice', "a\ttab", "two\nlines", '"quoted" start']
+    with open(path, "w", newline="", encoding="utf-8") as file:
+        writer = csv.writer(file, delimiter="\t")
+        writer.writerow(["text", "label"])
+        writer.writerows([text, "pos"] for text in texts)
+    assert read_generic(str(path)).texts_a == texts
+
+
+def test_generic_errors_name_the_line_a_record_starts_on(tmp_path):
+    path = _write(tmp_path, "train.csv", 'text,label\n"a\nb\nc",pos\nok,neg\nbad,neg,extra\n')
+    with pytest.raises(ValueError, match=f"{path}:6: expected 2 comma-separated fields"):
+        read_generic(str(path))
+
+
+@pytest.mark.parametrize("bad", ["nan", "inf", "-inf"])
+def test_a_regression_label_must_be_finite(tmp_path, bad):
+    path = _write(tmp_path, "train.csv", f"text,label\na,1.5\nb,{bad}\n")
+    with pytest.raises(
+        ValueError, match=f"{path}:3: regression label '{bad}' is not a finite number"
+    ):
+        read_generic(str(path))
+
+
+def test_classes_named_nan_and_inf_are_classes(tmp_path):
+    path = _write(tmp_path, "train.csv", "text,label\na,nan\nb,inf\nc,1\n")
+    assert read_generic(str(path)).label_names == ("1", "inf", "nan")
+
+
+def test_a_file_that_is_not_utf8_names_its_line(tmp_path):
+    path = tmp_path / "train.csv"
+    path.write_bytes(b"text,label\ngood,pos\ncaf\xe9,neg\n")
+    with pytest.raises(ValueError, match=f"{path}:3: b'caf\\\\xe9,neg' is not UTF-8"):
+        read_generic(str(path))

@@ -1,0 +1,52 @@
+"""Reading delimited text files: records numbered by their first line, errors naming the line.
+
+Standard library only, so importing this module loads no TensorFlow.
+"""
+
+
+def numbered_records(reader):
+    """`(line number, row)` for each record of a `csv.reader`, numbered by its first line.
+
+    A quoted field may span lines, so a record's number is not its index.
+
+    Example:
+    >>> import csv, io
+    >>> list(numbered_records(csv.reader(io.StringIO('text,label\\n"two\\nlines",a\\nb,c\\n'))))
+    [(1, ['text', 'label']), (2, ['two\\nlines', 'a']), (4, ['b', 'c'])]
+    """
+    first_line = 1
+    for row in reader:
+        yield first_line, row
+        first_line = reader.line_num + 1
+
+
+def utf8_records(records, path):
+    """`records` read from `path`, with a decoding error turned into one naming the line.
+
+    Example:
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "latin1.csv")
+    >>> _ = open(path, "wb").write(b"text\\ncaf\\xe9\\n")
+    >>> list(utf8_records(open(path, encoding="utf-8"), path))
+    Traceback (most recent call last):
+    ...
+    ValueError: ...latin1.csv:2: b'caf\\xe9' is not UTF-8; save the file as UTF-8.
+    """
+    try:
+        yield from records
+    except UnicodeDecodeError:
+        line_number, line = _first_undecodable_line(path)
+        raise ValueError(
+            f"{path}:{line_number}: {line!r} is not UTF-8; save the file as UTF-8."
+        ) from None
+
+
+def _first_undecodable_line(path):
+    """(line number, bytes) of the first line that is not UTF-8; ("?", b"") if each line is."""
+    with open(path, "rb") as file:
+        for line_number, line in enumerate(file, start=1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError:
+                return line_number, line.rstrip(b"\r\n")
+    return "?", b""
