@@ -81,7 +81,7 @@ class ClassificationRun(FineTuningRun):
         data_dir,
         init_checkpoint,
         output_dir,
-        max_seq_length=128,
+        max_seq_length=None,
         **options,
     ):
         self.task_name = task_name.lower()
@@ -115,7 +115,7 @@ class ClassificationRun(FineTuningRun):
         for split in labelled:
             if self._has_file(split):
                 self._read(split)  # a label that train lacks is an error now, not after training
-        self.preprocessor = BertPreprocessor(self.tokenizer, sequence_length=max_seq_length)
+        self.preprocessor = BertPreprocessor(self.tokenizer, sequence_length=self.max_seq_length)
         num_classes = max(len(self.label_names), 1)
         self.model = self.build_model(
             lambda backbone: BertClassifier(backbone, num_classes=num_classes), "classifier"

@@ -50,7 +50,8 @@ class FineTuningFlags:
             "data_dir": self.data_dir.value,
             "init_checkpoint": self.init_checkpoint.value,
             "output_dir": self.output_dir.value,
-            "max_seq_length": self.max_seq_length.value,
+            # Unset: the run's default, or the checkpoint's positions where they are fewer.
+            "max_seq_length": self.max_seq_length.value if self.max_seq_length.present else None,
             "seed": self.seed.value,
             "bucket_by_length": self.bucket_by_length.value,
             "max_batch_widths": self.max_batch_widths.value,
@@ -92,7 +93,11 @@ def define_flags(flag_values=flags.FLAGS, learning_rate=5e-5, max_seq_length=128
         do_eval=define("boolean", "do_eval", False, "Evaluate on the dev split."),
         do_predict=define("boolean", "do_predict", False, "Predict the test split."),
         max_seq_length=define(
-            "integer", "max_seq_length", max_seq_length, "Tokens per packed input."
+            "integer",
+            "max_seq_length",
+            max_seq_length,
+            "Tokens per packed input. Unset: this default, or the checkpoint's position "
+            "embeddings where they are fewer.",
         ),
         train_batch_size=define("integer", "train_batch_size", 32, "Training batch size."),
         eval_batch_size=define("integer", "eval_batch_size", 8, "Evaluation batch size."),
@@ -223,6 +228,10 @@ def check_flags(program_flags, required=()):
     if program_flags.num_train_epochs.value <= 0:
         raise app.UsageError(
             f"--num_train_epochs must be positive, got {program_flags.num_train_epochs.value}."
+        )
+    if not program_flags.learning_rate.value > 0:
+        raise app.UsageError(
+            f"--learning_rate must be positive, got {program_flags.learning_rate.value}."
         )
     if not 0.0 <= program_flags.warmup_proportion.value <= 1.0:
         raise app.UsageError(

@@ -52,9 +52,9 @@ class MultipleChoiceRun(FineTuningRun):
     ['accuracy', 'examples', 'seconds']
     """
 
-    def __init__(self, data_dir, init_checkpoint, output_dir, max_seq_length=128, **options):
+    def __init__(self, data_dir, init_checkpoint, output_dir, max_seq_length=None, **options):
         super().__init__(data_dir, init_checkpoint, output_dir, max_seq_length, **options)
-        self.preprocessor = BertPreprocessor(self.tokenizer, sequence_length=max_seq_length)
+        self.preprocessor = BertPreprocessor(self.tokenizer, sequence_length=self.max_seq_length)
         self.num_choices = self._num_choices()
         self.model = self.build_model(
             lambda backbone: BertMultipleChoice(backbone, num_choices=self.num_choices),

@@ -61,7 +61,9 @@ class FineTuningRun:
         init_checkpoint: checkpoint directory (Hugging Face, the original
             release, bert_keras's own); its vocab.txt and casing are used.
         output_dir: results and predictions go here (created if absent).
-        max_seq_length: tokens per packed input.
+        max_seq_length: tokens per packed input; longer than the checkpoint's
+            positions is an error. None: `default_max_seq_length`, or the
+            checkpoint's positions where they are fewer.
         seed: seeds Keras (weights of new heads, dropout) and shuffling.
         execution: an `Execution` (distribution, mixed precision, XLA,
             steps per execution); the default trains in float32 on one device.
@@ -93,12 +95,14 @@ class FineTuningRun:
     (8, 3)
     """
 
+    default_max_seq_length = 128
+
     def __init__(
         self,
         data_dir,
         init_checkpoint,
         output_dir,
-        max_seq_length=128,
+        max_seq_length=None,
         seed=0,
         execution=None,
         bucket_by_length=False,
@@ -114,13 +118,15 @@ class FineTuningRun:
         keras.utils.set_random_seed(seed)
         self.data_dir = data_dir
         self.output_dir = output_dir
-        self.max_seq_length = max_seq_length
         self.seed = seed
         self.bucket_by_length = bucket_by_length
         self.max_batch_widths = max_batch_widths
         self.freeze_backbone = freeze_backbone
         os.makedirs(output_dir, exist_ok=True)
         self.checkpoint = read_checkpoint(init_checkpoint)
+        self.max_seq_length = _sequence_length(
+            max_seq_length, self.default_max_seq_length, self.checkpoint
+        )
         self.tokenizer = checkpoint_tokenizer(self.checkpoint)
         self._graph_steps = {}  # id(model) -> its scoring step, which holds the model
 
@@ -592,3 +598,16 @@ def _one_graph_step(model):
 def _tensorflow_has_accelerator():
     """Whether TensorFlow sees a GPU or a TPU."""
     return any(tf.config.list_logical_devices(kind) for kind in ("GPU", "TPU"))
+
+
+def _sequence_length(max_seq_length, default, checkpoint):
+    """`max_seq_length`, checked against the checkpoint's positions; or the default that fits."""
+    positions = checkpoint.backbone_config.get("max_sequence_length", default)
+    if max_seq_length is None:
+        return min(default, positions)
+    if max_seq_length > positions:
+        raise ValueError(
+            f"max_seq_length is {max_seq_length} but the checkpoint {checkpoint.directory} "
+            f"has only {positions} position embeddings."
+        )
+    return max_seq_length

@@ -215,7 +215,8 @@ class SquadRun(FineTuningRun):
             `qa_outputs`, the original's `cls/squad`) when it has one.
         output_dir: predictions.json, nbest_predictions.json, null_odds.json
             (v2.0) and eval_results.json go here.
-        max_seq_length: tokens per window.
+        max_seq_length: tokens per window (see `FineTuningRun`; None: 384
+            or the checkpoint's positions, whichever is fewer).
         doc_stride: tokens between the starts of a context's windows.
         max_query_length: most question tokens kept.
         version_2_with_negative: SQuAD v2.0 (unanswerable questions).
@@ -240,23 +241,19 @@ class SquadRun(FineTuningRun):
     ['exact_match', 'f1', 'seconds', 'total']
     """
 
+    default_max_seq_length = 384
+
     def __init__(
         self,
         init_checkpoint,
         output_dir,
-        max_seq_length=384,
+        max_seq_length=None,
         doc_stride=128,
         max_query_length=64,
         version_2_with_negative=False,
         **options,
     ):
         super().__init__(None, init_checkpoint, output_dir, max_seq_length, **options)
-        positions = self.checkpoint.backbone_config["max_sequence_length"]
-        if max_seq_length > positions:
-            raise ValueError(
-                f"max_seq_length is {max_seq_length} but the checkpoint {init_checkpoint} "
-                f"has position embeddings for {positions} tokens."
-            )
         self.doc_stride = doc_stride
         self.max_query_length = max_query_length
         self.version_2_with_negative = version_2_with_negative

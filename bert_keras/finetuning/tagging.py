@@ -61,7 +61,7 @@ class TaggingRun(FineTuningRun):
     (1, 2, 'IOB2')
     """
 
-    def __init__(self, data_dir, init_checkpoint, output_dir, max_seq_length=128, **options):
+    def __init__(self, data_dir, init_checkpoint, output_dir, max_seq_length=None, **options):
         super().__init__(data_dir, init_checkpoint, output_dir, max_seq_length, **options)
         data_tags = self._data_tags()
         checkpoint_labels = self.checkpoint_label_names(HEAD_NAME)

@@ -70,6 +70,9 @@ def test_bad_flags_fail_naming_the_flag(arguments, message):
         (["--do_train", "--num_train_epochs=0"], "--num_train_epochs must be positive, got 0.0."),
         (["--do_train", "--train_limit=0"], "--train_limit must be positive, got 0."),
         (["--do_train", "--max_seq_length=2"], "--max_seq_length must be at least 3, got 2."),
+        (["--do_train", "--learning_rate=0"], "--learning_rate must be positive, got 0.0."),
+        (["--do_train", "--learning_rate=-1e-5"], "--learning_rate must be positive, got -1e-05."),
+        (["--do_train", "--learning_rate=nan"], "--learning_rate must be positive, got nan."),
     ],
 )
 def test_check_flags_names_the_value_out_of_range(arguments, message):

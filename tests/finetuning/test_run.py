@@ -99,6 +99,21 @@ def test_dev_labels_are_the_train_files_classes(checkpoint, sentiment_data, tmp_
         ClassificationRun("SST-2", str(glue), checkpoint, str(tmp_path / "out"), max_seq_length=8)
 
 
+def test_a_sequence_longer_than_the_checkpoints_positions_is_refused_before_training(
+    checkpoint, sentiment_data, tmp_path
+):
+    with pytest.raises(ValueError, match="max_seq_length is 17 but .* has only 16 position embed"):
+        ClassificationRun(
+            "csv", sentiment_data, checkpoint, str(tmp_path / "out"), max_seq_length=17
+        )
+    run = ClassificationRun(
+        "csv", sentiment_data, checkpoint, str(tmp_path / "out"), max_seq_length=16
+    )
+    assert run.max_seq_length == run.preprocessor.sequence_length == 16
+    unset = ClassificationRun("csv", sentiment_data, checkpoint, str(tmp_path / "out"))
+    assert unset.max_seq_length == 16  # the default, 128, where the checkpoint has as many
+
+
 def test_an_unknown_task_is_named_before_its_files_are_looked_for(checkpoint, tmp_path):
     with pytest.raises(ValueError, match="Unknown task_name 'SST-3'; known: .* or 'csv'"):
         ClassificationRun("SST-3", str(tmp_path / "absent"), checkpoint, str(tmp_path / "out"))

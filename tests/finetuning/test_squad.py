@@ -322,7 +322,8 @@ def test_version_2_prediction_writes_null_odds_and_scores_has_and_no_answer(tmp_
 
 def test_windows_longer_than_the_checkpoint_positions_are_refused(tmp_path):
     with pytest.raises(
-        ValueError, match="max_seq_length is 64 but the checkpoint .* for 32 tokens"
+        ValueError,
+        match="max_seq_length is 64 but the checkpoint .* has only 32 position embeddings",
     ):
         SquadRun(
             _tiny_checkpoint(tmp_path),
