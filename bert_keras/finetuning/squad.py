@@ -355,7 +355,8 @@ class SquadRun(FineTuningRun):
         gold = gold_answers(examples)
         if gold is None:
             return None
-        results = {**squad_scores(gold, predictions.answers), "seconds": seconds_since(start)}
+        scores = squad_scores(gold, predictions.answers, self.version_2_with_negative)
+        results = {**scores, "seconds": seconds_since(start)}
         self.write_results(results)
         return results
 
