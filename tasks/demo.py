@@ -43,6 +43,7 @@ from absl import flags
 from bert_keras.atomic_files import file_in_the_way
 from bert_keras.training.garbage_collection import freeze_heap_at_exit
 from bert_keras.training.host_memory import restart_with_training_malloc
+from bert_keras.training.output_lock import OutputDirectoryError
 from bert_keras.training.output_lock import OutputLockedError
 from bert_keras.training.output_lock import output_lock
 
@@ -444,12 +445,11 @@ def main(argv):
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     _check_flags()
     output_dir = _OUTPUT_DIR.value or tempfile.mkdtemp(prefix="bert_keras_demo_")
-    os.makedirs(output_dir, exist_ok=True)
     files = DemoFiles.under(output_dir)
     try:
         with output_lock(output_dir), _stderr_to(files.log):
             _run_steps(files)
-    except OutputLockedError as error:
+    except (OutputLockedError, OutputDirectoryError) as error:
         raise app.UsageError(str(error)) from error
 
 

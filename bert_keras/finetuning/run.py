@@ -42,6 +42,7 @@ from bert_keras.training.data_parallel import DataParallel
 from bert_keras.training.execution import Execution
 from bert_keras.training.optimizers import GLOBAL_CLIPNORM
 from bert_keras.training.optimizers import create_optimizer
+from bert_keras.training.output_lock import LOCK_FILE
 
 EVAL_RESULTS_FILE = "eval_results.json"
 EXPORT_DIR = "export"
@@ -123,6 +124,14 @@ class FineTuningRun:
         self.max_batch_widths = max_batch_widths
         self.freeze_backbone = freeze_backbone
         os.makedirs(output_dir, exist_ok=True)
+        self.earlier_files = _file_versions(output_dir)
+        if self.earlier_files and self.replicas.is_chief:
+            logging.warning(
+                "%s holds an earlier run's %s: this run replaces those it writes; the others stay "
+                "that run's.",
+                output_dir,
+                ", ".join(sorted(self.earlier_files)),
+            )
         self.checkpoint = read_checkpoint(init_checkpoint)
         self.max_seq_length = _sequence_length(
             max_seq_length, self.default_max_seq_length, self.checkpoint
@@ -391,7 +400,6 @@ class FineTuningRun:
             ),
         ]
         if self.replicas.is_chief:
-            self._warn_of_earlier_results()
             history_file = os.path.join(self.output_dir, HISTORY_FILE)
             with contextlib.suppress(FileNotFoundError):
                 os.remove(history_file)
@@ -446,19 +454,26 @@ class FineTuningRun:
             return None
         return list(names)
 
-    def _warn_of_earlier_results(self):
-        """Logs the results an earlier run left in OUTPUT_DIR, which stay until this run replaces them."""
-        earlier = sorted(
-            name
-            for name in os.listdir(self.output_dir)
-            if name in (EXPORT_DIR, EVAL_RESULTS_FILE) or name.startswith("predictions")
+    def earlier_files_kept(self):
+        """The names in OUTPUT_DIR that an earlier run wrote and this one has not replaced.
+
+        The programs log them at their end, so that an earlier run's results
+        are not read as this run's.
+
+        Example:
+        >>> import tempfile
+        >>> checkpoint, output_dir = tempfile.mkdtemp() + "/tiny", tempfile.mkdtemp()
+        >>> vocab = tempfile.mkdtemp() + "/vocab.txt"
+        >>> _ = open(vocab, "w").write("\\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]))
+        >>> BertBackbone(5, 1, 2, 8, 16).save_to_preset(checkpoint, vocabulary_file=vocab)
+        >>> _ = open(output_dir + "/eval_results.json", "w").write("{}")
+        >>> FineTuningRun(tempfile.mkdtemp(), checkpoint, output_dir).earlier_files_kept()
+        ['eval_results.json']
+        """
+        now = _file_versions(self.output_dir)
+        return sorted(
+            name for name, version in self.earlier_files.items() if now.get(name) == version
         )
-        if earlier:
-            logging.warning(
-                "%s holds an earlier run's %s: each is that run's until this one writes its own.",
-                self.output_dir,
-                ", ".join(earlier),
-            )
 
     def export(self, model, head_name, output_layer="logits", label_names=None, task_config=None):
         """Writes the fine-tuned model to OUTPUT_DIR/export, a checkpoint directory.
@@ -611,3 +626,13 @@ def _sequence_length(max_seq_length, default, checkpoint):
             f"has only {positions} position embeddings."
         )
     return max_seq_length
+
+
+def _file_versions(directory):
+    """Name -> (inode, modification time) of each entry in `directory` but the run's lock."""
+    versions = {}
+    for entry in os.scandir(directory):
+        if entry.name != LOCK_FILE:
+            status = entry.stat(follow_symlinks=False)
+            versions[entry.name] = (status.st_ino, status.st_mtime_ns)
+    return versions

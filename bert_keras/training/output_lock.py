@@ -30,12 +30,18 @@ import socket
 import sys
 import time
 
+from bert_keras.atomic_files import file_in_the_way
+
 LOCK_FILE = ".bert_keras.lock"
 PROCESS_INDEX_VARIABLES = ("RANK", "KERAS_DISTRIBUTION_PROCESS_ID")
 
 
 class OutputLockedError(RuntimeError):
     """Another run holds the output directory's lock."""
+
+
+class OutputDirectoryError(ValueError):
+    """The output directory cannot be made or written in; the message says why."""
 
 
 def is_process_zero():
@@ -64,6 +70,8 @@ def output_lock(directory):
     Raises:
         OutputLockedError: another live process holds the lock; the message
             names it.
+        OutputDirectoryError: a file stands where the directory goes, or the
+            directory cannot be made or written in.
 
     Example:
     >>> import os, tempfile
@@ -76,8 +84,7 @@ def output_lock(directory):
     if not is_process_zero():
         yield
         return
-    made_directory = not os.path.isdir(directory)
-    os.makedirs(directory, exist_ok=True)
+    made_directory = _made_directory(directory)
     path = os.path.join(directory, LOCK_FILE)
     with _locked_file(path, directory) as file:
         try:
@@ -99,7 +106,7 @@ def _locked_file(path, directory):
     """Yields `path` open and `flock`ed, the file that the path names once it is locked."""
     while True:
         # "a+" keeps the holder's description readable while the lock is tried.
-        with open(path, "a+", encoding="utf-8") as file:
+        with _opened(path, directory) as file:
             try:
                 fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -115,6 +122,32 @@ def _locked_file(path, directory):
                     fcntl.flock(file, fcntl.LOCK_UN)
                 return
         # The run that held it removed it between our open and our lock: take the new one.
+
+
+def _made_directory(directory):
+    """Makes `directory` unless it exists; whether it did."""
+    blocking = file_in_the_way(directory)
+    if blocking is not None:
+        raise OutputDirectoryError(
+            f"The output directory {directory} cannot be made: {blocking} is a file."
+        )
+    made = not os.path.isdir(directory)
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as error:
+        raise OutputDirectoryError(
+            f"The output directory {directory} cannot be made: {error.strerror}."
+        ) from None
+    return made
+
+
+def _opened(path, directory):
+    try:
+        return open(path, "a+", encoding="utf-8")
+    except OSError as error:
+        raise OutputDirectoryError(
+            f"The output directory {directory} cannot be written in: {error.strerror}."
+        ) from None
 
 
 def _names_file(path, file):

@@ -81,3 +81,28 @@ def test_check_flags_names_the_value_out_of_range(arguments, message):
     flag_values(["program", *REQUIRED, *arguments])
     with pytest.raises(app.UsageError, match=message.replace(".", r"\.").replace("[", r"\[")):
         check_flags(program_flags)
+
+
+def test_an_output_dir_that_is_a_file_is_a_usage_error(tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine")
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tasks.classify",
+            "--task_name=SST-2",
+            "--do_train",
+            "--data_dir=d",
+            "--init_checkpoint=c",
+            f"--output_dir={notes}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (
+        completed.returncode != 0
+        and f"{notes} cannot be made: {notes} is a file" in completed.stderr
+    )
+    assert "Traceback" not in completed.stderr and notes.read_text() == "mine"

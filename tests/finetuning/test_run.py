@@ -77,8 +77,11 @@ def test_classification_export_loads_with_its_label_names(
         restored.predict(texts, verbose=0), run.model.predict(features, verbose=0), atol=1e-5
     )
     with caplog.at_level(logging.WARNING):  # a new run into the same directory says what is there
-        run.train(batch_size=2, learning_rate=1e-3, num_epochs=1, verbose=0)
-    assert "out holds an earlier run's export: each is that run's until this one" in caplog.text
+        scoring = ClassificationRun("csv", sentiment_data, export, str(tmp_path / "out"))
+    assert "out holds an earlier run's export, history.jsonl, history.png: this run" in caplog.text
+    assert scoring.earlier_files_kept() == ["export", "history.jsonl", "history.png"]
+    scoring.write_file("history.jsonl", "")  # replaced: this run's now
+    assert scoring.earlier_files_kept() == ["export", "history.png"]
 
 
 def test_dev_labels_are_the_train_files_classes(checkpoint, sentiment_data, tmp_path):

@@ -9,6 +9,7 @@ import sys
 import keras
 import pytest
 
+from bert_keras.training.output_lock import OutputDirectoryError
 from bert_keras.training.output_lock import OutputLockedError
 from bert_keras.training.output_lock import output_lock
 
@@ -114,3 +115,24 @@ def test_every_program_refuses_an_output_directory_another_run_holds(
         completed.stderr[-2000:]
     )
     assert os.listdir(tmp_path / "run") == [".bert_keras.lock"]
+
+
+@pytest.mark.parametrize("where", ["notes.txt", "notes.txt/run"])
+def test_a_file_in_the_directorys_place_is_named_and_left_alone(tmp_path, where):
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(
+        OutputDirectoryError, match=f"{tmp_path / where} cannot be made: .*notes.txt is"
+    ):
+        with output_lock(str(tmp_path / where)):
+            pass
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def test_a_directory_that_cannot_be_written_in_is_named(tmp_path, monkeypatch):
+    def refused(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr("builtins.open", refused)
+    with pytest.raises(OutputDirectoryError, match=f"{tmp_path} cannot be written in: Permission"):
+        with output_lock(str(tmp_path)):
+            pass
