@@ -2,9 +2,9 @@
 
 One word per line, whitespace-separated columns, the tag in the last one
 (`EU NNP B-NP B-ORG`); a blank line ends a sentence; `-DOCSTART-` lines mark
-documents and are skipped. Tags are "O" or a prefix (B, I, E, S) and a type
-("B-PER"), in IOB1, IOB2 or IOBES. A malformed line is an error naming the
-file and the line.
+documents and are skipped, as is a UTF-8 byte-order mark. Tags are "O" or a
+prefix (B, I, E, S) and a type ("B-PER"), in IOB1, IOB2 or IOBES. A malformed
+line is an error naming the file and the line.
 """
 
 import dataclasses
@@ -44,7 +44,7 @@ def read_conll(path, limit=None):
     """Reads the sentences of a CoNLL file.
 
     Args:
-        path: the file.
+        path: the file, UTF-8 (with or without a byte-order mark).
         limit: read at most this many sentences.
 
     Returns:
@@ -64,7 +64,8 @@ def read_conll(path, limit=None):
     [(('EU', 'rejects'), ('B-ORG', 'O')), (('Peter',), ('B-PER',))]
     """
     sentences, current = [], []
-    with open(path, encoding="utf-8") as file:
+    # utf-8-sig: a byte-order mark (Windows editors write one) would join the first word.
+    with open(path, encoding="utf-8-sig") as file:
         for line_number, line in enumerate(file, start=1):
             line = line.rstrip("\r\n")
             columns = line.split()

@@ -66,3 +66,14 @@ def test_tag_schemes_are_told_apart():
     assert tag_scheme([["B-PER", "I-LOC"]]) == "IOB1"  # I- after another type opens one
     assert tag_scheme([["S-PER", "B-LOC", "E-LOC"]]) == "IOBES"
     assert tag_scheme([["O", "O"]]) == "O"
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_word(tmp_path):
+    path = tmp_path / "train.txt"
+    path.write_bytes(
+        "-DOCSTART- -X- -X- O\n\nEU NNP B-NP B-ORG\nrejects VBZ B-VP O\n".encode("utf-8-sig")
+    )
+    sentences = read_conll(str(path))
+    assert [(s.words, s.tags) for s in sentences] == [(("EU", "rejects"), ("B-ORG", "O"))]
+    path.write_bytes("EU B-ORG\n".encode("utf-8-sig"))
+    assert read_conll(str(path))[0].lines == ("EU B-ORG",)
