@@ -15,6 +15,7 @@ import json
 import unicodedata
 
 import numpy as np
+from absl import logging
 
 # Questions and contexts are tokenized this many at a time: bounded memory,
 # few eager TensorFlow calls.
@@ -23,10 +24,15 @@ _TOKENIZE_BATCH = 1024
 
 @dataclasses.dataclass(frozen=True)
 class SquadAnswer:
-    """An answer's text and the character where it starts in the context."""
+    """An answer's text and the character where it starts in the context.
+
+    `start` is the file's answer_start, checked against the context for the
+    answer a training question is trained on; for prediction only the text
+    matters (None where the file gives no answer_start).
+    """
 
     text: str
-    start: int
+    start: int | None
 
     @property
     def end(self):
@@ -57,20 +63,26 @@ class SquadExample:
 def read_squad(path, version_2_with_negative=False, is_training=False):
     """Reads a SQuAD JSON file (`{"data": [{"paragraphs": [...]}]}`).
 
+    As the original run_squad.py, a training question whose (first) answer
+    is not at its answer_start is skipped with a warning; prediction reads
+    only the answers' texts (what the official scoring scripts use), so
+    there answer_start is neither needed nor checked.
+
     Args:
         path: the .json file.
         version_2_with_negative: read v2.0's "is_impossible".
         is_training: every answerable question must have an answer (the
-            first is trained on).
+            first is trained on, and must be at its answer_start).
 
     Returns:
         A list of `SquadExample`, in file order.
 
     Raises:
-        ValueError: a malformed entry, named by file and question id: missing
-            fields, an answer whose text is not at its answer_start, an
-            unanswerable question outside v2.0, a training question without
-            an answer, a repeated id.
+        ValueError: a file without questions ("FILE holds no questions"),
+            or a malformed entry, named by file and question id: missing
+            fields, an id that is not a string, an is_impossible that is not
+            true or false, an unanswerable question outside v2.0, a training
+            question without an answer, a repeated id.
 
     Example:
     >>> import json, tempfile
@@ -89,7 +101,7 @@ def read_squad(path, version_2_with_negative=False, is_training=False):
             raise ValueError(f"{path} is not valid JSON: {error}") from None
     if not isinstance(dataset, dict) or not isinstance(dataset.get("data"), list):
         raise ValueError(f'{path} has no "data" list; expected SQuAD JSON.')
-    examples, seen_ids = [], set()
+    examples, seen_ids, skipped = [], set(), 0
     for article_index, article in enumerate(dataset["data"]):
         for paragraph_index, paragraph in enumerate(article.get("paragraphs", ())):
             where = f"{path}, data[{article_index}].paragraphs[{paragraph_index}]"
@@ -98,49 +110,81 @@ def read_squad(path, version_2_with_negative=False, is_training=False):
                 raise ValueError(f'{where} has no "context" string.')
             for qa in paragraph.get("qas", ()):
                 example = _read_question(qa, context, where, version_2_with_negative, is_training)
+                if example is None:  # a training answer not at its answer_start, warned about
+                    skipped += 1
+                    continue
                 if example.question_id in seen_ids:
                     raise ValueError(f"{where}: question id {example.question_id!r} is repeated.")
                 seen_ids.add(example.question_id)
                 examples.append(example)
+    if not examples:
+        note = f" to train on: all {skipped} are skipped (see the warnings)" if skipped else ""
+        raise ValueError(f"{path} holds no questions{note}.")
+    if skipped:
+        logging.warning(
+            "%s: skipped %d training questions whose answer is not at its answer_start.",
+            path,
+            skipped,
+        )
     return examples
 
 
 def _read_question(qa, context, where, version_2_with_negative, is_training):
     question_id = qa.get("id")
-    if not isinstance(question_id, str) or not question_id:
+    if question_id is None or question_id == "":
         raise ValueError(f'{where} has a question without an "id": {str(qa)[:200]}')
+    if not isinstance(question_id, str):
+        raise ValueError(
+            f"{where}: question id must be a string, got "
+            f"{type(question_id).__name__} {question_id!r}."
+        )
     where = f"{where}, question {question_id!r}"
     if not isinstance(qa.get("question"), str):
         raise ValueError(f'{where} has no "question" string.')
-    is_impossible = bool(qa.get("is_impossible", False))
+    is_impossible = qa.get("is_impossible", False)
+    if not isinstance(is_impossible, bool):
+        raise ValueError(
+            f"{where}: is_impossible must be true or false, got "
+            f"{type(is_impossible).__name__} {is_impossible!r}."
+        )
     if is_impossible and not version_2_with_negative:
         raise ValueError(
             f"{where} is marked is_impossible, a SQuAD v2.0 question; read it "
             "with version_2_with_negative (--version_2_with_negative)."
         )
-    answers = (
-        ()
-        if is_impossible
-        else tuple(_read_answer(answer, context, where) for answer in qa.get("answers", ()))
-    )
+    answers = () if is_impossible else qa.get("answers", ())
     if is_training and not is_impossible and not answers:
         raise ValueError(f"{where} has no answer; every training question needs one.")
+    answers = tuple(
+        _read_answer(answer, context, where, checked=is_training and index == 0)
+        for index, answer in enumerate(answers)
+    )
+    if None in answers:
+        return None
     return SquadExample(question_id, qa["question"], context, answers, is_impossible)
 
 
-def _read_answer(answer, context, where):
+def _read_answer(answer, context, where, checked):
+    """A `SquadAnswer`; `checked` (the one trained on): None when not at its answer_start."""
     text, start = answer.get("text"), answer.get("answer_start")
-    if not isinstance(text, str) or not isinstance(start, int):
-        raise ValueError(
-            f'{where}: answer {answer} needs a "text" string and an "answer_start" int.'
-        )
-    if context[start : start + len(text)] != text:
-        raise ValueError(
-            f"{where}: answer {text!r} is not at answer_start {start}; the "
-            f"context there reads {context[start : start + len(text)]!r}."
-        )
+    if not isinstance(text, str) or (checked and not isinstance(start, int)):
+        needs = ' and an "answer_start" int' if checked else ""
+        raise ValueError(f'{where}: answer {answer} needs a "text" string{needs}.')
+    if not checked:
+        return SquadAnswer(text, start if isinstance(start, int) else None)
     if not text.strip():
         raise ValueError(f"{where}: answer at {start} is empty or whitespace.")
+    found = context[start : start + len(text)] if start >= 0 else None
+    if found != text:
+        logging.warning(
+            "%s: answer %r is not at answer_start %d (the context there reads %r); "
+            "skipping the question, as the original run_squad.py does.",
+            where,
+            text,
+            start,
+            found,
+        )
+        return None
     return SquadAnswer(text, start)
 
 

@@ -290,6 +290,8 @@ class SquadRun(FineTuningRun):
         """
         examples = read_squad(train_file, self.version_2_with_negative, is_training=True)
         features = self.features(examples[:limit], is_training=True)
+        if not len(features):  # before the shuffle, which refuses an empty buffer
+            raise ValueError(f"No training examples in {train_file} (limit {limit}).")
         dataset = tf.data.Dataset.from_tensor_slices((features.inputs(), features.labels()))
         dataset = dataset.shuffle(len(features), seed=self.seed, reshuffle_each_iteration=True)
         history = self.fit(

@@ -270,49 +270,99 @@ def _paragraph(qa, context="In Paris."):
 
 
 @pytest.mark.parametrize(
-    "content, message",
+    "content, is_training, message",
     [
-        ("{not json", "is not valid JSON"),
-        ({"version": "1.1"}, 'has no "data" list'),
-        (_squad_json([{"qas": []}]), 'data[0].paragraphs[0] has no "context"'),
-        (_paragraph({"question": "Where?", "answers": []}), 'a question without an "id"'),
-        (_paragraph({"id": "q7", "answers": []}), "question 'q7' has no \"question\""),
+        ("{not json", False, "is not valid JSON"),
+        ({"version": "1.1"}, False, 'has no "data" list'),
+        (_squad_json([{"qas": []}]), False, 'data[0].paragraphs[0] has no "context"'),
+        (_paragraph({"question": "Where?", "answers": []}), False, 'a question without an "id"'),
         (
-            _paragraph(
-                {
-                    "id": "q7",
-                    "question": "Where?",
-                    "answers": [{"text": "Paris", "answer_start": 2}],
-                }
-            ),
-            "question 'q7': answer 'Paris' is not at answer_start 2; the context there reads ' Pari'",
+            _paragraph({"id": 5, "question": "Where?", "answers": []}),
+            False,
+            "question id must be a string, got int 5",
         ),
+        (_paragraph({"id": "q7", "answers": []}), False, "question 'q7' has no \"question\""),
         (
             _paragraph({"id": "q7", "question": "Where?", "answers": [{"text": "Paris"}]}),
+            True,
             "question 'q7': answer {'text': 'Paris'} needs",
         ),
         (
             _paragraph({"id": "q7", "question": "Where?", "answers": [], "is_impossible": True}),
+            False,
             "question 'q7' is marked is_impossible",
         ),
         (
+            _paragraph({"id": "q7", "question": "Where?", "answers": [], "is_impossible": "false"}),
+            False,
+            "question 'q7': is_impossible must be true or false, got str 'false'",
+        ),
+        (
             _paragraph({"id": "q7", "question": "Where?", "answers": []}),
+            True,
             "question 'q7' has no answer; every training question needs one",
         ),
         (
             _squad_json(
                 [{"context": "a", "qas": [{"id": "q7", "question": "?", "answers": []}] * 2}]
             ),
+            False,
             "question id 'q7' is repeated",
         ),
+        ({"data": []}, False, "holds no questions"),
+        ({"data": [{"title": "t"}, {"paragraphs": []}]}, True, "holds no questions"),
+        (_squad_json([{"context": "a", "qas": []}]), False, "holds no questions"),
     ],
 )
-def test_malformed_files_are_named_with_the_question(tmp_path, content, message):
+def test_malformed_files_are_named_with_the_question(tmp_path, content, is_training, message):
     path = tmp_path / "bad.json"
     path.write_text(content if isinstance(content, str) else json.dumps(content))
     with pytest.raises(ValueError) as error:
-        read_squad(str(path), is_training="training" in message)
+        read_squad(str(path), version_2_with_negative="true" in message, is_training=is_training)
     assert message in str(error.value) and str(path) in str(error.value)
+
+
+def _bad_start_file(tmp_path):
+    """q1's answer is not at its answer_start (nor is any answer at a negative one); q2 is fine."""
+    qas = [
+        {"id": "q1", "question": "Where?", "answers": [{"text": "Paris", "answer_start": 1}]},
+        {"id": "q2", "question": "Who?", "answers": [{"text": "Ada", "answer_start": 13}]},
+        {"id": "q3", "question": "Where?", "answers": [{"text": "Paris", "answer_start": -23}]},
+    ]
+    return _write(tmp_path, _paragraph_of(qas))
+
+
+def _paragraph_of(qas, context="In Paris, by Ada Lovelace."):
+    return _squad_json([{"context": context, "qas": qas}])
+
+
+def test_training_skips_an_answer_not_at_its_answer_start_as_the_original(tmp_path, caplog):
+    path = _bad_start_file(tmp_path)
+    examples = read_squad(path, is_training=True)
+    assert [example.question_id for example in examples] == ["q2"]
+    assert "answer 'Paris' is not at answer_start 1" in caplog.text
+    assert "question 'q1'" in caplog.text and "question 'q3'" in caplog.text
+    assert "skipped 2 training questions" in caplog.text
+
+
+def test_a_training_file_of_only_misplaced_answers_holds_no_questions(tmp_path):
+    qa = {"id": "q1", "question": "Where?", "answers": [{"text": "Paris", "answer_start": 1}]}
+    path = _write(tmp_path, _paragraph_of([qa]))
+    with pytest.raises(ValueError, match="holds no questions to train on: all 1 are skipped"):
+        read_squad(path, is_training=True)
+
+
+def test_prediction_reads_answer_texts_without_their_answer_start(tmp_path):
+    qas = [{"id": "q4", "question": "Who?", "answers": [{"text": "Ada"}, {"text": "Lovelace"}]}]
+    examples = read_squad(_bad_start_file(tmp_path))
+    examples += read_squad(_write(tmp_path, _paragraph_of(qas), "no_start.json"))
+    assert [[answer.text for answer in example.answers] for example in examples] == [
+        ["Paris"],
+        ["Ada"],
+        ["Paris"],
+        ["Ada", "Lovelace"],
+    ]
+    assert examples[-1].answers[0].start is None
 
 
 def test_answers_the_tokenizer_drops_are_named(tokenizer):

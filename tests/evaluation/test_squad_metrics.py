@@ -49,7 +49,9 @@ def test_v2_answerable_means_a_non_empty_gold_list_as_the_official_script():
     scores = squad_scores(gold, {"q1": "", "q2": "", "q3": "Paris"}, version_2_with_negative=True)
     assert (scores["HasAns_total"], scores["NoAns_total"]) == (2, 1)
     assert (scores["exact_match"], scores["f1"], scores["HasAns_f1"]) == (100.0, 100.0, 100.0)
-    wrong = squad_scores(gold, {"q1": "Lyon", "q2": "", "q3": "Paris"}, version_2_with_negative=True)
+    wrong = squad_scores(
+        gold, {"q1": "Lyon", "q2": "", "q3": "Paris"}, version_2_with_negative=True
+    )
     assert wrong["HasAns_f1"] == 50.0
 
 

@@ -333,6 +333,21 @@ def test_windows_longer_than_the_checkpoint_positions_are_refused(tmp_path):
         )
 
 
+def test_a_file_without_questions_or_a_zero_limit_is_named(tmp_path):
+    run = SquadRun(
+        _tiny_checkpoint(tmp_path), str(tmp_path / "output"), max_seq_length=32, max_query_length=8
+    )
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps({"data": [{"title": "no paragraphs"}]}))
+    with pytest.raises(ValueError, match=f"{empty} holds no questions"):
+        run.train(str(empty), batch_size=2, learning_rate=1e-3, num_epochs=1)
+    with pytest.raises(ValueError, match=f"{empty} holds no questions"):
+        run.predict(str(empty), batch_size=2)
+    train_file = _synthetic_squad(tmp_path / "train.json", 2, seed=3)
+    with pytest.raises(ValueError, match=f"No training examples in {train_file} \\(limit 0\\)"):
+        run.train(train_file, batch_size=2, learning_rate=1e-3, num_epochs=1, limit=0)
+
+
 @pytest.mark.parametrize(
     "flags, message",
     [
