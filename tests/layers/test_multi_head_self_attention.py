@@ -45,6 +45,24 @@ class TestMultiHeadSelfAttention(TestCase):
         actual = _call(layer, PADDING)
         np.testing.assert_allclose(actual, _reference(layer, INPUTS, PADDING), atol=1e-5)
 
+    def test_compiled_float16_inference_matches_float32_on_every_backend(self):
+        # XLA's fused CPU attention refuses float16 once compiled (jax); the layer must not.
+        from bert_keras.models.bert_backbone import BertBackbone
+
+        full = BertBackbone(50, 1, 2, 8, 16, max_sequence_length=16)
+        keras.config.set_dtype_policy("mixed_float16")
+        half = BertBackbone(50, 1, 2, 8, 16, max_sequence_length=16)
+        half.set_weights(full.get_weights())
+        inputs = {
+            "token_ids": np.arange(16, dtype="int32").reshape(2, 8),
+            "segment_ids": np.zeros((2, 8), "int32"),
+            "padding_mask": np.arange(8) < np.array([[8], [5]]),
+        }
+        outputs = half.predict(inputs, verbose=0)["sequence_output"]
+        assert outputs.dtype == np.float16
+        expected = full.predict(inputs, verbose=0)["sequence_output"]
+        np.testing.assert_allclose(outputs, expected, atol=2e-2)
+
     def test_inference_uses_the_fused_op_even_with_dropout(self, monkeypatch):
         calls = []
         fused = ops.dot_product_attention
