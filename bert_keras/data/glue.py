@@ -124,9 +124,14 @@ def glue_path(task_name, data_dir, split):
 def read_generic(path, label_names=None, limit=None):
     """Reads a CSV or TSV with a header naming `text`, optional `text_pair`, `label`.
 
-    Labels are strings. Without `label_names`, their sorted set becomes the
-    label names, unless every label is a number and one has a fractional
-    part, which makes the task a regression. Dev and test files are read
+    Each row is an example, in the file's order, one with an empty text
+    too (`""`, as `csv.writer` writes it): only blank lines are skipped, as
+    pandas.read_csv skips them, so that example i is the row pandas numbers
+    i. Labels are strings. Without `label_names`, their sorted set becomes
+    the label names, numbers ordered by value ("2" before "10", as
+    transformers' run_glue.py sorts the integer labels pandas reads),
+    unless every label is a number and one has a fractional part, which
+    makes the task a regression. Dev and test files are read
     with the train file's `label_names`, so that a label means the same
     class in each, and one the train file does not have is an error; such
     a file may have no `label` column, and its `labels` are then all None.
@@ -146,6 +151,9 @@ def read_generic(path, label_names=None, limit=None):
     ...     _ = f.write("text,label\\nyes please,pos\\n")
     >>> read_generic(path).labels, read_generic(path, label_names=("neg", "pos")).labels
     ([0], [1])
+    >>> _ = open(path, "w").write('text,label\\na,10\\n"",2\\n\\nc,1\\n')
+    >>> read_generic(path).label_names, read_generic(path).texts_a
+    (('1', '2', '10'), ['a', '', 'c'])
     """
     delimiter = "\t" if path.endswith(".tsv") else ","
     # utf-8-sig: a byte-order mark (spreadsheets write one) is not part of the header.
@@ -156,7 +164,7 @@ def read_generic(path, label_names=None, limit=None):
             raise ValueError(
                 f"{path}:1: the header must name 'text' and 'label' columns, got {header}."
             )
-        rows = [(number, row) for number, row in records if _holds_text(row)]
+        rows = [(number, row) for number, row in records if not _is_blank_line(row)]
     for number, row in rows:
         if len(row) != len(header):
             raise ValueError(
@@ -179,13 +187,20 @@ def read_generic(path, label_names=None, limit=None):
 
 
 def _label_names(rows, label_column, path):
-    """The sorted set of a file's labels; `()` (a regression) if all are numbers, one fractional."""
+    """The sorted set of a file's labels; `()` (a regression) if all are numbers, one fractional.
+
+    Finite numbers are ordered by value: run_glue.py sorts a csv file's
+    integer labels as pandas reads them, numbers, and a head it trained
+    takes its outputs in that order.
+    """
     values = [row[label_column] for _, row in rows]
     for (number, _), value in zip(rows, values):
         if not value.strip():
             raise ValueError(f"{path}:{number}: the label is empty; each example needs one.")
     if all(map(_is_number, values)) and any(map(_is_fraction, values)):
         return ()
+    if all(_is_number(value) and math.isfinite(float(value)) for value in values):
+        return tuple(sorted(set(values), key=lambda value: (float(value), value)))
     return tuple(sorted(set(values)))
 
 
@@ -220,6 +235,16 @@ def _read_rows(path, task, label_names, limit):
 def _holds_text(row):
     """Whether a row has a cell that is not blank (blank lines are skipped)."""
     return any(cell.strip() for cell in row)
+
+
+def _is_blank_line(row):
+    """Whether a csv record is a line of nothing but spaces, which pandas.read_csv skips too.
+
+    A quoted empty field (`""`, as `csv.writer` writes an empty text in a
+    one-column file) or a row of empty fields (`,`) is a row: an example
+    with an empty text, kept so that each row keeps its index.
+    """
+    return not row or (len(row) == 1 and row[0] != "" and not row[0].strip())
 
 
 def _parse_rows(rows, path, task, label_names, limit):

@@ -216,3 +216,36 @@ def test_a_file_that_is_not_utf8_names_its_line(tmp_path):
     path.write_bytes(b"text,label\ngood,pos\ncaf\xe9,neg\n")
     with pytest.raises(ValueError, match=f"{path}:3: b'caf\\\\xe9,neg' is not UTF-8"):
         read_generic(str(path))
+
+
+def test_an_empty_text_is_an_example_and_only_blank_lines_are_skipped(tmp_path):
+    import csv
+
+    texts = ["good movie", "", "bad movie", "good film"]
+    path = tmp_path / "test.csv"
+    with open(path, "w", newline="", encoding="utf-8") as file:
+        writer = csv.writer(file)  # writes the empty text of a one-column row as ""
+        writer.writerows([["text"], *([text] for text in texts)])
+    assert '\n""\n' in path.read_text()
+    examples = read_generic(str(path), label_names=("neg", "pos"))
+    assert examples.texts_a == texts and examples.labels == [None] * 4
+    # Lines of nothing but spaces are no rows (as pandas.read_csv has it); a row of empty cells is.
+    path.write_text('text,text_pair\na,b\n\n   \n,\n"",x\nc,d\n')
+    examples = read_generic(str(path), label_names=("neg", "pos"))
+    assert examples.texts_a == ["a", "", "", "c"] and examples.texts_b == ["b", "", "x", "d"]
+
+
+@pytest.mark.parametrize(
+    "labels, names",
+    [
+        (["10", "2", "1", "0", "2"], ("0", "1", "2", "10")),  # as run_glue sorts pandas' ints
+        (["-10", "3", "-2", "-3"], ("-10", "-3", "-2", "3")),
+        (["2", "10", "b", "a"], ("10", "2", "a", "b")),  # not all numbers: as strings
+    ],
+)
+def test_numeric_classes_are_ordered_by_value(tmp_path, labels, names):
+    rows = "".join(f"t{index},{label}\n" for index, label in enumerate(labels))
+    path = _write(tmp_path, "train.csv", "text,label\n" + rows)
+    examples = read_generic(str(path))
+    assert examples.label_names == names
+    assert [names[label] for label in examples.labels] == labels
