@@ -9,11 +9,15 @@ lines carry over:
         --learning_rate=2e-5 --num_train_epochs=3
 
 --data_dir holds train.csv, val.csv (or dev.csv) and test.csv with a header
-naming sent1, sent2, ending0, ending1, ... and label (not in test.csv); each
-choice is "[CLS] sent1 [SEP] sent2 ending_i [SEP]". Accuracy goes to
+naming sent1, sent2, ending0, ending1, ... and label (test.csv: none, or -1
+or empty as in Hugging Face's swag test split); each choice is "[CLS] sent1
+[SEP] sent2 ending_i [SEP]". The files --do_eval and --do_predict ask for
+are read and checked before training starts. Accuracy goes to
 OUTPUT_DIR/eval_results.json, the chosen ending of each example to
 OUTPUT_DIR/predictions_{dev,test}.tsv.
 """
+
+import functools
 
 from absl import app
 
@@ -33,7 +37,13 @@ def main(argv):
     with long_lived_objects():
         from bert_keras.finetuning.multiple_choice import MultipleChoiceRun
 
-    run_steps(MultipleChoiceRun, _FLAGS)
+    # The dev and test files asked for are checked before training, not after it.
+    check_splits = [
+        split
+        for split, flag in (("dev", _FLAGS.do_eval), ("test", _FLAGS.do_predict))
+        if flag.value
+    ]
+    run_steps(functools.partial(MultipleChoiceRun, check_splits=check_splits), _FLAGS)
 
 
 if __name__ == "__main__":

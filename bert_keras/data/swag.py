@@ -2,7 +2,8 @@
 
 The files SWAG distributes (train.csv, val.csv, test.csv) have a header row
 naming `video-id, fold-ind, startphrase, sent1, sent2, gold-source, ending0,
-ending1, ending2, ending3, label` (test.csv has no `label`). As in the
+ending1, ending2, ending3, label` (test.csv has no `label`, or, as Hugging
+Face's swag test split exports it, a `label` of -1). As in the
 original run_swag.py, `sent1` is the context and each choice is `sent2`
 followed by one ending. A malformed row is an error naming the file and the
 line.
@@ -40,12 +41,15 @@ class MultipleChoiceExamples:
         return len(self.choices[0]) if self.choices else 0
 
 
-def read_swag(path, limit=None):
-    """Reads a SWAG CSV file.
+def read_swag(path, limit=None, labelled=True):
+    """Reads a SWAG CSV file (UTF-8, with or without a byte-order mark).
 
     Args:
         path: the file.
         limit: read at most this many examples.
+        labelled: whether the labels are needed. When not (a test file to
+            predict), a label of -1 or an empty one reads as None, as Hugging
+            Face's swag test split marks its unlabelled rows.
 
     Returns:
         `MultipleChoiceExamples`, with one choice per `ending*` column, in
@@ -63,8 +67,13 @@ def read_swag(path, limit=None):
     >>> examples = read_swag(path)
     >>> examples.contexts, examples.choices, examples.labels
     (['He is hungry.'], [['He eats.', 'He sleeps.']], [0])
+    >>> _ = open(path, "w").write("sent1,sent2,ending0,ending1,label\\n"
+    ...                           "He is hungry.,He,eats.,sleeps.,-1\\n")
+    >>> read_swag(path, labelled=False).labels
+    [None]
     """
-    with open(path, encoding="utf-8", newline="") as file:
+    # utf-8-sig: a spreadsheet's byte-order mark is not part of the first column's name.
+    with open(path, encoding="utf-8-sig", newline="") as file:
         reader = csv.reader(file)
         header = next(reader, None) or []
         missing = [name for name in REQUIRED_COLUMNS if name not in header]
@@ -96,7 +105,7 @@ def read_swag(path, limit=None):
             examples.labels.append(
                 None
                 if label_column is None
-                else _label(row[label_column], len(endings), path, first_line)
+                else _label(row[label_column], len(endings), labelled, f"{path}:{first_line}")
             )
     return examples
 
@@ -121,9 +130,16 @@ def _join(start, ending):
     return f"{start} {ending}" if start else ending
 
 
-def _label(value, num_choices, path, line_number):
+def _label(value, num_choices, labelled, where):
+    if not labelled and value.strip() in ("", "-1"):
+        return None
     if not value.strip().isdigit() or int(value) >= num_choices:
+        unlabelled = (
+            " (-1 or empty marks an unlabelled row, read only when predicting)"
+            if value.strip() in ("", "-1")
+            else ""
+        )
         raise ValueError(
-            f"{path}:{line_number}: label {value!r} is not a choice index in [0, {num_choices})."
+            f"{where}: label {value!r} is not a choice index in [0, {num_choices}){unlabelled}."
         )
     return int(value)

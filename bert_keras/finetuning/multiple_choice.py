@@ -35,6 +35,10 @@ class MultipleChoiceRun(FineTuningRun):
         seed: seeds Keras, shuffling and dropout.
         execution: an `Execution` (see `FineTuningRun`).
         bucket_by_length: batch training texts by length (see `FineTuningRun`).
+        check_splits: splits ("dev", "test") read and checked (header,
+            endings per example, labels for "dev") when the run is built, so
+            that a bad file is an error before training, not after it;
+            `evaluate` and `predict` then use what was read.
 
     Example:
     >>> from bert_keras.models.bert_backbone import BertBackbone
@@ -52,10 +56,21 @@ class MultipleChoiceRun(FineTuningRun):
     ['accuracy', 'examples', 'seconds']
     """
 
-    def __init__(self, data_dir, init_checkpoint, output_dir, max_seq_length=None, **options):
+    def __init__(
+        self,
+        data_dir,
+        init_checkpoint,
+        output_dir,
+        max_seq_length=None,
+        check_splits=(),
+        **options,
+    ):
         super().__init__(data_dir, init_checkpoint, output_dir, max_seq_length, **options)
         self.preprocessor = BertPreprocessor(self.tokenizer, sequence_length=self.max_seq_length)
         self.num_choices = self._num_choices()
+        self._checked_examples = {}
+        for split in check_splits:
+            self._checked_examples[split] = self._read_checked(split)
         self.model = self.build_model(
             lambda backbone: BertMultipleChoice(backbone, num_choices=self.num_choices),
             "classifier",
@@ -72,8 +87,15 @@ class MultipleChoiceRun(FineTuningRun):
                 return examples.num_choices
         raise ValueError(f"No train or dev examples in {self.data_dir} to count the choices from.")
 
-    def _read(self, split, limit=None):
-        return read_swag(split_path(self.data_dir, split), limit=limit)
+    def _read(self, split, limit=None, labelled=True):
+        return read_swag(split_path(self.data_dir, split), limit=limit, labelled=labelled)
+
+    def _read_checked(self, split):
+        """`split`'s examples, checked; labels needed but for "test" (only predicted)."""
+        if split in self._checked_examples:
+            return self._checked_examples[split]
+        labelled = split != "test"
+        return self._checked(self._read(split, labelled=labelled), split, labelled)
 
     def train(
         self, batch_size, learning_rate, num_epochs, warmup_proportion=0.1, limit=None, verbose=2
@@ -113,7 +135,9 @@ class MultipleChoiceRun(FineTuningRun):
     def evaluate(self, split, batch_size):
         """Accuracy on `split`; writes eval_results.json and the predictions."""
         start = time.perf_counter()
-        examples = self._checked(self._read(split), split)
+        examples = self._read_checked(split)
+        if None in examples.labels:
+            raise ValueError(f"The {split} file in {self.data_dir} has no label column.")
         predictions = self._predict_examples(examples, batch_size)
         results = {
             "accuracy": accuracy(examples.labels, predictions),
@@ -126,7 +150,7 @@ class MultipleChoiceRun(FineTuningRun):
 
     def predict(self, split, batch_size):
         """Writes OUTPUT_DIR/predictions_{split}.tsv: each example's chosen ending."""
-        examples = self._checked(self._read(split), split, labelled=False)
+        examples = self._read_checked(split)
         self._write_predictions(split, self._predict_examples(examples, batch_size))
 
     def _checked(self, examples, split, labelled=True):
@@ -134,11 +158,11 @@ class MultipleChoiceRun(FineTuningRun):
             raise ValueError(f"The {split} file in {self.data_dir} holds no examples.")
         if examples.num_choices not in (0, self.num_choices):
             raise ValueError(
-                f"The {split} file has {examples.num_choices} endings per example; "
-                f"the model was built for {self.num_choices}."
+                f"The {split} file in {self.data_dir} has {examples.num_choices} endings per "
+                f"example; the model was built for {self.num_choices}."
             )
         if labelled and None in examples.labels:
-            raise ValueError(f"The {split} file has no label column.")
+            raise ValueError(f"The {split} file in {self.data_dir} has no label column.")
         return examples
 
     def _features(self, examples):

@@ -36,6 +36,28 @@ def test_a_file_without_labels_reads_as_unlabelled(tmp_path):
     assert read_swag(path).labels == [None]
 
 
+@pytest.mark.parametrize("label", ["-1", ""])
+def test_a_test_file_of_unlabelled_rows_reads_as_unlabelled_when_predicting(tmp_path, label):
+    # Hugging Face's swag test split exports a label column of -1.
+    text = HEADER + f"v,0,s,A man sits.,He,gold,a.,b.,c.,d.,{label}\n"
+    path = _write(tmp_path, text, "test.csv")
+    assert read_swag(path, labelled=False).labels == [None]
+    with pytest.raises(ValueError, match=r":2: label .* \(-1 or empty marks an unlabelled row"):
+        read_swag(path)
+    wrong = _write(tmp_path, text.replace(f",{label}\n", ",7\n"), "wrong.csv")
+    with pytest.raises(ValueError, match=r"wrong\.csv:2: label '7' is not a choice index"):
+        read_swag(wrong, labelled=False)
+
+
+def test_a_byte_order_mark_is_not_part_of_the_header(tmp_path):
+    path = tmp_path / "train.csv"
+    path.write_text(
+        "sent1,sent2,ending0,ending1,label\nA man sits.,He,eats.,naps.,1\n", "utf-8-sig"
+    )
+    examples = read_swag(str(path))
+    assert examples.contexts == ["A man sits."] and examples.labels == [1]
+
+
 @pytest.mark.parametrize(
     "text, message",
     [

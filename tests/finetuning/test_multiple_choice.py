@@ -11,6 +11,7 @@ import pytest
 from bert_keras.data.swag import read_swag
 from bert_keras.finetuning.multiple_choice import MultipleChoiceRun
 from bert_keras.models.bert_backbone import BertBackbone
+from tests.programs import program
 
 COLORS = ["red", "blue", "green", "gold"]
 VOCABULARY = [
@@ -101,6 +102,43 @@ def test_program_learns_to_choose_the_ending_that_completes_the_context(tiny_che
     assert len(dev) == 65 and correct / 64 == pytest.approx(results["accuracy"])
     test = (output / "predictions_test.tsv").read_text().splitlines()
     assert len(test) == 9 and all(line.split("\t")[1] in "0123" for line in test[1:])
+
+
+def test_dev_and_test_files_asked_for_are_checked_before_training(tiny_checkpoint, tmp_path):
+    _swag_file(tmp_path / "train.csv", 8, seed=0)
+    three_endings = (
+        HEADER.replace("ending3,", "") + "v,0,s,a car .,it was,g,red .,a car .,blue .,1\n"
+    )
+    (tmp_path / "val.csv").write_text(three_endings)
+    arguments = [
+        f"--data_dir={tmp_path}",
+        f"--init_checkpoint={tiny_checkpoint}",
+        f"--output_dir={tmp_path / 'output'}",
+        "--do_train",
+        "--max_seq_length=16",
+        "--train_batch_size=4",
+    ]
+    completed = program("tasks.multiple_choice")(*arguments, "--do_eval")
+    assert completed.returncode != 0, completed.stderr[-2000:]
+    assert "has 3 endings per example" in completed.stderr
+    assert not (tmp_path / "output" / "history.jsonl").exists()  # no training ran
+    (tmp_path / "test.csv").write_text(HEADER + "v,0,s,a car .,it was,g,red .,a car .,x,y,5\n")
+    completed = program("tasks.multiple_choice")(*arguments, "--do_predict")
+    assert completed.returncode != 0 and "test.csv:2: label '5'" in completed.stderr
+    assert not (tmp_path / "output" / "history.jsonl").exists()
+
+
+def test_a_test_file_labelled_minus_one_is_predicted(tiny_checkpoint, tmp_path):
+    _swag_file(tmp_path / "train.csv", 4, seed=0)
+    _swag_file(tmp_path / "test.csv", 3, seed=1)
+    rows = (tmp_path / "test.csv").read_text().splitlines()
+    unlabelled = [rows[0]] + [row.rsplit(",", 1)[0] + ",-1" for row in rows[1:]]
+    (tmp_path / "test.csv").write_text("\n".join(unlabelled) + "\n")
+    run = MultipleChoiceRun(
+        str(tmp_path), tiny_checkpoint, str(tmp_path / "output"), 16, check_splits=("test",)
+    )
+    run.predict("test", batch_size=2)
+    assert len((tmp_path / "output" / "predictions_test.tsv").read_text().splitlines()) == 4
 
 
 def test_program_flags_are_checked():
