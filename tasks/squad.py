@@ -1,16 +1,28 @@
 """Fine-tunes a BERT checkpoint on SQuAD v1.1 or v2.0 and writes the original's prediction files.
 
-Flags follow the original run_squad.py, so its command lines carry over:
+Flags are named as in the original run_squad.py. Its command lines carry
+over without --vocab_file, --bert_config_file and --do_lower_case, which
+are not flags here (unknown flags are errors): the checkpoint directory holds
+vocab.txt and the config, and the casing comes from its tokenizer files (an
+original release's from its name, cased_ or uncased_; else lower case, the
+original's default). --init_checkpoint is that directory, or an original
+release's checkpoint prefix DIR/bert_model.ckpt, read as DIR. The TPU flags
+(--use_tpu, --tpu_name, ...), --save_checkpoints_steps, --iterations_per_loop
+and --verbose_logging are not taken either.
 
-    python -m tasks.squad --init_checkpoint=/path/to/checkpoint_dir \\
+    python -m tasks.squad --init_checkpoint=uncased_L-12_H-768_A-12/bert_model.ckpt \\
         --train_file=train-v1.1.json --predict_file=dev-v1.1.json \\
-        --output_dir=/tmp/squad --do_train --do_predict \\
-        --train_batch_size=12 --learning_rate=3e-5 --num_train_epochs=2.0
+        --output_dir=/tmp/squad --do_train=True --do_predict=True \\
+        --train_batch_size=12 --learning_rate=3e-5 --num_train_epochs=2.0 \\
+        --max_seq_length=384 --doc_stride=128
 
 Add --version_2_with_negative (and tune --null_score_diff_threshold) for
 v2.0. --do_predict writes OUTPUT_DIR/predictions.json, nbest_predictions.json
 and, for v2.0, null_odds.json; when --predict_file has answers (a dev set) it
-also scores them as the official scripts do into OUTPUT_DIR/eval_results.json.
+also scores them as the official scripts do (evaluate-v1.1.py, or
+evaluate-v2.0.py with --version_2_with_negative), from the answer texts alone,
+into OUTPUT_DIR/eval_results.json. As in the original, a training question
+whose answer is not at its answer_start is skipped with a warning.
 """
 
 import contextlib
@@ -31,7 +43,9 @@ from bert_keras.training.output_lock import output_lock
 
 _TRAIN_FILE = flags.DEFINE_string("train_file", None, "SQuAD JSON to train on.")
 _PREDICT_FILE = flags.DEFINE_string("predict_file", None, "SQuAD JSON to predict (and score).")
-_INIT_CHECKPOINT = flags.DEFINE_string("init_checkpoint", None, "Checkpoint directory.")
+_INIT_CHECKPOINT = flags.DEFINE_string(
+    "init_checkpoint", None, "Checkpoint directory (or an original DIR/bert_model.ckpt)."
+)
 _OUTPUT_DIR = flags.DEFINE_string("output_dir", None, "Where predictions and results go.")
 _DO_TRAIN = flags.DEFINE_boolean("do_train", False, "Fine-tune on --train_file.")
 _DO_PREDICT = flags.DEFINE_boolean("do_predict", False, "Predict (and score) --predict_file.")

@@ -9,6 +9,8 @@ Formats, recognised by what a directory holds:
   present.
 - "huggingface": config.json + model.safetensors (or a sharded index).
 - "original": the google-research release, bert_config.json + a TF checkpoint.
+  Its checkpoint prefix (`DIR/bert_model.ckpt`, what the original scripts'
+  --init_checkpoint names) reads as the directory DIR.
 - "keras_hub": a keras-hub BERT preset (config.json naming
   "keras_hub>BertBackbone" + model.weights.h5, read with h5py), with the
   classifier head of a BertTextClassifier task preset.
@@ -46,20 +48,23 @@ _BACKBONE_CLASS = "bert_keras>BertBackbone"
 def detect_format(path):
     """Names the checkpoint format at `path` (a directory or a .keras file).
 
+    An original checkpoint's prefix (`DIR/bert_model.ckpt`) is its directory.
+
     Raises:
         FileNotFoundError: `path` does not exist.
         ValueError: nothing recognised (the message lists what was looked
-            for and what is there), or only pickled PyTorch weights.
+            for and what is there), only pickled PyTorch weights, or a TF
+            checkpoint prefix that does not stand for its directory.
 
     Example:
     >>> import os, tempfile
     >>> directory = tempfile.mkdtemp()
     >>> _ = open(os.path.join(directory, "bert_config.json"), "w").write("{}")
     >>> _ = open(os.path.join(directory, "bert_model.ckpt.index"), "w").write("")
-    >>> detect_format(directory)
-    'original'
+    >>> detect_format(directory), detect_format(directory + "/bert_model.ckpt")
+    ('original', 'original')
     """
-    path = os.fspath(path)
+    path = checkpoint_directory(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"Checkpoint path {path} does not exist.")
     if os.path.isfile(path):
@@ -88,6 +93,53 @@ def detect_format(path):
     )
 
 
+def checkpoint_directory(path):
+    """`path`, or the directory of an original checkpoint `path` is the prefix of.
+
+    The original run_classifier.py and run_squad.py take --init_checkpoint
+    as a TF checkpoint prefix, `DIR/bert_model.ckpt`, next to separate
+    --bert_config_file and --vocab_file flags; here the directory holds all
+    three, so such a prefix stands for DIR when it is the checkpoint DIR
+    reads (see `original.checkpoint_prefix`).
+
+    Raises:
+        ValueError: `path` is a TF checkpoint prefix (a `path`.index exists)
+            whose directory is not an original checkpoint, or is one that
+            reads another of its checkpoints: give the checkpoint directory.
+
+    Example:
+    >>> import os, tempfile
+    >>> directory = tempfile.mkdtemp()
+    >>> _ = open(os.path.join(directory, "bert_config.json"), "w").write("{}")
+    >>> _ = open(os.path.join(directory, "bert_model.ckpt.index"), "w").write("")
+    >>> checkpoint_directory(directory + "/bert_model.ckpt") == directory
+    True
+    """
+    path = os.fspath(path)
+    if os.path.exists(path) or not os.path.isfile(path + ".index"):
+        return path
+    directory = os.path.dirname(path) or os.curdir
+    give_directory = (
+        f"give the checkpoint directory ({directory}) holding {original.CONFIG_FILE}, "
+        f"{original.VOCABULARY_FILE} and one checkpoint."
+    )
+    if not original.is_checkpoint(directory):
+        raise ValueError(
+            f"{path} is a TF checkpoint prefix without {original.CONFIG_FILE} beside it; "
+            + give_directory
+        )
+    try:
+        read_prefix = original.checkpoint_prefix(directory)
+    except ValueError as error:
+        raise ValueError(f"{error} For {path}, {give_directory}") from None
+    if os.path.basename(read_prefix) != os.path.basename(path):
+        raise ValueError(
+            f"{path} is a TF checkpoint prefix, but its directory reads "
+            f"{os.path.basename(read_prefix)}; {give_directory}"
+        )
+    return directory
+
+
 def read_checkpoint(path, format="auto"):
     """Reads a checkpoint directory (or .keras file) into a `Checkpoint`.
 
@@ -111,7 +163,7 @@ def read_checkpoint(path, format="auto"):
     >>> checkpoint.backbone_weights["pooler_dense/kernel"].shape
     (128, 128)
     """
-    path = os.fspath(path)
+    path = checkpoint_directory(path)
     detected = detect_format(path)
     if format == "auto":
         format = detected

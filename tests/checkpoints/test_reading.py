@@ -1,10 +1,12 @@
 """Format detection, the readers, .keras files in safe mode, and the errors that name the problem."""
 
 import keras
+import numpy as np
 import pytest
 
 from bert_keras.checkpoints import detect_format
 from bert_keras.checkpoints import read_checkpoint
+from bert_keras.checkpoints import write_checkpoint
 from bert_keras.models.bert_backbone import BertBackbone
 from tests.checkpoints import assert_same_weights
 from tests.checkpoints import save_tiny
@@ -87,3 +89,29 @@ def test_huggingface_directory_is_not_our_format(tmp_path):
     save_tiny("BertModel", tmp_path)
     with pytest.raises(ValueError, match="holds a 'huggingface' checkpoint, not 'bert_keras'"):
         read_checkpoint(tmp_path, format="bert_keras")
+
+
+def test_an_original_checkpoint_prefix_reads_as_its_directory(tmp_path):
+    # The original scripts' --init_checkpoint=DIR/bert_model.ckpt.
+    BertBackbone(**TINY_BACKBONE).save_to_preset(tmp_path / "saved")
+    write_checkpoint(read_checkpoint(tmp_path / "saved"), tmp_path / "tf1", format="original")
+    from_directory = read_checkpoint(tmp_path / "tf1")
+    from_prefix = read_checkpoint(tmp_path / "tf1" / "bert_model.ckpt")
+    assert from_prefix.format == "original" and from_prefix.directory == str(tmp_path / "tf1")
+    assert from_prefix.backbone_config == from_directory.backbone_config
+    for name, weight in from_directory.backbone_weights.items():
+        np.testing.assert_array_equal(from_prefix.backbone_weights[name], weight)
+
+
+def test_a_prefix_that_does_not_stand_for_its_directory_asks_for_the_directory(tmp_path):
+    (tmp_path / "model.ckpt-7.index").write_text("")
+    with pytest.raises(ValueError, match=r"without bert_config\.json beside it; give the check"):
+        read_checkpoint(tmp_path / "model.ckpt-7")
+    (tmp_path / "bert_config.json").write_text("{}")
+    (tmp_path / "bert_model.ckpt.index").write_text("")
+    with pytest.raises(ValueError, match="reads bert_model.ckpt; give the checkpoint directory"):
+        read_checkpoint(tmp_path / "model.ckpt-7")
+    (tmp_path / "bert_model.ckpt.index").unlink()
+    (tmp_path / "model.ckpt-8.index").write_text("")
+    with pytest.raises(ValueError, match="holds 2 checkpoints .* give the checkpoint directory"):
+        read_checkpoint(tmp_path / "model.ckpt-7")
