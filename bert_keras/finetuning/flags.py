@@ -262,6 +262,8 @@ def run_steps(build_run, program_flags):
         try:
             stack.enter_context(output_lock(program_flags.output_dir.value))
             run = build_run(**program_flags.run_arguments())
+            if program_flags.do_train.value:
+                run.replicas.check_batch_size(program_flags.train_batch_size.value)
         except (OutputLockedError, ValueError) as error:
             raise app.UsageError(str(error)) from error
         return _steps(run, program_flags)

@@ -393,6 +393,18 @@ class FineTuningRun:
             history_points_per_epoch,
             self.execution.steps_per_execution,
         )
+        asked = max(1, int(batches_per_pass(num_examples, batch_size) * num_epochs))
+        if total_steps != asked:
+            logging.warning(
+                "%d steps (%s passes of %d examples) round up to %d: steps_per_execution=%d "
+                "batches make each compiled call, so the run sees %.2f passes.",
+                asked,
+                f"{num_epochs:g}",
+                num_examples,
+                total_steps,
+                self.execution.steps_per_execution,
+                total_steps / batches_per_pass(num_examples, batch_size),
+            )
         callbacks = [
             StopAtStep(total_steps, steps_per_epoch),
             TrainingProgress(

@@ -23,9 +23,11 @@ import contextlib
 import os
 
 import keras
+from absl import logging
 
 from bert_keras.training.execution import DISTRIBUTIONS
 from bert_keras.training.execution import check_mesh_shape
+from bert_keras.training.torch_processes import WORLD_SIZE_VARIABLE
 from bert_keras.training.torch_processes import TorchProcesses
 from bert_keras.training.torch_processes import launched_by_torchrun
 
@@ -80,6 +82,8 @@ class DataParallel:
                 f"distribution is {distribution!r} but must be one of {list(DISTRIBUTIONS)}."
             )
         check_mesh_shape(mesh_shape, distribution)
+        if distribution == "none":
+            _check_one_process()
         self._engine = None
         self.num_replicas = 1
         self.num_processes = 1
@@ -98,6 +102,11 @@ class DataParallel:
 
             self.num_processes = jax.process_count()
             self.is_chief = jax.process_index() == 0
+        if self._engine is not None and self.num_replicas == 1:
+            logging.warning(
+                "distribution=%r found one device: the run trains as it would without it.",
+                distribution,
+            )
 
     def prepare(self, model):
         """Readies a model built under `scope()` for training (torch: process 0's weights, hooks)."""
@@ -171,6 +180,17 @@ class DataParallel:
             raise ValueError(
                 f"{name} is {batch_size} but must be a multiple of the {self.num_replicas} devices "
                 f"that data_parallel splits each batch among."
+            )
+
+
+def _check_one_process():
+    """Refuses a run of several processes that is not told to share its work."""
+    for variable in (WORLD_SIZE_VARIABLE, NUM_PROCESSES_VARIABLE):
+        if int(os.environ.get(variable, "1")) > 1:
+            raise ValueError(
+                f"{variable} is {os.environ[variable]}: several processes were started, but "
+                "distribution is 'none', so each would train the whole run and write the same "
+                "files. Give --distribution=data_parallel, or start one process."
             )
 
 

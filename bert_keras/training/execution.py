@@ -10,6 +10,8 @@ import dataclasses
 
 from absl import flags
 
+from bert_keras.atomic_files import file_in_the_way
+
 DISTRIBUTIONS = ("none", "data_parallel", "model_parallel")
 MIXED_PRECISION_POLICIES = {
     "none": "float32",
@@ -80,6 +82,12 @@ class Execution:
             raise ValueError(
                 f"compilation_cache_dir is {self.compilation_cache_dir!r} but only jax keeps "
                 f"XLA's compiled programs on disk, not {keras.backend.backend()}: leave it unset."
+            )
+        blocking = self.compilation_cache_dir and file_in_the_way(self.compilation_cache_dir)
+        if blocking:
+            raise ValueError(
+                f"compilation_cache_dir is {self.compilation_cache_dir!r} but {blocking} is a "
+                "file: name a directory."
             )
         if self.steps_per_execution > 1 and keras.backend.backend() == "torch":
             raise ValueError(

@@ -9,6 +9,7 @@ from absl import flags
 
 from bert_keras.finetuning.flags import check_flags
 from bert_keras.finetuning.flags import define_flags
+from bert_keras.finetuning.flags import run_steps
 
 REQUIRED = ["--data_dir=d", "--init_checkpoint=c", "--output_dir=o"]
 
@@ -106,3 +107,35 @@ def test_an_output_dir_that_is_a_file_is_a_usage_error(tmp_path):
         and f"{notes} cannot be made: {notes} is a file" in completed.stderr
     )
     assert "Traceback" not in completed.stderr and notes.read_text() == "mine"
+
+
+def test_a_batch_the_devices_cannot_share_is_a_usage_error_before_training(tmp_path):
+    from bert_keras.training.data_parallel import DataParallel
+
+    class TwoDeviceRun:
+        replicas = DataParallel("none")
+        replicas.num_replicas = 2
+
+        def __init__(self, **arguments):
+            pass
+
+        def train(self, **arguments):
+            raise AssertionError("trained")
+
+    flag_values = flags.FlagValues()
+    program_flags = define_flags(flag_values)
+    output_dir = f"--output_dir={tmp_path / 'out'}"
+    flag_values(
+        [
+            "program",
+            "--data_dir=d",
+            "--init_checkpoint=c",
+            output_dir,
+            "--do_train",
+            "--train_batch_size=3",
+        ]
+    )
+    with pytest.raises(
+        app.UsageError, match="train_batch_size is 3 but must be a multiple of the 2"
+    ):
+        run_steps(TwoDeviceRun, program_flags)

@@ -502,6 +502,19 @@ def test_two_batches_per_compiled_call_train_as_one_per_call_does(
         np.testing.assert_allclose(a, b, atol=1e-6)
 
 
+@pytest.mark.skipif(keras.backend.backend() == "torch", reason="torch runs one batch per call")
+@pytest.mark.one_backend("jax")
+def test_steps_rounded_up_to_whole_compiled_calls_are_logged(
+    checkpoint, sentiment_data, tmp_path, caplog
+):
+    with caplog.at_level(logging.WARNING):  # 4 examples in batches of 2: 2 steps a pass
+        _, history, _ = _trained(
+            sentiment_data, checkpoint, tmp_path / "three", Execution(steps_per_execution=3)
+        )
+    assert history["step"][-1] == 3
+    assert "2 steps (1 passes of 4 examples) round up to 3: steps_per_execution=3" in caplog.text
+
+
 @pytest.mark.every_backend
 @pytest.mark.skipif(keras.backend.backend() != "torch", reason="torch runs one batch per call")
 def test_torch_refuses_several_batches_per_call(checkpoint, sentiment_data, tmp_path):

@@ -271,3 +271,26 @@ def test_xla_compiles_on_jax_but_not_under_a_tensorflow_strategy():
 def test_an_unknown_distribution_is_refused():
     with pytest.raises(ValueError, match="distribution is 'mirrored' but must be one of"):
         DataParallel("mirrored")
+
+
+@pytest.mark.parametrize("variable", ["WORLD_SIZE", "KERAS_DISTRIBUTION_NUM_PROCESSES"])
+def test_several_processes_that_do_not_share_the_work_are_refused(monkeypatch, variable):
+    monkeypatch.setenv(variable, "2")
+    with pytest.raises(ValueError, match=f"{variable} is 2: several processes .* distribution is"):
+        DataParallel("none")
+
+
+@pytest.mark.skipif(BACKEND != "tensorflow", reason="TensorFlow sees one CPU device here")
+def test_data_parallel_on_one_device_says_so(caplog):
+    with caplog.at_level("WARNING"):
+        replicas = DataParallel("data_parallel")
+    assert replicas.num_replicas == 1
+    assert "distribution='data_parallel' found one device" in caplog.text
+
+
+@pytest.mark.skipif(BACKEND != "jax", reason="only jax keeps a compilation cache")
+def test_a_compilation_cache_that_is_a_file_is_refused(tmp_path):
+    (tmp_path / "cache").write_text("")
+    execution = Execution(compilation_cache_dir=str(tmp_path / "cache" / "jax"))
+    with pytest.raises(ValueError, match=f"but {tmp_path / 'cache'} is a file: name a directory"):
+        execution.validate()
