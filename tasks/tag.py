@@ -1,4 +1,4 @@
-"""Fine-tunes a BERT checkpoint to tag words (CoNLL-2003 NER and other CoNLL-format data).
+"""Fine-tunes a BERT checkpoint to tag words (CoNLL-2003 NER, POS, other CoNLL-format data).
 
 Flags follow the original run_classifier.py, so its command lines carry over:
 
@@ -9,10 +9,11 @@ Flags follow the original run_classifier.py, so its command lines carry over:
 
 --data_dir holds train.txt, valid.txt (or dev.txt) and test.txt: one word per
 line, its tag in the last column, a blank line between sentences, -DOCSTART-
-lines skipped; IOB1, IOB2 or IOBES tags (the scheme is detected and reported).
-Each word is tagged on its first word piece; sentences longer than
---max_seq_length become overlapping windows, so every word gets a tag.
-Entity precision/recall/F1 as conlleval computes them go to
+lines skipped. Any tag set: entity tags in IOB1, IOB2 or IOBES (the scheme is
+detected and reported), or others such as part of speech. Each word is tagged
+on its first word piece; sentences longer than --max_seq_length become
+overlapping windows, so every word gets a tag. Tag accuracy and, for entity
+tags, entity precision/recall/F1 as conlleval computes them go to
 OUTPUT_DIR/eval_results.json; OUTPUT_DIR/predictions_{dev,test}.txt repeat
 the input lines with the predicted tag appended (conlleval's input).
 """

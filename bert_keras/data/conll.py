@@ -2,9 +2,10 @@
 
 One word per line, whitespace-separated columns, the tag in the last one
 (`EU NNP B-NP B-ORG`); a blank line ends a sentence; `-DOCSTART-` lines mark
-documents and are skipped, as is a UTF-8 byte-order mark. Tags are "O" or a
-prefix (B, I, E, S) and a type ("B-PER"), in IOB1, IOB2 or IOBES. A malformed
-line is an error naming the file and the line.
+documents and are skipped, as is a UTF-8 byte-order mark. Any tag set is
+read: entity (chunk) tags, "O" or a prefix (B, I, E, S) and a type ("B-PER")
+in IOB1, IOB2 or IOBES, or others such as part-of-speech tags ("NNP"). A line
+without a tag is an error naming the file and the line.
 """
 
 import dataclasses
@@ -20,7 +21,7 @@ SPLIT_FILES = {
     "dev": ("valid.txt", "dev.txt", "eng.testa"),
     "test": ("test.txt", "eng.testb"),
 }
-_TAG = re.compile(r"O|[BIES]-\S+")
+_ENTITY_TAG = re.compile(r"O|[BIES]-\S+")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,9 +52,8 @@ def read_conll(path, limit=None):
         A list of `TaggedSentence`.
 
     Raises:
-        ValueError: a line has fewer than two columns or a tag that is not
-            "O" or PREFIX-TYPE, naming the file and the line; or the file
-            holds no sentence.
+        ValueError: a line has fewer than two columns, naming the file and
+            the line; or the file holds no sentence.
 
     Example:
     >>> import os, tempfile
@@ -114,18 +114,34 @@ def has_split(data_dir, split):
     return any(os.path.isfile(os.path.join(data_dir, name)) for name in SPLIT_FILES[split])
 
 
+def is_entity_tag(tag):
+    """Whether `tag` is "O" or PREFIX-TYPE with a prefix B, I, E or S (conlleval's chunk tags).
+
+    Example:
+    >>> is_entity_tag("B-PER"), is_entity_tag("O"), is_entity_tag("NNP"), is_entity_tag("B-")
+    (True, True, False, False)
+    """
+    return _ENTITY_TAG.fullmatch(tag) is not None
+
+
 def tag_scheme(tag_sequences):
-    """Names the scheme of tag sequences: "IOBES", "IOB1", "IOB2" or "O" (no entities).
+    """Names the scheme of tag sequences: "IOBES", "IOB1", "IOB2", "O" (no entities) or None.
 
     IOB1 begins entities with I- and uses B- only between two entities of one
     type; IOB2 begins every entity with B-; IOBES has E- and S- tags too.
+    None: a tag is not an entity tag (`is_entity_tag`), as part-of-speech
+    tags are not, so the tags mark no entities.
 
     Example:
     >>> tag_scheme([["I-PER", "O", "B-LOC"]]), tag_scheme([["B-PER", "I-PER"]])
     ('IOB1', 'IOB2')
+    >>> print(tag_scheme([["NNP", "VBZ"]]))
+    None
     """
     prefixes, starts_with_inside = set(), False
     for tags in tag_sequences:
+        if not all(map(is_entity_tag, tags)):
+            return None
         previous = "O"
         for tag in tags:
             prefixes.add(tag[0])
@@ -145,13 +161,7 @@ def _tag(columns, path, line_number):
             f"{path}:{line_number}: expected a word and a tag (whitespace-separated, tag last), "
             f"found {len(columns)} column: {columns[0]!r}."
         )
-    tag = columns[-1]
-    if not _TAG.fullmatch(tag):
-        raise ValueError(
-            f"{path}:{line_number}: tag {tag!r} is neither 'O' nor PREFIX-TYPE with a "
-            "prefix B, I, E or S (e.g. 'B-PER')."
-        )
-    return tag
+    return columns[-1]
 
 
 def _sentence(rows):

@@ -1,10 +1,12 @@
-"""One fine-tuning run for token tagging (CoNLL NER): data, model, conlleval scores, files."""
+"""One fine-tuning run for token tagging (CoNLL NER, POS): data, model, conlleval scores, files."""
 
 import time
 
 import tensorflow as tf
+from absl import logging
 
 from bert_keras.data.conll import has_split
+from bert_keras.data.conll import is_entity_tag
 from bert_keras.data.conll import read_conll
 from bert_keras.data.conll import split_path
 from bert_keras.data.conll import tag_scheme
@@ -25,8 +27,10 @@ class TaggingRun(FineTuningRun):
 
     Tags are learned and predicted per word on its first word piece; long
     sentences are split into overlapping windows, so every word is tagged
-    (see `bert_keras.finetuning.word_windows`). Entities are scored exactly
-    as conlleval does. The tag set is the training file's ("O" first, then
+    (see `bert_keras.finetuning.word_windows`). Any tag set is learned:
+    entity tags (IOB1, IOB2, IOBES) are scored by entities exactly as
+    conlleval does, and by tag accuracy; others, such as part of speech, by
+    tag accuracy. The tag set is the training file's ("O" first, then
     sorted), or, when the checkpoint holds a token-classification head whose
     config names its labels (Hugging Face `id2label`) and they include every
     tag of the data, the checkpoint's, head included.
@@ -122,27 +126,45 @@ class TaggingRun(FineTuningRun):
         return history
 
     def evaluate(self, split, batch_size):
-        """Entity precision, recall, F1 (conlleval) and tag accuracy; writes them and the tags."""
+        """Scores the split's tags; writes the scores and the predicted tags.
+
+        Tag accuracy (conlleval's "accuracy": words tagged right / words)
+        always; where every gold tag is an entity tag (`tag_scheme` names a
+        scheme), entity precision, recall and F1 as conlleval counts them,
+        the entity counts and the scheme. Part-of-speech and other tag sets
+        have no entities to count; a file mixing entity tags with others
+        (a typo such as "B_PER") is scored by accuracy alone, with a warning
+        naming the first odd tag's line.
+        """
         start = time.perf_counter()
-        sentences = self._read(split)
+        path = split_path(self.data_dir, split)
+        sentences = read_conll(path)
         predicted = self._predict_tags(sentences, batch_size)
         gold = [sentence.tags for sentence in sentences]
-        scores = entity_scores(gold, predicted)
         words = sum(len(tags) for tags in gold)
         correct_tags = sum(
             g == p for tags, guesses in zip(gold, predicted) for g, p in zip(tags, guesses)
         )
+        scheme = tag_scheme(gold)
+        if scheme is None:  # no entities: part of speech, say, or a typo among entity tags
+            _warn_of_mixed_tags(path, sentences)
+            entity_results = {}
+        else:
+            scores = entity_scores(gold, predicted)
+            entity_results = {
+                "precision": scores.precision,
+                "recall": scores.recall,
+                "f1": scores.f1,
+                "entities": scores.gold,
+                "predicted_entities": scores.predicted,
+                "correct_entities": scores.correct,
+                "tag_scheme": scheme,
+            }
         results = {
-            "precision": scores.precision,
-            "recall": scores.recall,
-            "f1": scores.f1,
+            **entity_results,
             "accuracy": correct_tags / words if words else 0.0,
-            "entities": scores.gold,
-            "predicted_entities": scores.predicted,
-            "correct_entities": scores.correct,
             "sentences": len(sentences),
             "words": words,
-            "tag_scheme": tag_scheme(gold),
             "seconds": seconds_since(start),
         }
         self.write_results(results)
@@ -184,6 +206,32 @@ class TaggingRun(FineTuningRun):
 
 
 def _ordered(tags):
-    """ "O" first, then the entity tags sorted by type then prefix."""
-    entity_tags = sorted(tags - {"O"}, key=lambda tag: (tag[2:], tag[0]))
-    return (["O"] if "O" in tags else []) + entity_tags
+    """ "O" first, then entity tags sorted by type then prefix (B-PER, I-PER), others sorted."""
+    if all(map(is_entity_tag, tags)):
+        others = sorted(tags - {"O"}, key=lambda tag: (tag[2:], tag[0]))
+    else:
+        others = sorted(tags - {"O"})
+    return (["O"] if "O" in tags else []) + others
+
+
+def _warn_of_mixed_tags(path, sentences):
+    """Warns when entity tags ("B-PER") and others share a file: a typo rather than a tag set."""
+    entity_tags, other_tags = set(), {}
+    for sentence in sentences:
+        for tag, line_number in zip(sentence.tags, sentence.line_numbers):
+            if not is_entity_tag(tag):
+                other_tags.setdefault(tag, line_number)
+            elif tag != "O":
+                entity_tags.add(tag)
+    if entity_tags and other_tags:
+        tag, line_number = min(other_tags.items(), key=lambda item: item[1])
+        logging.warning(
+            "%s:%d: tag %r is neither 'O' nor PREFIX-TYPE (prefix B, I, E or S), though the "
+            "file has entity tags such as %r: no entities are scored, only tag accuracy (the "
+            "tags of neither kind: %s).",
+            path,
+            line_number,
+            tag,
+            min(entity_tags),
+            sorted(other_tags),
+        )

@@ -3,6 +3,7 @@
 import pytest
 
 from bert_keras.data.conll import has_split
+from bert_keras.data.conll import is_entity_tag
 from bert_keras.data.conll import read_conll
 from bert_keras.data.conll import split_path
 from bert_keras.data.conll import tag_scheme
@@ -38,8 +39,6 @@ def test_limit_reads_the_first_sentences(tmp_path):
     "text, message",
     [
         ("EU B-ORG\nrejects\n", ":2: expected a word and a tag"),
-        ("EU B-ORG\n\nrejects X-ORG\n", ":3: tag 'X-ORG' is neither 'O' nor PREFIX-TYPE"),
-        ("EU NNP B-\n", ":1: tag 'B-'"),
         ("-DOCSTART- -X- O O\n\n", " holds no sentences"),  # not "no train file"
     ],
 )
@@ -47,6 +46,18 @@ def test_malformed_lines_name_the_file_and_line(tmp_path, text, message):
     path = _write(tmp_path, text)
     with pytest.raises(ValueError, match=path.replace(".", r"\.") + message):
         read_conll(path)
+
+
+def test_any_tag_set_is_read_and_only_entity_tags_have_a_scheme(tmp_path):
+    # Part of speech, CoNLL-2003's second column: '"' and '-LRB-' are tags too.
+    path = _write(tmp_path, 'CRICKET NNP\n- :\n" "\n( -LRB-\n\nTAKE VB\n')
+    sentences = read_conll(path)
+    assert [s.tags for s in sentences] == [("NNP", ":", '"', "-LRB-"), ("VB",)]
+    assert tag_scheme([s.tags for s in sentences]) is None
+    assert tag_scheme([["B-PER", "I-PER"], ["X-ORG"]]) is None
+    assert tag_scheme([["B-PER", "B-"]]) is None
+    assert all(map(is_entity_tag, ("O", "S-LOC", "B-NP")))
+    assert not any(map(is_entity_tag, ("NNP", "X-ORG", "B-", "-LRB-")))
 
 
 def test_split_files_by_their_usual_names(tmp_path):

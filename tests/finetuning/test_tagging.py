@@ -2,6 +2,7 @@
 the real MiniLM checkpoint fine-tuned on part of CoNLL-2003 dev (../shared/data)."""
 
 import json
+import logging
 import os
 import pathlib
 import subprocess
@@ -34,8 +35,21 @@ def _sentences(count, seed):
     return "-DOCSTART- -X- O\n\n" + "\n\n".join("\n".join(lines) for lines in sentences) + "\n"
 
 
+def _pos_sentences(count, seed):
+    """Part-of-speech tags (no entities): each word's tag follows from the word."""
+    tags = {**dict.fromkeys(WORDS, "NNP"), "the": "DT", "met": "VBD", "saw": "VBD"}
+    tags.update({"in": "IN", "at": "IN", "and": "CC", "today": "NN"})
+    rng = np.random.default_rng(seed)
+    blocks = []
+    for _ in range(count):
+        words = [str(rng.choice(list(tags))) for _ in range(int(rng.integers(3, 14)))]
+        blocks.append("".join(f"{word.capitalize()} {tags[word]}\n" for word in words))
+    return "\n".join(blocks)
+
+
 @pytest.fixture(scope="module")
 def tiny_checkpoint(tmp_path_factory):
+    keras.utils.set_random_seed(1234)  # module fixtures start before tests/conftest.py seeds
     directory = tmp_path_factory.mktemp("checkpoint")
     (directory / "vocab.txt").write_text("\n".join(VOCABULARY) + "\n")
     backbone = BertBackbone(len(VOCABULARY), 1, 2, 32, 64, max_sequence_length=16, dropout=0.0)
@@ -89,6 +103,40 @@ def test_program_learns_tags_and_writes_a_tag_for_every_word(tiny_checkpoint, tm
     assert results["f1"] > 0.9, results
     test_words = sum(len(s.words) for s in read_conll(str(data / "test.txt")))
     assert sum(len(s.words) for s in read_conll(str(output / "predictions_test.txt"))) == test_words
+
+
+def test_part_of_speech_tags_are_learned_and_scored_by_tag_accuracy(tiny_checkpoint, tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "train.txt").write_text(_pos_sentences(64, seed=0))
+    (data / "valid.txt").write_text(_pos_sentences(16, seed=1))
+    run = TaggingRun(str(data), tiny_checkpoint, str(tmp_path / "output"), max_seq_length=16)
+    assert run.label_names == ["CC", "DT", "IN", "NN", "NNP", "VBD"]
+    run.train(batch_size=16, learning_rate=5e-3, num_epochs=8, verbose=0)
+    results = run.evaluate("dev", batch_size=16)
+    # conlleval's accuracy; no entities to count, so no entity F1 or tag scheme.
+    assert sorted(results) == ["accuracy", "seconds", "sentences", "words"]
+    assert results["words"] == sum(len(s.words) for s in read_conll(str(data / "valid.txt")))
+    # Each word's tag follows from the word; the commonest tag (NNP) is 5 words in 12.
+    assert results["accuracy"] > 0.9, results
+
+
+def test_entity_tags_mixed_with_others_are_scored_by_accuracy_with_a_warning(
+    tiny_checkpoint, tmp_path, caplog
+):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "train.txt").write_text("Alice B-PER\nmet O\nBob B-PER\n")
+    (data / "valid.txt").write_text("Alice B-PER\nmet O\n\nBob B_PER\nsaw 0\n")
+    run = TaggingRun(str(data), tiny_checkpoint, str(tmp_path / "output"), max_seq_length=16)
+    with caplog.at_level(logging.WARNING):
+        results = run.evaluate("dev", batch_size=2)
+    assert "f1" not in results and results["words"] == 4
+    assert (
+        f"{data / 'valid.txt'}:4: tag 'B_PER' is neither 'O' nor PREFIX-TYPE (prefix B, I, E or "
+        "S), though the file has entity tags such as 'B-PER'" in caplog.text
+    )
+    assert "(the tags of neither kind: ['0', 'B_PER'])" in caplog.text
 
 
 def test_program_flags_are_checked(tmp_path):
