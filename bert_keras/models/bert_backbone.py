@@ -15,6 +15,7 @@ from bert_keras.layers.position_embedding import check_sequence_length
 from bert_keras.layers.transformer_encoder import TransformerEncoder
 from bert_keras.models.checkpoint_weights import load_backbone
 from bert_keras.models.checkpoint_weights import model_checkpoint
+from bert_keras.models.input_checks import check_sequence_widths
 from bert_keras.models.input_checks import check_token_ids
 from bert_keras.models.presets import backbone_preset_config
 
@@ -152,6 +153,64 @@ class BertBackbone(keras.Model):
         # Checked here, before Keras wraps errors raised inside `call`.
         self._check_inputs(inputs)
         return super().__call__(inputs, *args, **kwargs)
+
+    def fit(self, x=None, y=None, *args, validation_data=None, **kwargs):
+        """`keras.Model.fit`, array inputs checked first (`check_array_ids`)."""
+        self.check_array_ids(x)
+        if isinstance(validation_data, tuple) and validation_data:
+            self.check_array_ids(validation_data[0], "validation_data[0]")
+        return super().fit(x, y, *args, validation_data=validation_data, **kwargs)
+
+    def evaluate(self, x=None, *args, **kwargs):
+        """`keras.Model.evaluate`, array inputs checked first (`check_array_ids`)."""
+        self.check_array_ids(x)
+        return super().evaluate(x, *args, **kwargs)
+
+    def predict(self, x, *args, **kwargs):
+        """`keras.Model.predict`, array inputs checked first (`check_array_ids`)."""
+        self.check_array_ids(x)
+        return super().predict(x, *args, **kwargs)
+
+    def train_on_batch(self, x, *args, **kwargs):
+        """`keras.Model.train_on_batch`, array inputs checked first (`check_array_ids`)."""
+        self.check_array_ids(x)
+        return super().train_on_batch(x, *args, **kwargs)
+
+    def test_on_batch(self, x, *args, **kwargs):
+        """`keras.Model.test_on_batch`, array inputs checked first (`check_array_ids`)."""
+        self.check_array_ids(x)
+        return super().test_on_batch(x, *args, **kwargs)
+
+    def predict_on_batch(self, x):
+        """`keras.Model.predict_on_batch`, array inputs checked first (`check_array_ids`)."""
+        self.check_array_ids(x)
+        return super().predict_on_batch(x)
+
+    def check_array_ids(self, inputs, name="x"):
+        """Raises a ValueError where array `inputs` are too long or hold ids out of range.
+
+        Keras' loops call the model on traced inputs, where the checks of
+        `__call__` cannot read the ids (jax would gather NaN for an id past
+        the table) and a too-long input fails mid-loop (on jax, leaving the
+        variables without their values, so every later call fails too).
+        `fit`, `evaluate`, `predict` and the `*_on_batch` methods therefore
+        check numpy arrays and lists first; datasets pass unchecked.
+
+        Args:
+            inputs: the backbone's input dict (anything else passes).
+            name: what `inputs` is called in the error.
+
+        Example:
+        >>> import numpy as np
+        >>> backbone = BertBackbone(vocabulary_size=10, num_layers=1, num_heads=2,
+        ...                         hidden_dim=8, intermediate_dim=16)
+        >>> backbone.check_array_ids({"token_ids": np.array([[2, 10, 3]])})
+        Traceback (most recent call last):
+        ...
+        ValueError: x['token_ids'] holds the id 10 (at index (0, 1)); ids run from 0 to 9 (vocabulary_size 10).
+        """
+        check_sequence_widths(inputs, self.max_sequence_length, name)
+        check_token_ids(inputs, self.vocabulary_size, self.num_segments, name)
 
     def sequence_output_at(self, inputs, positions):
         """The encoder's output at `positions` only, computed for less.

@@ -19,6 +19,7 @@ from bert_keras.models.input_checks import check_array_inputs
 from bert_keras.models.input_checks import check_class_ids
 from bert_keras.models.input_checks import check_one_label_per_example
 from bert_keras.models.input_checks import check_positive_count
+from bert_keras.models.input_checks import check_sequence_widths
 from bert_keras.models.input_checks import check_token_ids
 from bert_keras.models.text_inputs import DEFAULT_BATCH_SIZE
 from bert_keras.models.text_inputs import TextPacker
@@ -598,6 +599,7 @@ class BertTask(keras.Model):
         """
         check_array_inputs(x, y, sample_weight, batch_size, source)
         check_token_ids(x, self.backbone.vocabulary_size, self.backbone.num_segments, f"{source}x")
+        check_sequence_widths(x, self.backbone.max_sequence_length, f"{source}x")
         loss = self.loss
         if y is None or not self.label_classes or isinstance(y, dict):
             return

@@ -14,6 +14,8 @@ import numpy as np
 from bert_keras.models.text_inputs import holds_text
 
 _SHOWN_CHARACTERS = 40
+# The backbone inputs with a sequence axis, last.
+_SEQUENCE_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 
 
 def check_array_inputs(x, y=None, sample_weight=None, batch_size=None, source=""):
@@ -115,6 +117,54 @@ def check_token_ids(inputs, vocabulary_size, num_segments, name="x"):
                 f"{name}[{key!r}] holds the id {ids[index]} (at index {index}); ids run from 0 "
                 f"to {size - 1} ({limit_name} {size})."
             )
+
+
+def check_sequence_widths(inputs, max_sequence_length, name="x"):
+    """Raises a ValueError where `inputs`' token ids, segment ids or mask are wider than allowed.
+
+    Checked before Keras' `fit`, `evaluate` or `predict` loop: inside it the
+    backbone raises the same error while tracing, and on jax Keras has by
+    then taken the weights off the model's variables for the loop and never
+    puts them back, so every later call fails. The last axis is the
+    sequence (`[batch, seq]`, or `[batch, num_choices, seq]`); arrays,
+    lists and tensors of known shape are checked, anything else passes.
+
+    Args:
+        inputs: a backbone's input dict (anything else passes).
+        max_sequence_length: the backbone's positions.
+        name: what `inputs` is called in the error.
+
+    Example:
+    >>> import numpy as np
+    >>> check_sequence_widths({"token_ids": np.zeros((2, 8), "int32")}, 8)
+    >>> check_sequence_widths({"token_ids": np.zeros((2, 9), "int32")}, 8)
+    Traceback (most recent call last):
+    ...
+    ValueError: max_sequence_length is 8 but x['token_ids'] has 9 positions (shape (2, 9)).
+    """
+    if not isinstance(inputs, dict):
+        return
+    for key in _SEQUENCE_INPUTS:
+        shape = _shape(inputs.get(key))
+        if shape and shape[-1] is not None and shape[-1] > max_sequence_length:
+            raise ValueError(
+                f"max_sequence_length is {max_sequence_length} but {name}[{key!r}] has "
+                f"{shape[-1]} positions (shape {tuple(shape)})."
+            )
+
+
+def _shape(array):
+    """The shape of an array, tensor or rectangular nested list; None for anything else."""
+    if isinstance(array, (list, tuple)):
+        try:
+            return np.shape(array)
+        except ValueError:  # ragged lists
+            return None
+    shape = getattr(array, "shape", None)
+    try:
+        return None if shape is None else tuple(shape)
+    except (TypeError, ValueError):  # a TensorShape of unknown rank
+        return None
 
 
 def check_class_ids(y, num_classes, name="y", ignored_label=None):

@@ -98,6 +98,51 @@ class TestBertBackbone(TestCase):
         with pytest.raises(ValueError, match="max_sequence_length is 16 but token_ids has 17"):
             backbone(long_inputs)
 
+    @pytest.mark.parametrize("method", ["predict", "evaluate", "fit"])
+    def test_too_long_arrays_are_refused_before_keras_loop_which_keeps_the_weights(self, method):
+        """On jax an error raised while Keras' loop traces leaves the variables without values."""
+        backbone = tiny_backbone()
+        backbone.compile(loss="mse")
+        long_inputs = {name: np.zeros((1, 17), "int32") for name in INPUTS}
+        targets = {"sequence_output": np.zeros((1, 17, 8)), "pooled_output": np.zeros((1, 8))}
+        arguments = (long_inputs,) if method == "predict" else (long_inputs, targets)
+        with pytest.raises(
+            ValueError, match=r"max_sequence_length is 16 but x\['token_ids'\] has 17"
+        ):
+            getattr(backbone, method)(*arguments, verbose=0)
+        expected = _numpy(backbone(INPUTS))["pooled_output"]
+        np.testing.assert_allclose(
+            backbone.predict(INPUTS, verbose=0)["pooled_output"], expected, atol=1e-5
+        )
+
+    @pytest.mark.parametrize(
+        "name, value, message",
+        [
+            (
+                "token_ids",
+                40,
+                r"x\['token_ids'\] holds the id 40 \(at index \(1, 3\)\); ids run from 0 to 39",
+            ),
+            ("token_ids", -1, r"x\['token_ids'\] holds the id -1 "),
+            ("segment_ids", 2, r"x\['segment_ids'\] holds the id 2 .*\(num_segments 2\)"),
+        ],
+    )
+    def test_ids_off_the_embedding_tables_are_errors_in_keras_loops(self, name, value, message):
+        """Traced, the ids cannot be read: jax gathers NaN for them, the others fail unclearly."""
+        backbone = tiny_backbone()
+        backbone.compile(loss="mse")
+        inputs = {key: array.copy() for key, array in INPUTS.items()}
+        inputs[name][1, 3] = value
+        targets = {"sequence_output": np.zeros((2, 8, 8)), "pooled_output": np.zeros((2, 8))}
+        with pytest.raises(ValueError, match=message):
+            backbone.predict(inputs, verbose=0)
+        with pytest.raises(ValueError, match=message):
+            backbone.evaluate(inputs, targets, verbose=0)
+        with pytest.raises(ValueError, match=message):
+            backbone.fit(inputs, targets, verbose=0)
+        with pytest.raises(ValueError, match=rf"validation_data\[0\]{message[1:]}"):
+            backbone.fit(INPUTS, targets, validation_data=(inputs, targets), verbose=0)
+
     @pytest.mark.parametrize("keys", [["token_ids", "segment_ids"], [*INPUTS, "labels"]])
     def test_missing_or_extra_keys_list_the_expected_ones(self, keys):
         backbone = tiny_backbone()

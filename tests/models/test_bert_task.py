@@ -61,6 +61,28 @@ def test_ids_off_the_embedding_tables_and_a_too_long_preprocessor_are_errors(voc
         BertClassifier(backbone, 2, preprocessor=_preprocessor(vocabulary_file, 32))
 
 
+def test_too_long_token_ids_are_refused_before_keras_loop_which_keeps_the_weights(
+    vocabulary_file,
+):
+    """On jax an error raised while Keras' loop traces leaves the variables without values."""
+    classifier = _classifier(vocabulary_file, max_sequence_length=16)
+    classifier.compile()
+    inputs = {name: np.ones((2, 17), "int32") for name in ("token_ids", "padding_mask")}
+    inputs["segment_ids"] = np.zeros((2, 17), "int32")
+    message = r"max_sequence_length is 16 but x\['token_ids'\] has 17 positions \(shape \(2, 17\)\)"
+    with pytest.raises(ValueError, match=message):
+        classifier.predict(inputs, verbose=0)
+    with pytest.raises(ValueError, match=message):
+        classifier.fit(inputs, np.array([0, 1]), verbose=0)
+    with pytest.raises(ValueError, match=message):
+        classifier.predict_on_batch(inputs)
+    texts = ["good", "bad"]
+    expected = keras.ops.convert_to_numpy(
+        classifier({k: v.numpy() for k, v in classifier.preprocessor(tf.constant(texts)).items()})
+    )
+    np.testing.assert_allclose(classifier.predict(texts, verbose=0), expected, atol=1e-5)
+
+
 def _toy_sentiment(count, seed=0):
     """Three-word sentences of positive (label 1) or negative (label 0) words."""
     rng = np.random.default_rng(seed)
