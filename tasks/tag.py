@@ -9,7 +9,8 @@ Flags follow the original run_classifier.py, so its command lines carry over:
 
 --data_dir holds train.txt, valid.txt (or dev.txt) and test.txt: one word per
 line, its tag in the last column, a blank line between sentences, -DOCSTART-
-lines skipped. Any tag set: entity tags in IOB1, IOB2 or IOBES (the scheme is
+lines skipped; test.txt, the text --do_predict tags, may be words alone, one
+a line. Any tag set: entity tags in IOB1, IOB2 or IOBES (the scheme is
 detected and reported), or others such as part of speech. Each word is tagged
 on its first word piece; sentences longer than --max_seq_length become
 overlapping windows, so every word gets a tag. Tag accuracy and, for entity

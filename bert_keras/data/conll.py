@@ -4,8 +4,9 @@ One word per line, whitespace-separated columns, the tag in the last one
 (`EU NNP B-NP B-ORG`); a blank line ends a sentence; `-DOCSTART-` lines mark
 documents and are skipped, as is a UTF-8 byte-order mark. Any tag set is
 read: entity (chunk) tags, "O" or a prefix (B, I, E, S) and a type ("B-PER")
-in IOB1, IOB2 or IOBES, or others such as part-of-speech tags ("NNP"). A line
-without a tag is an error naming the file and the line.
+in IOB1, IOB2 or IOBES, or others such as part-of-speech tags ("NNP"). Text to
+tag may be words alone, one a line. A line without a tag where tags are read
+is an error naming the file and the line.
 """
 
 import dataclasses
@@ -30,30 +31,33 @@ class TaggedSentence:
 
     Attributes:
         words: the words (first column).
-        tags: the tags (last column).
+        tags: the tags (last column), or None when read untagged.
         lines: the lines as read, without the line break.
         line_numbers: 1-based line number of each word.
     """
 
     words: tuple
-    tags: tuple
+    tags: tuple | None
     lines: tuple
     line_numbers: tuple
 
 
-def read_conll(path, limit=None):
+def read_conll(path, limit=None, tagged=True):
     """Reads the sentences of a CoNLL file.
 
     Args:
         path: the file, UTF-8 (with or without a byte-order mark).
         limit: read at most this many sentences.
+        tagged: whether each word has its tag (the last column). When False
+            the words alone are read (the first column), from text to tag
+            with or without tags; `tags` is then None.
 
     Returns:
         A list of `TaggedSentence`.
 
     Raises:
-        ValueError: a line has fewer than two columns, naming the file and
-            the line; or the file holds no sentence.
+        ValueError: `tagged` and a line has fewer than two columns, naming
+            the file and the line; or the file holds no sentence.
 
     Example:
     >>> import os, tempfile
@@ -62,6 +66,9 @@ def read_conll(path, limit=None):
     ...     "-DOCSTART- -X- O O\\n\\nEU NNP B-ORG\\nrejects VBZ O\\n\\nPeter NNP B-PER\\n")
     >>> [(s.words, s.tags) for s in read_conll(path)]
     [(('EU', 'rejects'), ('B-ORG', 'O')), (('Peter',), ('B-PER',))]
+    >>> _ = open(path, "w").write("EU\\nrejects\\n\\nPeter\\n")
+    >>> [(s.words, s.tags) for s in read_conll(path, tagged=False)]
+    [(('EU', 'rejects'), None), (('Peter',), None)]
     """
     sentences, current = [], []
     # utf-8-sig: a byte-order mark (Windows editors write one) would join the first word.
@@ -72,17 +79,19 @@ def read_conll(path, limit=None):
             if columns and columns[0] == DOCUMENT_START:
                 columns = []
             if columns:
-                current.append((columns[0], _tag(columns, path, line_number), line, line_number))
+                tag = _tag(columns, path, line_number) if tagged else None
+                current.append((columns[0], tag, line, line_number))
                 continue
             if current:
-                sentences.append(_sentence(current))
+                sentences.append(_sentence(current, tagged))
                 current = []
             if limit is not None and len(sentences) >= limit:
                 return sentences
     if current:
-        sentences.append(_sentence(current))
+        sentences.append(_sentence(current, tagged))
     if not sentences:
-        raise ValueError(f"{path} holds no sentences: one word and its tag per line.")
+        what = "one word and its tag" if tagged else "one word"
+        raise ValueError(f"{path} holds no sentences: {what} per line.")
     return sentences[:limit] if limit is not None else sentences
 
 
@@ -164,6 +173,6 @@ def _tag(columns, path, line_number):
     return columns[-1]
 
 
-def _sentence(rows):
+def _sentence(rows, tagged):
     words, tags, lines, line_numbers = zip(*rows)
-    return TaggedSentence(words, tags, lines, line_numbers)
+    return TaggedSentence(words, tags if tagged else None, lines, line_numbers)

@@ -37,7 +37,8 @@ class TaggingRun(FineTuningRun):
 
     Args:
         data_dir: directory of train.txt, valid.txt (or dev.txt), test.txt
-            (see `bert_keras.data.conll.SPLIT_FILES`).
+            (see `bert_keras.data.conll.SPLIT_FILES`); test.txt may hold
+            words alone.
         init_checkpoint: checkpoint directory; its vocab.txt and casing are
             used.
         output_dir: eval_results.json and predictions go here.
@@ -172,8 +173,12 @@ class TaggingRun(FineTuningRun):
         return results
 
     def predict(self, split, batch_size):
-        """Writes OUTPUT_DIR/predictions_{split}.txt: each line with its predicted tag appended."""
-        sentences = self._read(split)
+        """Writes OUTPUT_DIR/predictions_{split}.txt: each line with its predicted tag appended.
+
+        The split's file may be words alone, one a line (text to tag), or
+        tagged as train's: its words are read, any tags ignored.
+        """
+        sentences = read_conll(split_path(self.data_dir, split), tagged=False)
         self._write_predictions(split, sentences, self._predict_tags(sentences, batch_size))
 
     def _windows(self, sentences, word_labels=None):

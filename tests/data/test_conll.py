@@ -60,6 +60,15 @@ def test_any_tag_set_is_read_and_only_entity_tags_have_a_scheme(tmp_path):
     assert not any(map(is_entity_tag, ("NNP", "X-ORG", "B-", "-LRB-")))
 
 
+def test_text_to_tag_is_read_as_words_alone(tmp_path):
+    path = _write(tmp_path, "-DOCSTART-\n\nEU\nrejects\n\nPeter NNP B-PER\n", "test.txt")
+    sentences = read_conll(path, tagged=False)
+    assert [(s.words, s.tags) for s in sentences] == [(("EU", "rejects"), None), (("Peter",), None)]
+    assert sentences[1].lines == ("Peter NNP B-PER",) and sentences[0].line_numbers == (3, 4)
+    with pytest.raises(ValueError, match=r"test\.txt:3: expected a word and a tag"):
+        read_conll(path)
+
+
 def test_split_files_by_their_usual_names(tmp_path):
     _write(tmp_path, "a O\n", "dev.txt")
     _write(tmp_path, "a O\n", "eng.testb")

@@ -139,6 +139,18 @@ def test_entity_tags_mixed_with_others_are_scored_by_accuracy_with_a_warning(
     assert "(the tags of neither kind: ['0', 'B_PER'])" in caplog.text
 
 
+def test_prediction_tags_words_alone(tiny_checkpoint, tmp_path):
+    data, output = tmp_path / "data", tmp_path / "output"
+    data.mkdir()
+    (data / "train.txt").write_text("Alice B-PER\nmet O\nBob B-PER\n")
+    (data / "test.txt").write_text("-DOCSTART-\n\nAlice\nmet\nBob\n\nRome\n")
+    run = TaggingRun(str(data), tiny_checkpoint, str(output), max_seq_length=16)
+    run.predict("test", batch_size=2)
+    predicted = read_conll(str(output / "predictions_test.txt"))
+    assert [s.words for s in predicted] == [("Alice", "met", "Bob"), ("Rome",)]
+    assert {tag for s in predicted for tag in s.tags} <= {"O", "B-PER"}
+
+
 def test_program_flags_are_checked(tmp_path):
     completed = subprocess.run(
         [sys.executable, "-m", "tasks.tag", "--data_dir=x", "--output_dir=y", "--do_train"],
