@@ -31,7 +31,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     on JAX in 16-bit precision); elsewhere the scores are computed
     explicitly, softmax in float32, and the layer's `Dropout` draws the mask
     (on torch's CPU the fused kernel is the same unfused maths, with a
-    costlier mask).
+    costlier mask). Float16 under JAX on a CPU, which XLA's fused attention
+    refuses, takes the explicit path too.
 
     cuDNN's dropout on JAX needs XLA to run cuDNN outside its CUDA graphs
     (`XLA_FLAGS=--xla_gpu_enable_command_buffer=-CUDNN`): jaxlib 0.11.2
@@ -124,7 +125,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
                 attention_mask, fused = _cudnn_attention_mask(attention_mask, query, key)
         if not training and attention_steps_pay(query, key):
             context = attention_in_steps(query, key, value, attention_mask)
-        elif not (training and self.dropout > 0):
+        elif not (training and self.dropout > 0) and not _fused_attention_refused(query):
             context = ops.dot_product_attention(
                 query, key, value, mask=attention_mask, flash_attention=fused
             )
@@ -204,6 +205,19 @@ def _cudnn_attention_mask(attention_mask, query, key):
         return attention_mask, False
     batch = ops.shape(query)[0]
     return ops.broadcast_to(attention_mask, (batch, 1, queries, keys)), None
+
+
+def _fused_attention_refused(query):
+    """Whether the backend's fused attention cannot take `query`: float16 in XLA on a CPU.
+
+    JAX's `dot_product_attention` asks for float32 accumulation, which XLA's
+    CPU `dot_general` refuses for float16 inputs once compiled.
+    """
+    if keras.backend.backend() != "jax" or query.dtype != "float16":
+        return False
+    import jax
+
+    return jax.default_backend() == "cpu"
 
 
 def _cudnn_attention_drops(query):
