@@ -21,15 +21,22 @@ from absl import flags
 from benchmarks import common
 from benchmarks import flag_checks
 from benchmarks import measurements
+from bert_keras.models.presets import BACKBONE_PRESETS
 from bert_keras.training.host_memory import restart_with_training_malloc
 
 BACKENDS = common.KERAS_BACKENDS
 
 _BACKENDS = flags.DEFINE_list("backends", list(BACKENDS), "Keras backends to measure.")
 flag_checks.require_known_names(_BACKENDS, BACKENDS)
+flag_checks.require_some(_BACKENDS)
 _SIZES = flags.DEFINE_list("sizes", ["bert_tiny", "bert_small"], "Presets to measure.")
-_DTYPE = flags.DEFINE_string(
-    "dtype", "float32", "Keras dtype policy of both backbones, e.g. mixed_bfloat16."
+flag_checks.require_known_names(_SIZES, tuple(BACKBONE_PRESETS))
+flag_checks.require_some(_SIZES)
+_DTYPE = flags.DEFINE_enum(
+    "dtype",
+    "float32",
+    ["float32", "mixed_bfloat16", "mixed_float16", "bfloat16", "float16"],
+    "Keras dtype policy of both backbones.",
 )
 _WORKER = flags.DEFINE_string("worker_backend", None, "Internal: measure in this process.")
 

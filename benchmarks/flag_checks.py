@@ -8,6 +8,8 @@ import os
 
 from absl import flags
 
+from bert_keras.atomic_files import file_in_the_way
+
 
 def require_known_names(flag, known):
     """Makes absl refuse a list flag holding a name outside `known`, listing the known ones.
@@ -64,3 +66,53 @@ def require_directory(flag):
     flags.register_validator(
         flag, lambda path: path is None or os.path.isdir(path), "no such directory"
     )
+
+
+def require_some(flag):
+    """Makes absl refuse a list flag set to no names.
+
+    Example:
+    >>> flag_values = flags.FlagValues()
+    >>> sizes = flags.DEFINE_list("sizes", ["tiny"], "Sizes.", flag_values=flag_values)
+    >>> require_some(sizes)
+    >>> try:
+    ...     flag_values(["program", "--sizes="])
+    ... except flags.IllegalFlagValueError as error:
+    ...     print(error)
+    flag --sizes=[]: names nothing to measure
+    """
+    flags.register_validator(flag, bool, "names nothing to measure")
+
+
+def require_writable_path(flag, directory=False):
+    """Makes absl refuse an output path that a file stands in the way of, before anything runs.
+
+    Args:
+        flag: a string flag naming a file (or, with `directory`, a directory)
+            that the program writes at its end.
+        directory: whether the flag names a directory.
+
+    Example:
+    >>> import tempfile
+    >>> a_file = tempfile.mkstemp()[1]
+    >>> flag_values = flags.FlagValues()
+    >>> output = flags.DEFINE_string("output", None, "A file.", flag_values=flag_values)
+    >>> require_writable_path(output)
+    >>> try:
+    ...     flag_values(["program", f"--output={a_file}/rows.json"])
+    ... except flags.IllegalFlagValueError as error:
+    ...     print(str(error).endswith("is a file, so this cannot be written"))
+    True
+    """
+
+    def check(path):
+        if not path:
+            return True
+        if not directory and os.path.isdir(path):
+            raise flags.ValidationError("is a directory; name a file")
+        blocking = file_in_the_way(path if directory else os.path.dirname(os.path.abspath(path)))
+        if blocking is not None:
+            raise flags.ValidationError(f"{blocking} is a file, so this cannot be written")
+        return True
+
+    flags.register_validator(flag, check)

@@ -20,11 +20,13 @@ import json
 
 from absl import flags
 
+from benchmarks import flag_checks
 from bert_keras.atomic_files import write_text
 
 JSON_OUTPUT = flags.DEFINE_string(
     "json_output", None, "Also write the measurements as a JSON list of rows to this file."
 )
+flag_checks.require_writable_path(JSON_OUTPUT)
 
 
 def measurement(

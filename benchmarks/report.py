@@ -160,6 +160,7 @@ _QUICK = flags.DEFINE_bool("quick", False, "Small sizes and few rounds: minutes,
 _OUTPUT_DIR = flags.DEFINE_string(
     "output_dir", os.path.join(REPOSITORY, "build", "bench"), "Where the report goes."
 )
+flag_checks.require_writable_path(_OUTPUT_DIR, directory=True)
 _ONLY = flags.DEFINE_list("only", [], "Run only these benchmarks (default: all).")
 flag_checks.require_known_names(_ONLY, [benchmark.name for benchmark in BENCHMARKS])
 _PUBLISH = flags.DEFINE_bool(

@@ -60,6 +60,7 @@ _BACKENDS = flags.DEFINE_list(
     "sst2_backends", ["jax", "tensorflow", "torch"], "Keras backends to run tasks.classify on."
 )
 flag_checks.require_known_names(_BACKENDS, common.KERAS_BACKENDS)
+flag_checks.require_some(_BACKENDS)
 _SEED = flags.DEFINE_integer(
     "sst2_seed", 0, "Seed of every program's initialisation, shuffling and dropout."
 )
