@@ -16,7 +16,8 @@ on its first word piece; sentences longer than --max_seq_length become
 overlapping windows, so every word gets a tag. Tag accuracy and, for entity
 tags, entity precision/recall/F1 as conlleval computes them go to
 OUTPUT_DIR/eval_results.json; OUTPUT_DIR/predictions_{dev,test}.txt repeat
-the input lines with the predicted tag appended (conlleval's input).
+the input lines with the predicted tag appended (conlleval's input), after a
+tab where a line's columns are tab-separated, else a space.
 """
 
 from absl import app

@@ -175,6 +175,9 @@ class TaggingRun(FineTuningRun):
     def predict(self, split, batch_size):
         """Writes OUTPUT_DIR/predictions_{split}.txt: each line with its predicted tag appended.
 
+        The tag follows a tab where the line's columns are tab-separated,
+        else a space (conlleval reads either).
+
         The split's file may be words alone, one a line (text to tag), or
         tagged as train's: its words are read, any tags ignored.
         """
@@ -204,7 +207,7 @@ class TaggingRun(FineTuningRun):
 
     def _write_predictions(self, split, sentences, predicted):
         blocks = [
-            "".join(f"{line} {tag}\n" for line, tag in zip(sentence.lines, tags))
+            "".join(f"{line}{_separator(line)}{tag}\n" for line, tag in zip(sentence.lines, tags))
             for sentence, tags in zip(sentences, predicted)
         ]
         self.write_file(f"predictions_{split}.txt", "\n".join(blocks))
@@ -217,6 +220,11 @@ def _ordered(tags):
     else:
         others = sorted(tags - {"O"})
     return (["O"] if "O" in tags else []) + others
+
+
+def _separator(line):
+    """What joins the line's columns: a tab-separated file stays one for a TSV reader."""
+    return "\t" if "\t" in line else " "
 
 
 def _warn_of_mixed_tags(path, sentences):

@@ -151,6 +151,22 @@ def test_prediction_tags_words_alone(tiny_checkpoint, tmp_path):
     assert {tag for s in predicted for tag in s.tags} <= {"O", "B-PER"}
 
 
+def test_predictions_keep_the_input_separator(tiny_checkpoint, tmp_path):
+    data, output = tmp_path / "data", tmp_path / "output"
+    data.mkdir()
+    (data / "train.txt").write_text("Alice\tNNP\tB-PER\nmet\tVBD\tO\n\nBob B-PER\n")
+    (data / "valid.txt").write_text("Alice\tNNP\tB-PER\nmet\tVBD\tO\n\nBob B-PER\n")
+    run = TaggingRun(str(data), tiny_checkpoint, str(output), max_seq_length=16)
+    run.evaluate("dev", batch_size=2)
+    lines = (output / "predictions_dev.txt").read_text().splitlines()
+    assert [line.split("\t")[:3] for line in lines[:2]] == [
+        ["Alice", "NNP", "B-PER"],
+        ["met", "VBD", "O"],
+    ]
+    assert [len(line.split("\t")) for line in lines] == [4, 4, 1, 1]  # then a blank line
+    assert lines[3].split(" ")[:2] == ["Bob", "B-PER"] and len(lines[3].split(" ")) == 3
+
+
 def test_program_flags_are_checked(tmp_path):
     completed = subprocess.run(
         [sys.executable, "-m", "tasks.tag", "--data_dir=x", "--output_dir=y", "--do_train"],
