@@ -13,7 +13,10 @@ original release, bert_keras's own); its vocab.txt and casing come with it.
 `text`, optional `text_pair` and `label` (a test file may leave it out); the
 classes are the train file's labels, in the order of the checkpoint's head
 (config.json id2label) where it names the same classes (ignoring case), or
-without a train file the checkpoint's.
+without a train file the checkpoint's (a 1-output head: a regression). The
+files --do_train, --do_eval and --do_predict read are checked before the model
+is built; scoring without --do_train needs a checkpoint whose classifier head
+fits the data.
 Metrics go to OUTPUT_DIR/eval_results.json, predictions to
 OUTPUT_DIR/predictions_{split}.tsv.
 """
@@ -40,7 +43,17 @@ def main(argv):
     with long_lived_objects():
         from bert_keras.finetuning.classification import ClassificationRun
 
-    run_steps(functools.partial(ClassificationRun, _TASK_NAME.value), _FLAGS)
+    # The files the steps read, checked before the model is built, not after training.
+    splits = [
+        split
+        for split, flag in (
+            ("train", _FLAGS.do_train),
+            ("dev", _FLAGS.do_eval),
+            ("test", _FLAGS.do_predict),
+        )
+        if flag.value
+    ]
+    run_steps(functools.partial(ClassificationRun, _TASK_NAME.value, splits=splits), _FLAGS)
 
 
 if __name__ == "__main__":

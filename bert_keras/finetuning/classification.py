@@ -20,6 +20,9 @@ from bert_keras.finetuning.run import seconds_since
 from bert_keras.models.bert_classifier import BertClassifier
 from bert_keras.text.preprocessor import BertPreprocessor
 
+# The flag that reads each split, for messages.
+_STEP_FLAGS = {"train": "--do_train", "dev": "--do_eval", "test": "--do_predict"}
+
 
 def in_checkpoint_order(data_labels, checkpoint_labels):
     """The data's class names in the order of a checkpoint head's names for them, or None.
@@ -59,6 +62,15 @@ class ClassificationRun(FineTuningRun):
         seed: seeds Keras, shuffling and dropout.
         execution: an `Execution` (see `FineTuningRun`).
         bucket_by_length: batch training texts by length (see `FineTuningRun`).
+        splits: the splits the program's steps read ("train", "dev" and
+            "test" for --do_train, --do_eval and --do_predict): their files
+            are checked when the run is built, before any training, and
+            without "train" the checkpoint's classifier head must fit the
+            data. None: the files there are checked, and scoring a head with
+            random weights is only warned about.
+
+    A checkpoint's 1-output classifier head makes a regression where no
+    train file names classes, as transformers takes a head of num_labels 1.
 
     Example:
     >>> from bert_keras.models.bert_backbone import BertBackbone
@@ -82,6 +94,7 @@ class ClassificationRun(FineTuningRun):
         init_checkpoint,
         output_dir,
         max_seq_length=None,
+        splits=None,
         **options,
     ):
         self.task_name = task_name.lower()
@@ -90,18 +103,38 @@ class ClassificationRun(FineTuningRun):
                 f"Unknown task_name {task_name!r}; known: {sorted(GLUE_TASKS)} or 'csv'."
             )
         super().__init__(data_dir, init_checkpoint, output_dir, max_seq_length, **options)
+        self.splits = None if splits is None else tuple(splits)
+        for split in self.splits or ():
+            if not self._has_file(split):
+                raise ValueError(f"{_STEP_FLAGS[split]} reads {self._missing_file(split)}.")
+        head = self.checkpoint.head_weights.get("classifier")
+        head_outputs = None if head is None else head["bias"].shape[-1]
         checkpoint_labels = self.checkpoint_label_names("classifier")
+        if checkpoint_labels:  # run_glue names a csv task's integer classes by ints
+            checkpoint_labels = [str(name) for name in checkpoint_labels]
+        # Whether the csv files have a text_pair column: the train file's, or an export's.
+        self._text_pair, self._text_pair_source = None, None
+        if not self._has("train"):
+            self._text_pair = self.checkpoint.task_config.get("text_pair")
+            self._text_pair_source = init_checkpoint
         if self._has("train"):
             data_labels = self._data_label_names()  # () for a regression
+        elif head_outputs == 1:  # a regression, as transformers takes a head of num_labels 1
+            data_labels = ()
         elif checkpoint_labels:  # a fine-tuned model, to score or predict with
             data_labels = tuple(checkpoint_labels)
         else:
             raise FileNotFoundError(
                 f"No train.csv or train.tsv in {data_dir}, and {init_checkpoint} names no "
-                "classes (id2label): a csv task's labels come from one of them."
+                "classes (id2label) and has no 1-output (regression) classifier head: a csv "
+                "task's labels come from one of them."
             )
         in_head_order = checkpoint_labels and in_checkpoint_order(data_labels, checkpoint_labels)
-        if checkpoint_labels and data_labels and not in_head_order:
+        self.label_names = tuple(in_head_order or data_labels)
+        num_classes = max(len(self.label_names), 1)
+        self.head_loaded = head_outputs == num_classes
+        self._trained = False
+        if self.head_loaded and checkpoint_labels and data_labels and not in_head_order:
             logging.warning(
                 "%s's classifier head names the classes %s, the data %s: its outputs are "
                 "taken in the data's order, as transformers' run_glue takes them.",
@@ -109,23 +142,57 @@ class ClassificationRun(FineTuningRun):
                 checkpoint_labels,
                 list(data_labels),
             )
-        self.label_names = tuple(in_head_order or data_labels)
-        # Splits whose labels may name classes train lacks (GLUE's test files have no labels).
-        labelled = ("dev",) if self.task_name in GLUE_TASKS else ("dev", "test")
-        for split in labelled:
-            if self._has_file(split):
-                self._read(split)  # a label that train lacks is an error now, not after training
+        if head is not None and not self.head_loaded:
+            message = self._head_misfit(init_checkpoint, head_outputs, checkpoint_labels)
+            if self.splits is not None and "train" not in self.splits:
+                raise ValueError(f"{message}; --do_train trains one, or give a fine-tuned head.")
+            logging.warning("%s; the run trains a new one from random weights.", message)
+        elif head is None and self.splits is not None and "train" not in self.splits:
+            raise ValueError(
+                f"{init_checkpoint} has no classifier head, so --do_eval and --do_predict "
+                "without --do_train would score one with random weights; --do_train trains "
+                "one, or give a fine-tuned checkpoint."
+            )
+        # Read now, so that a bad label or column is an error before training, not after it.
+        for split in self._checked_splits():
+            examples = self._read(split)
+            if split == "dev" and self.splits is not None and None in examples.labels:
+                raise ValueError(
+                    f"--do_eval scores {self._expected_file(split)}, which has no label column."
+                )
         self.preprocessor = BertPreprocessor(self.tokenizer, sequence_length=self.max_seq_length)
-        num_classes = max(len(self.label_names), 1)
         self.model = self.build_model(
             lambda backbone: BertClassifier(backbone, num_classes=num_classes), "classifier"
         )
+
+    def _head_misfit(self, init_checkpoint, head_outputs, checkpoint_labels):
+        """Why the checkpoint's classifier head is not loaded: its size against the data's."""
+        head = f"{init_checkpoint}'s classifier head has {head_outputs} outputs"
+        if checkpoint_labels:
+            head += f" (classes {checkpoint_labels})"
+        if not self.label_names:
+            return f"{head}, but the data is a regression (1 output): it is not loaded"
+        return (
+            f"{head}, but the data has {len(self.label_names)} classes "
+            f"{list(self.label_names)}: it is not loaded"
+        )
+
+    def _checked_splits(self):
+        """The dev and test splits read when the run is built: those asked for, or those there."""
+        if self.splits is not None:
+            return [split for split in ("dev", "test") if split in self.splits]
+        # GLUE's test files have no labels; a csv test file's may name classes train lacks.
+        labelled = ("dev",) if self.task_name in GLUE_TASKS else ("dev", "test")
+        return [split for split in labelled if self._has_file(split)]
 
     def _data_label_names(self):
         """The task's classes: GLUE's by name, a csv task's from its train file."""
         if self.task_name in GLUE_TASKS:
             return GLUE_TASKS[self.task_name].labels
-        return self._read_labelled("train", None).label_names
+        examples = self._read_labelled("train", None)
+        self._text_pair = examples.texts_b is not None
+        self._text_pair_source = self._generic_path("train")
+        return examples.label_names
 
     def _has(self, split):
         """Whether the split can be read: a GLUE task's always names its classes."""
@@ -136,6 +203,18 @@ class ClassificationRun(FineTuningRun):
         if self.task_name in GLUE_TASKS:
             return os.path.isfile(glue_path(self.task_name, self.data_dir, split))
         return bool(self._generic_path(split))
+
+    def _expected_file(self, split):
+        """The split's file (for messages)."""
+        if self.task_name in GLUE_TASKS:
+            return glue_path(self.task_name, self.data_dir, split)
+        return self._generic_path(split)
+
+    def _missing_file(self, split):
+        """What a missing split's file would be called (for messages)."""
+        if self.task_name in GLUE_TASKS:
+            return f"{self._expected_file(split)}, which is not there"
+        return f"{split}.csv or {split}.tsv, but {self.data_dir} has neither"
 
     def _generic_path(self, split):
         matches = sorted(glob.glob(os.path.join(self.data_dir, f"{split}.[ct]sv")))
@@ -151,7 +230,15 @@ class ClassificationRun(FineTuningRun):
         path = self._generic_path(split)
         if path is None:
             raise FileNotFoundError(f"No {split}.csv or {split}.tsv in {self.data_dir}.")
-        return read_generic(path, label_names=label_names, limit=limit)
+        examples = read_generic(path, label_names=label_names, limit=limit)
+        has_pair = examples.texts_b is not None
+        if self._text_pair is not None and has_pair != self._text_pair:
+            raise ValueError(
+                f"{path}:1: the header {'names' if has_pair else 'has no'} text_pair column, "
+                f"but {self._text_pair_source} {'has' if self._text_pair else 'has none'}: "
+                "a model reads text pairs or single texts, not both."
+            )
+        return examples
 
     def train(
         self, batch_size, learning_rate, num_epochs, warmup_proportion=0.1, limit=None, verbose=2
@@ -162,6 +249,7 @@ class ClassificationRun(FineTuningRun):
         `FineTuningRun.export`).
         """
         examples = self._read("train", limit=limit)
+        self._trained = True
         dataset = classification_dataset(
             self.preprocessor,
             examples,
@@ -191,6 +279,7 @@ class ClassificationRun(FineTuningRun):
     def evaluate(self, split, batch_size):
         """Scores `split` with the task's GLUE metrics; writes eval_results.json."""
         start = time.perf_counter()
+        self._warn_if_head_untrained()
         examples = self._read(split)
         if None in examples.labels:
             raise ValueError(
@@ -213,8 +302,17 @@ class ClassificationRun(FineTuningRun):
 
     def predict(self, split, batch_size):
         """Writes predictions for an unlabelled split."""
+        self._warn_if_head_untrained()
         examples = self._read(split)
         self._write_predictions(split, self._predict_examples(examples, batch_size))
+
+    def _warn_if_head_untrained(self):
+        if not (self.head_loaded or self._trained):
+            logging.warning(
+                "Scoring a classifier head with random weights: %s had none that fits and this "
+                "run has not trained one.",
+                self.checkpoint.directory,
+            )
 
     def _predict_examples(self, examples, batch_size):
         logits = self.predict_features(
