@@ -35,10 +35,21 @@ def utf8_records(records, path):
     try:
         yield from records
     except UnicodeDecodeError:
-        line_number, line = _first_undecodable_line(path)
-        raise ValueError(
-            f"{path}:{line_number}: {line!r} is not UTF-8; save the file as UTF-8."
-        ) from None
+        raise not_utf8_error(path) from None
+
+
+def not_utf8_error(path):
+    """A ValueError naming the first line of `path` that is not UTF-8, to raise on a decoding error.
+
+    Example:
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "latin1.json")
+    >>> _ = open(path, "wb").write(b'{"text":\\n "caf\\xe9"}')
+    >>> print(not_utf8_error(path))
+    /...latin1.json:2: b' "caf\\xe9"}' is not UTF-8; save the file as UTF-8.
+    """
+    line_number, line = _first_undecodable_line(path)
+    return ValueError(f"{path}:{line_number}: {line!r} is not UTF-8; save the file as UTF-8.")
 
 
 def _first_undecodable_line(path):

@@ -17,6 +17,8 @@ import unicodedata
 import numpy as np
 from absl import logging
 
+from bert_keras.data.delimited_text import not_utf8_error
+
 # Questions and contexts are tokenized this many at a time: bounded memory,
 # few eager TensorFlow calls.
 _TOKENIZE_BATCH = 1024
@@ -99,16 +101,22 @@ def read_squad(path, version_2_with_negative=False, is_training=False):
             dataset = json.load(file)
         except json.JSONDecodeError as error:
             raise ValueError(f"{path} is not valid JSON: {error}") from None
+        except UnicodeDecodeError:
+            raise not_utf8_error(path) from None
     if not isinstance(dataset, dict) or not isinstance(dataset.get("data"), list):
         raise ValueError(f'{path} has no "data" list; expected SQuAD JSON.')
     examples, seen_ids, skipped = [], set(), 0
     for article_index, article in enumerate(dataset["data"]):
-        for paragraph_index, paragraph in enumerate(article.get("paragraphs", ())):
+        where = f"{path}, data[{article_index}]"
+        paragraphs = _list_field(_object(article, where, "an article"), "paragraphs", where)
+        for paragraph_index, paragraph in enumerate(paragraphs):
             where = f"{path}, data[{article_index}].paragraphs[{paragraph_index}]"
+            _object(paragraph, where, "a paragraph")
             context = paragraph.get("context")
             if not isinstance(context, str):
                 raise ValueError(f'{where} has no "context" string.')
-            for qa in paragraph.get("qas", ()):
+            for qa_index, qa in enumerate(_list_field(paragraph, "qas", where)):
+                _object(qa, f"{where}.qas[{qa_index}]", "a question")
                 example = _read_question(qa, context, where, version_2_with_negative, is_training)
                 if example is None:  # a training answer not at its answer_start, warned about
                     skipped += 1
@@ -152,7 +160,7 @@ def _read_question(qa, context, where, version_2_with_negative, is_training):
             f"{where} is marked is_impossible, a SQuAD v2.0 question; read it "
             "with version_2_with_negative (--version_2_with_negative)."
         )
-    answers = () if is_impossible else qa.get("answers", ())
+    answers = () if is_impossible else _list_field(qa, "answers", where)
     if is_training and not is_impossible and not answers:
         raise ValueError(f"{where} has no answer; every training question needs one.")
     answers = tuple(
@@ -164,8 +172,35 @@ def _read_question(qa, context, where, version_2_with_negative, is_training):
     return SquadExample(question_id, qa["question"], context, answers, is_impossible)
 
 
+def _object(value, where, description):
+    """`value`, which must be a JSON object (a dict)."""
+    if not isinstance(value, dict):
+        raise ValueError(
+            f"{where}: {description} must be a JSON object, got {type(value).__name__}."
+        )
+    return value
+
+
+def _list_field(entry, name, where):
+    """`entry[name]`, which must be a JSON list; an empty one when absent."""
+    value = entry.get(name, [])
+    if not isinstance(value, list):
+        hint = ""
+        if isinstance(value, dict) and isinstance(value.get("text"), list):
+            hint = (
+                " (Hugging Face datasets' layout; SQuAD JSON lists answers as "
+                '[{"text": ..., "answer_start": ...}])'
+            )
+        raise ValueError(
+            f'{where}: its "{name}" must be a JSON list, got {type(value).__name__}{hint}.'
+        )
+    return value
+
+
 def _read_answer(answer, context, where, checked):
     """A `SquadAnswer`; `checked` (the one trained on): None when not at its answer_start."""
+    if not isinstance(answer, dict):
+        raise ValueError(f'{where}: answer {answer!r} must be a JSON object with a "text".')
     text, start = answer.get("text"), answer.get("answer_start")
     if not isinstance(text, str) or (checked and not isinstance(start, int)):
         needs = ' and an "answer_start" int' if checked else ""

@@ -14,6 +14,8 @@ import dataclasses
 import re
 
 from bert_keras.data import split_files
+from bert_keras.data.delimited_text import numbered_records
+from bert_keras.data.delimited_text import utf8_records
 
 # Names the splits go by: SWAG's own, then the generic ones.
 SPLIT_FILES = {
@@ -74,8 +76,8 @@ def read_swag(path, limit=None, labelled=True):
     """
     # utf-8-sig: a spreadsheet's byte-order mark is not part of the first column's name.
     with open(path, encoding="utf-8-sig", newline="") as file:
-        reader = csv.reader(file)
-        header = next(reader, None) or []
+        records = utf8_records(numbered_records(csv.reader(file)), path)
+        header = next(records, (1, []))[1]
         missing = [name for name in REQUIRED_COLUMNS if name not in header]
         if missing:
             raise ValueError(f"{path}:1: the header lacks the columns {missing}; found {header}.")
@@ -87,9 +89,7 @@ def read_swag(path, limit=None, labelled=True):
         )
         label_column = columns.get("label")
         examples = MultipleChoiceExamples([], [], [])
-        line_number = reader.line_num
-        for row in reader:
-            first_line, line_number = line_number + 1, reader.line_num
+        for first_line, row in records:
             if not any(cell.strip() for cell in row):
                 continue
             if limit is not None and len(examples) >= limit:

@@ -375,3 +375,55 @@ def test_answers_the_tokenizer_drops_are_named(tokenizer):
 def test_lengths_that_leave_no_context_are_refused(tokenizer):
     with pytest.raises(ValueError, match="max_seq_length 10 leaves no room"):
         squad_features([], tokenizer, max_seq_length=10, max_query_length=7)
+
+
+_QA = {"id": "q1", "question": "Where?", "answers": [{"text": "Paris", "answer_start": 3}]}
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ([[]], r"data\[0\]: an article must be a JSON object, got list"),
+        (
+            [{"paragraphs": {"context": "x"}}],
+            r'data\[0\]: its "paragraphs" must be a JSON list, got dict',
+        ),
+        (
+            [{"paragraphs": ["In Paris."]}],
+            r"paragraphs\[0\]: a paragraph must be a JSON object, got str",
+        ),
+        (
+            [{"paragraphs": [{"context": "In Paris.", "qas": ["q1"]}]}],
+            r"qas\[0\]: a question must be",
+        ),
+        (
+            [
+                {
+                    "paragraphs": [
+                        {
+                            "context": "In Paris.",
+                            "qas": [dict(_QA, answers={"text": ["Paris"], "answer_start": [3]})],
+                        }
+                    ]
+                }
+            ],
+            r"question 'q1': its \"answers\" must be a JSON list, got dict \(Hugging Face datasets'",
+        ),
+        (
+            [{"paragraphs": [{"context": "In Paris.", "qas": [dict(_QA, answers=["Paris"])]}]}],
+            r"question 'q1': answer 'Paris' must be a JSON object",
+        ),
+    ],
+)
+def test_entries_of_the_wrong_kind_are_named(tmp_path, data, message):
+    path = _write(tmp_path, {"data": data})
+    for is_training in (False, True):
+        with pytest.raises(ValueError, match=re.escape(path) + ", (data.*)?" + message):
+            read_squad(path, is_training=is_training)
+
+
+def test_a_file_that_is_not_utf8_names_its_line(tmp_path):
+    path = tmp_path / "dev.json"
+    path.write_bytes(b'{"data": [\n{"paragraphs": [{"context": "Caf\xe9"}]}]}')
+    with pytest.raises(ValueError, match=f"{path}:2: .* is not UTF-8; save the file as UTF-8"):
+        read_squad(str(path))

@@ -87,3 +87,19 @@ def test_dev_split_goes_by_swag_name_or_dev(tmp_path):
     assert split_path(str(tmp_path), "dev").endswith("dev.csv")
     with pytest.raises(FileNotFoundError, match=r"No test file in .*test\.csv"):
         split_path(str(tmp_path), "test")
+
+
+def test_a_file_that_is_not_utf8_names_its_line(tmp_path):
+    path = tmp_path / "train.csv"
+    path.write_bytes(b"sent1,sent2,ending0,ending1,label\nCaf\xe9 opens.,He,eats.,sleeps.,0\n")
+    with pytest.raises(
+        ValueError, match=f"{path}:2: b'Caf\\\\xe9 opens.,He,eats.,sleeps.,0' is not UTF-8"
+    ):
+        read_swag(str(path))
+
+
+def test_quoted_lines_are_numbered_by_their_first_line(tmp_path):
+    path = tmp_path / "train.csv"
+    path.write_text('sent1,sent2,ending0,ending1,label\n"two\nlines",He,a,b,0\nx,He,a,b\n')
+    with pytest.raises(ValueError, match=f"{path}:4: expected 5 comma-separated fields"):
+        read_swag(str(path))
