@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
 from bert_keras.data.length_batching import batch_by_length
 from bert_keras.data.squad import read_squad
@@ -356,6 +357,16 @@ class SquadRun(FineTuningRun):
             self.write_file(NULL_ODDS_FILE, _json(predictions.null_odds))
         gold = gold_answers(examples)
         if gold is None:
+            unlabelled = sum(
+                not example.answers and not example.is_impossible for example in examples
+            )
+            logging.warning(
+                "%s: %d of %d questions have no answers (and are not is_impossible), so the "
+                "predictions are not scored.",
+                predict_file,
+                unlabelled,
+                len(examples),
+            )
             return None
         scores = squad_scores(gold, predictions.answers, self.version_2_with_negative)
         results = {**scores, "seconds": seconds_since(start)}

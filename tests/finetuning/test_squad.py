@@ -320,6 +320,21 @@ def test_version_2_prediction_writes_null_odds_and_scores_has_and_no_answer(tmp_
         assert "" in [entry["text"] for entry in written["nbest_predictions.json"][question_id]]
 
 
+def test_a_file_with_unlabelled_questions_is_predicted_and_said_not_scored(tmp_path, caplog):
+    predict_file = _synthetic_squad(tmp_path / "dev.json", 3, seed=2)
+    dataset = json.loads(open(predict_file).read())
+    dataset["data"][0]["paragraphs"][0]["qas"][0]["answers"] = []
+    (tmp_path / "dev.json").write_text(json.dumps(dataset))
+    run = SquadRun(
+        _tiny_checkpoint(tmp_path), str(tmp_path / "output"), max_seq_length=32, max_query_length=8
+    )
+    with caplog.at_level("WARNING"):
+        assert run.predict(predict_file, batch_size=4) is None
+    assert "1 of 3 questions have no answers (and are not is_impossible)" in caplog.text
+    assert (tmp_path / "output" / "predictions.json").exists()
+    assert not (tmp_path / "output" / "eval_results.json").exists()
+
+
 def test_windows_longer_than_the_checkpoint_positions_are_refused(tmp_path):
     with pytest.raises(
         ValueError,
