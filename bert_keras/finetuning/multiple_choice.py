@@ -78,14 +78,18 @@ class MultipleChoiceRun(FineTuningRun):
         )
 
     def _num_choices(self):
-        for split in ("train", "dev"):
+        """The choices of the first split that has examples, or those a fine-tuned checkpoint recorded."""
+        for split in ("train", "dev", "test"):
             try:
-                examples = self._read(split, limit=1)
+                examples = self._read(split, limit=1, labelled=False)
             except FileNotFoundError:
                 continue
             if len(examples):
                 return examples.num_choices
-        raise ValueError(f"No train or dev examples in {self.data_dir} to count the choices from.")
+        recorded = self.checkpoint.task_config.get("num_choices")
+        if recorded:
+            return recorded
+        raise ValueError(f"No examples in {self.data_dir} to count the choices from.")
 
     def _read(self, split, limit=None, labelled=True):
         return read_swag(split_path(self.data_dir, split), limit=limit, labelled=labelled)

@@ -141,6 +141,14 @@ def test_a_test_file_labelled_minus_one_is_predicted(tiny_checkpoint, tmp_path):
     assert len((tmp_path / "output" / "predictions_test.tsv").read_text().splitlines()) == 4
 
 
+def test_a_directory_holding_only_a_test_file_is_predicted(tiny_checkpoint, tmp_path):
+    _swag_file(tmp_path / "test.csv", 3, seed=1, labelled=False)
+    run = MultipleChoiceRun(str(tmp_path), tiny_checkpoint, str(tmp_path / "output"), 16)
+    assert run.num_choices == 4
+    run.predict("test", batch_size=2)
+    assert len((tmp_path / "output" / "predictions_test.tsv").read_text().splitlines()) == 4
+
+
 def test_program_flags_are_checked():
     completed = subprocess.run(
         [
