@@ -114,9 +114,6 @@ class ClassificationRun(FineTuningRun):
             checkpoint_labels = [str(name) for name in checkpoint_labels]
         # Whether the csv files have a text_pair column: the train file's, or an export's.
         self._text_pair, self._text_pair_source = None, None
-        if not self._has("train"):
-            self._text_pair = self.checkpoint.task_config.get("text_pair")
-            self._text_pair_source = init_checkpoint
         if self._has("train"):
             data_labels = self._data_label_names()  # () for a regression
         elif head_outputs == 1:  # a regression, as transformers takes a head of num_labels 1
@@ -129,6 +126,9 @@ class ClassificationRun(FineTuningRun):
                 "classes (id2label) and has no 1-output (regression) classifier head: a csv "
                 "task's labels come from one of them."
             )
+        if not self._has("train"):  # an export records whether it reads text pairs
+            self._text_pair = self.checkpoint.task_config.get("text_pair")
+            self._text_pair_source = init_checkpoint
         in_head_order = checkpoint_labels and in_checkpoint_order(data_labels, checkpoint_labels)
         self.label_names = tuple(in_head_order or data_labels)
         num_classes = max(len(self.label_names), 1)
@@ -142,17 +142,7 @@ class ClassificationRun(FineTuningRun):
                 checkpoint_labels,
                 list(data_labels),
             )
-        if head is not None and not self.head_loaded:
-            message = self._head_misfit(init_checkpoint, head_outputs, checkpoint_labels)
-            if self.splits is not None and "train" not in self.splits:
-                raise ValueError(f"{message}; --do_train trains one, or give a fine-tuned head.")
-            logging.warning("%s; the run trains a new one from random weights.", message)
-        elif head is None and self.splits is not None and "train" not in self.splits:
-            raise ValueError(
-                f"{init_checkpoint} has no classifier head, so --do_eval and --do_predict "
-                "without --do_train would score one with random weights; --do_train trains "
-                "one, or give a fine-tuned checkpoint."
-            )
+        self._check_head(init_checkpoint, head_outputs, checkpoint_labels)
         # Read now, so that a bad label or column is an error before training, not after it.
         for split in self._checked_splits():
             examples = self._read(split)
@@ -165,17 +155,37 @@ class ClassificationRun(FineTuningRun):
             lambda backbone: BertClassifier(backbone, num_classes=num_classes), "classifier"
         )
 
-    def _head_misfit(self, init_checkpoint, head_outputs, checkpoint_labels):
-        """Why the checkpoint's classifier head is not loaded: its size against the data's."""
+    def _check_head(self, init_checkpoint, head_outputs, checkpoint_labels):
+        """Warns that a checkpoint head of another size is dropped; refuses to score a new one.
+
+        A new head has random weights: scoring it without training (the
+        steps asked for have no "train") is almost always a mistake.
+        """
+        scores_only = self.splits is not None and "train" not in self.splits
+        if head_outputs is None:
+            if scores_only:
+                raise ValueError(
+                    f"{init_checkpoint} has no classifier head, so --do_eval and --do_predict "
+                    "without --do_train would score one with random weights; --do_train "
+                    "trains one, or give a fine-tuned checkpoint."
+                )
+            return
+        if self.head_loaded:
+            return
         head = f"{init_checkpoint}'s classifier head has {head_outputs} outputs"
         if checkpoint_labels:
             head += f" (classes {checkpoint_labels})"
-        if not self.label_names:
-            return f"{head}, but the data is a regression (1 output): it is not loaded"
-        return (
-            f"{head}, but the data has {len(self.label_names)} classes "
-            f"{list(self.label_names)}: it is not loaded"
+        data = (
+            f"the data has {len(self.label_names)} classes {list(self.label_names)}"
+            if self.label_names
+            else "the data is a regression (1 output)"
         )
+        if scores_only:
+            raise ValueError(
+                f"{head}, but {data}: it is not loaded, and --do_eval and --do_predict without "
+                "--do_train would score a new one with random weights."
+            )
+        logging.warning("%s, but %s: it is not loaded; the run trains a new one.", head, data)
 
     def _checked_splits(self):
         """The dev and test splits read when the run is built: those asked for, or those there."""

@@ -203,7 +203,9 @@ def test_scoring_needs_a_head_that_fits_unless_the_run_trains_one(checkpoint, tm
 
     run = ClassificationRun("csv", data, export, str(tmp_path / "out"), 8, ("train", "dev"))
 
-    assert "not loaded; the run trains a new one from random weights" in caplog.text
+    assert "but the data has 3 classes ['a', 'b', 'c']: it is not loaded; the run trains" in (
+        caplog.text
+    )
     assert "taken in the data's order" not in caplog.text  # the head is not taken at all
     assert not run.head_loaded
     run.evaluate("dev", batch_size=2)  # a library caller is warned
