@@ -7,6 +7,7 @@ backend and inside a SavedModel.
 """
 
 import functools
+import numbers
 
 import keras
 import tensorflow as tf
@@ -122,6 +123,8 @@ class BertPreprocessor(keras.layers.Layer):
             raise ValueError(
                 f"pad_to_multiple_of must be a positive integer or None, got {pad_to_multiple_of!r}."
             )
+        if sequence_length is not None and not isinstance(sequence_length, numbers.Integral):
+            raise ValueError(f"sequence_length must be an integer or None, got {sequence_length!r}.")
         if sequence_length is not None and sequence_length < 3:
             raise ValueError(
                 f"sequence_length must leave room for [CLS] and two [SEP], got {sequence_length}."

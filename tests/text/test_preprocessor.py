@@ -1,5 +1,6 @@
 """Tests of BertPreprocessor against transformers and the original packing."""
 
+import numpy as np
 import pytest
 import tensorflow as tf
 from transformers import AutoTokenizer
@@ -213,6 +214,9 @@ def test_errors():
         BertPreprocessor(tokenizer, padding="shortest")
     with pytest.raises(ValueError, match="got 2"):
         BertPreprocessor(tokenizer, sequence_length=2)
+    with pytest.raises(ValueError, match="sequence_length must be an integer or None, got '8'"):
+        BertPreprocessor(tokenizer, sequence_length="8")
+    assert BertPreprocessor(tokenizer, sequence_length=np.int64(8)).sequence_length == 8
     with pytest.raises(ValueError, match="sequence of 3"):
         BertPreprocessor(tokenizer)((["a"], ["b"], ["c"]))
 
