@@ -71,6 +71,8 @@ class ClassificationRun(FineTuningRun):
 
     A checkpoint's 1-output classifier head makes a regression where no
     train file names classes, as transformers takes a head of num_labels 1.
+    `label_names` are the classes in the model's output order (empty for a
+    regression); `head_loaded` says whether the checkpoint's head fit them.
 
     Example:
     >>> from bert_keras.models.bert_backbone import BertBackbone
