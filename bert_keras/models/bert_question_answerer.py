@@ -34,6 +34,13 @@ class BertQuestionAnswerer(BertTask):
             maps them to text (as `bert_keras.finetuning.squad` does).
         **kwargs: standard `keras.Model` arguments.
 
+    Span labels, in `fit` and `evaluate` (arrays, or in a dataset's
+    elements), are a dict `{"start_logits": starts, "end_logits": ends}` or
+    a pair `(starts, ends)`, as transformers takes `start_positions` and
+    `end_positions`; each holds one token position per example. (Keras would
+    match a pair to the outputs in the sorted order of their names, end
+    first: the model maps it by position instead.)
+
     Example:
     >>> import numpy as np
     >>> from bert_keras.models.bert_backbone import BertBackbone
@@ -71,6 +78,13 @@ class BertQuestionAnswerer(BertTask):
 
     def _check_array_inputs(self, x, y=None, sample_weight=None, batch_size=None, source=""):
         """`BertTask`'s checks, and that each span label indexes a token of its packed example."""
+        if y is not None and not isinstance(y, dict) and not _is_label_pair(y):
+            raise ValueError(
+                f"{source}y is {_described(y)}; BertQuestionAnswerer's span labels are a dict "
+                "{'start_logits': starts, 'end_logits': ends} or a pair (starts, ends), each "
+                "one token position per example."
+            )
+        y = span_labels(y)
         super()._check_array_inputs(x, y, sample_weight, batch_size, source)
         if not isinstance(y, dict):
             return
@@ -82,6 +96,18 @@ class BertQuestionAnswerer(BertTask):
         for name, loss in losses.items():
             check_one_label_per_example(y[name], f"{source}y[{name!r}]")
             check_token_positions(y[name], lengths, f"{source}y[{name!r}]", ignored_class(loss))
+
+    def _labels_as_read(self, y):
+        """Span labels in a pair `(starts, ends)` as the dict of the outputs they label."""
+        return span_labels(super()._labels_as_read(y))
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        """Keras' loss, span labels given as a pair `(starts, ends)` mapped by position."""
+        return super().compute_loss(x, span_labels(y), y_pred, sample_weight, training=training)
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        """Keras' metrics, span labels given as a pair `(starts, ends)` mapped by position."""
+        return super().compute_metrics(x, span_labels(y), y_pred, sample_weight)
 
     def _loss_of(self, name):
         """The compiled loss of output `name` (one loss may serve both)."""
@@ -104,6 +130,43 @@ class BertQuestionAnswerer(BertTask):
     def compile(self, *args, **kwargs):
         kwargs.setdefault("loss_weights", {"start_logits": 0.5, "end_logits": 0.5})
         super().compile(*args, **kwargs)
+
+
+def span_labels(y):
+    """Span labels `y` by output name: a pair `(starts, ends)` as a dict; anything else as it is.
+
+    Keras matches labels in a tuple or list to a dict of outputs in the
+    sorted order of the outputs' names (`end_logits` first), so a pair in
+    the order transformers takes (`start_positions`, `end_positions`)
+    would train each output on the other's labels.
+
+    Example:
+    >>> span_labels(([3, 1], [5, 1]))
+    {'start_logits': [3, 1], 'end_logits': [5, 1]}
+    >>> span_labels({"end_logits": [5], "start_logits": [3]})
+    {'end_logits': [5], 'start_logits': [3]}
+    """
+    if _is_label_pair(y):
+        return {"start_logits": y[0], "end_logits": y[1]}
+    return y
+
+
+def _is_label_pair(y):
+    """Whether `y` is a tuple or list of two label arrays (not of two numbers, nor pairs)."""
+    if not isinstance(y, (tuple, list)) or len(y) != 2:
+        return False
+    return all(
+        isinstance(part, (list, tuple)) or len(getattr(part, "shape", ())) >= 1 for part in y
+    )
+
+
+def _described(y):
+    shape = getattr(y, "shape", None)
+    if shape is not None:
+        return f"a {type(y).__name__} of the shape {tuple(shape)}"
+    if isinstance(y, (list, tuple)):
+        return f"a {type(y).__name__} of {len(y)}"
+    return f"a {type(y).__name__}"
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")

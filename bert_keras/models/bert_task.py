@@ -262,7 +262,7 @@ class BertTask(keras.Model):
         that TensorFlow traces the training step once.
         """
         self._check_array_inputs(x, y, sample_weight, batch_size)
-        y = self._labels_in_one_column(y)
+        y = self._labels_as_read(y)
         if self._takes_as_text(x):
             if validation_split:
                 (x, y, sample_weight), validation_data = split_for_validation(
@@ -292,7 +292,7 @@ class BertTask(keras.Model):
     def evaluate(self, x=None, y=None, batch_size=None, *, sample_weight=None, **kwargs):
         """`keras.Model.evaluate`; with a preprocessor, `x` may be text."""
         self._check_array_inputs(x, y, sample_weight, batch_size)
-        y = self._labels_in_one_column(y)
+        y = self._labels_as_read(y)
         if self._takes_as_text(x):
             if self._packs_texts_once(x):
                 x, y, sample_weight = self._first_batches((x, y, sample_weight), batch_size, kwargs)
@@ -306,11 +306,13 @@ class BertTask(keras.Model):
             **kwargs,
         )
 
-    def _labels_in_one_column(self, y):
-        """Class ids `[examples, 1]` as `[examples]`, one rank whatever the call gives.
+    def _labels_as_read(self, y):
+        """Array labels `y`, checked, in the form the loss reads them (subclasses map theirs).
 
-        Keras' TensorFlow step, traced for labels of one rank, retraces for
-        the other with an unknown rank, which its sparse loss cannot take.
+        Class ids `[examples, 1]` become `[examples]`, one rank whatever the
+        call gives: Keras' TensorFlow step, traced for labels of one rank,
+        retraces for the other with an unknown rank, which its sparse loss
+        cannot take.
         """
         if not self.one_label_per_example or not isinstance(y, (list, np.ndarray)):
             return y
@@ -623,8 +625,11 @@ class BertTask(keras.Model):
         if isinstance(validation_data, tuple):
             x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(validation_data)
             self._check_array_inputs(x, y, sample_weight, batch_size, "validation_data: ")
+            y = self._labels_as_read(y)
             if self._takes_as_text(x):
                 validation_data = self._labelled_text_dataset(x, y, sample_weight, batch_size)
+            else:
+                validation_data = (x, y) if sample_weight is None else (x, y, sample_weight)
         elif validation_data is not None and self._takes_as_text(validation_data):
             validation_data = text_dataset(self.preprocess_text, validation_data)
         return without_autotuning_thread(validation_data)

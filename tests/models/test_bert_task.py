@@ -677,6 +677,38 @@ def test_span_labels_off_their_examples_tokens_are_errors_before_any_step(vocabu
     reader.fit(pairs, {"start_logits": one_hot, "end_logits": np.array([6, -1])}, verbose=0)
 
 
+def test_span_labels_in_a_pair_are_starts_then_ends_and_checked(vocabulary_file):
+    """Keras would match a pair to the outputs by their sorted names: end_logits first."""
+    reader = BertQuestionAnswerer(_backbone(), preprocessor=_preprocessor(vocabulary_file))
+    reader.compile()
+    pairs = (["good word1", "good"], ["word2 bad word3", "bad"])  # 8 and 5 packed tokens
+    starts, ends = np.array([1, 2]), np.array([6, 3])
+
+    def losses(x, y):
+        result = reader.evaluate(x, y, verbose=0, return_dict=True)
+        return result["start_logits_loss"], result["end_logits_loss"]
+
+    by_name = losses(pairs, {"start_logits": starts, "end_logits": ends})
+    assert by_name != losses(pairs, {"start_logits": ends, "end_logits": starts})
+    np.testing.assert_allclose(losses(pairs, (starts, ends)), by_name, rtol=1e-5)
+    np.testing.assert_allclose(losses(pairs, [starts, ends]), by_name, rtol=1e-5)
+    dataset = tf.data.Dataset.from_tensor_slices((pairs, (starts, ends))).batch(2)
+    np.testing.assert_allclose(losses(dataset, None), by_name, rtol=1e-5)
+    with pytest.raises(ValueError, match=r"y\['start_logits'\] holds the position 5 for example 1"):
+        reader.fit(pairs, (np.array([1, 5]), ends), verbose=0)
+    with pytest.raises(ValueError, match=r"y\['end_logits'\] holds the position 12 for example 0"):
+        reader.fit(pairs, [starts.tolist(), [12, 3]], verbose=0)
+    with pytest.raises(ValueError, match=r"y is a ndarray of the shape \(2, 2\); .* a dict"):
+        reader.fit(pairs, np.stack([starts, ends], axis=-1), verbose=0)
+    with pytest.raises(
+        ValueError, match=r"validation_data: y\['end_logits'\] holds the position 9"
+    ):
+        reader.fit(pairs, (starts, ends), validation_data=(pairs, (starts, [9, 3])), verbose=0)
+    assert reader.optimizer.iterations.numpy() == 0
+    history = reader.fit(pairs, [starts, ends], validation_data=(pairs, [starts, ends]), verbose=0)
+    assert np.isfinite(history.history["val_start_logits_loss"][0])
+
+
 def test_from_preset_loads_backbone_head_and_preprocessor(vocabulary_file, tmp_path, caplog):
     backbone = _backbone()
     directory = str(tmp_path / "backbone")
