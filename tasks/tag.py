@@ -18,7 +18,15 @@ tags, entity precision/recall/F1 as conlleval computes them go to
 OUTPUT_DIR/eval_results.json; OUTPUT_DIR/predictions_{dev,test}.txt repeat
 the input lines with the predicted tag appended (conlleval's input), after a
 tab where a line's columns are tab-separated, else a space.
+
+The tags and the head are the checkpoint's where it has a fine-tuned
+token-classification head (config.json id2label) and --do_train is not set,
+or train.txt's tags are all among its tags; a dev tag the head lacks counts as
+wrong, as conlleval counts it, with a warning. --do_eval or --do_predict
+without --do_train needs such a head.
 """
+
+import functools
 
 from absl import app
 
@@ -38,7 +46,17 @@ def main(argv):
     with long_lived_objects():
         from bert_keras.finetuning.tagging import TaggingRun
 
-    run_steps(TaggingRun, _FLAGS)
+    # Without --do_train the checkpoint's fine-tuned head is kept, whatever train.txt holds.
+    splits = [
+        split
+        for split, flag in (
+            ("train", _FLAGS.do_train),
+            ("dev", _FLAGS.do_eval),
+            ("test", _FLAGS.do_predict),
+        )
+        if flag.value
+    ]
+    run_steps(functools.partial(TaggingRun, splits=splits), _FLAGS)
 
 
 if __name__ == "__main__":

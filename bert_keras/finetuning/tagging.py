@@ -30,10 +30,16 @@ class TaggingRun(FineTuningRun):
     (see `bert_keras.finetuning.word_windows`). Any tag set is learned:
     entity tags (IOB1, IOB2, IOBES) are scored by entities exactly as
     conlleval does, and by tag accuracy; others, such as part of speech, by
-    tag accuracy. The tag set is the training file's ("O" first, then
-    sorted), or, when the checkpoint holds a token-classification head whose
-    config names its labels (Hugging Face `id2label`) and they include every
-    tag of the data, the checkpoint's, head included.
+    tag accuracy.
+
+    The tags, and the head, come from the checkpoint where it holds a
+    token-classification head whose config names its tags (Hugging Face
+    `id2label`) and the run does not train or the train file's tags are all
+    among them; otherwise from the train file ("O" first, then sorted), with
+    a new head (a warning says when it replaces the checkpoint's). A
+    fine-tuned tagger thus scores and predicts with its own head and tags;
+    a dev tag it does not know is never predicted and counts as wrong, as
+    conlleval counts it (a warning names the tag and its first line).
 
     Args:
         data_dir: directory of train.txt, valid.txt (or dev.txt), test.txt
@@ -46,6 +52,12 @@ class TaggingRun(FineTuningRun):
         seed: seeds Keras, shuffling and dropout.
         execution: an `Execution` (see `FineTuningRun`).
         bucket_by_length: batch training texts by length (see `FineTuningRun`).
+        splits: the splits the program's steps read ("train", "dev", "test"
+            for --do_train, --do_eval, --do_predict). Without "train" the
+            checkpoint's head is kept (train.txt, if there, is not read),
+            and a checkpoint without a head naming its tags is refused: it
+            would score random weights. None: "train" where train.txt is
+            there, and scoring random weights is only warned about.
 
     Example:
     >>> from bert_keras.models.bert_backbone import BertBackbone
@@ -66,28 +78,53 @@ class TaggingRun(FineTuningRun):
     (1, 2, 'IOB2')
     """
 
-    def __init__(self, data_dir, init_checkpoint, output_dir, max_seq_length=None, **options):
+    def __init__(
+        self, data_dir, init_checkpoint, output_dir, max_seq_length=None, splits=None, **options
+    ):
         super().__init__(data_dir, init_checkpoint, output_dir, max_seq_length, **options)
-        data_tags = self._data_tags()
-        checkpoint_labels = self.checkpoint_label_names(HEAD_NAME)
-        uses_head = bool(checkpoint_labels) and data_tags <= set(checkpoint_labels)
-        self.label_names = checkpoint_labels if uses_head else _ordered(data_tags)
+        checkpoint_tags = self.checkpoint_label_names(HEAD_NAME)
+        if splits is None:
+            trains = has_split(data_dir, "train")
+        else:
+            trains = "train" in splits
+        if trains:
+            train_tags = self._tags("train")
+            self.head_loaded = bool(checkpoint_tags) and train_tags <= set(checkpoint_tags)
+            if checkpoint_tags and not self.head_loaded:
+                logging.warning(
+                    "%s's %s head tags %s, not the train file's %s: a new head, for the train "
+                    "file's tags, is trained in its place.",
+                    init_checkpoint,
+                    HEAD_NAME,
+                    checkpoint_tags,
+                    sorted(train_tags - set(checkpoint_tags)),
+                )
+            self.label_names = checkpoint_tags if self.head_loaded else _ordered(train_tags)
+        elif checkpoint_tags:  # a fine-tuned tagger, to score or predict with: its head, its tags
+            self.head_loaded, self.label_names = True, checkpoint_tags
+        elif splits is not None:
+            raise ValueError(
+                f"{init_checkpoint} has no {HEAD_NAME} head naming its tags (config.json "
+                "id2label), so --do_eval and --do_predict without --do_train would tag with "
+                "random weights; --do_train trains one, or give a fine-tuned checkpoint."
+            )
+        else:  # tags for a head with random weights, scored with a warning
+            self.head_loaded = False
+            self.label_names = _ordered(self._tags("dev")) if has_split(data_dir, "dev") else []
         if not self.label_names:
             raise ValueError(
                 f"No tags: {data_dir} has no train or dev file, and "
                 f"{init_checkpoint} names no labels of a {HEAD_NAME} head."
             )
+        self._trained = False
         num_classes = len(self.label_names)
         self.model = self.build_model(
             lambda backbone: BertTokenClassifier(backbone, num_classes=num_classes),
-            HEAD_NAME if uses_head else None,
+            HEAD_NAME if self.head_loaded else None,
         )
 
-    def _data_tags(self):
-        for split in ("train", "dev"):
-            if has_split(self.data_dir, split):
-                return {tag for sentence in self._read(split) for tag in sentence.tags}
-        return set()
+    def _tags(self, split):
+        return {tag for sentence in self._read(split) for tag in sentence.tags}
 
     def _read(self, split, limit=None):
         return read_conll(split_path(self.data_dir, split), limit=limit)
@@ -101,6 +138,7 @@ class TaggingRun(FineTuningRun):
         `FineTuningRun.export`).
         """
         sentences = self._read("train", limit=limit)
+        self._trained = True
         label_ids = {name: index for index, name in enumerate(self.label_names)}
         windows = self._windows(
             sentences, [[label_ids[tag] for tag in sentence.tags] for sentence in sentences]
@@ -138,8 +176,10 @@ class TaggingRun(FineTuningRun):
         naming the first odd tag's line.
         """
         start = time.perf_counter()
+        self._warn_if_head_untrained()
         path = split_path(self.data_dir, split)
         sentences = read_conll(path)
+        _warn_of_unknown_tags(path, sentences, self.label_names)
         predicted = self._predict_tags(sentences, batch_size)
         gold = [sentence.tags for sentence in sentences]
         words = sum(len(tags) for tags in gold)
@@ -181,8 +221,18 @@ class TaggingRun(FineTuningRun):
         The split's file may be words alone, one a line (text to tag), or
         tagged as train's: its words are read, any tags ignored.
         """
+        self._warn_if_head_untrained()
         sentences = read_conll(split_path(self.data_dir, split), tagged=False)
         self._write_predictions(split, sentences, self._predict_tags(sentences, batch_size))
+
+    def _warn_if_head_untrained(self):
+        if not (self.head_loaded or self._trained):
+            logging.warning(
+                "Tagging with a %s head of random weights: %s has none naming its tags and "
+                "this run has not trained one.",
+                HEAD_NAME,
+                self.checkpoint.directory,
+            )
 
     def _windows(self, sentences, word_labels=None):
         tokenizer = self.tokenizer
@@ -225,6 +275,28 @@ def _ordered(tags):
 def _separator(line):
     """What joins the line's columns: a tab-separated file stays one for a TSV reader."""
     return "\t" if "\t" in line else " "
+
+
+def _warn_of_unknown_tags(path, sentences, label_names):
+    """Warns of gold tags the model never predicts: conlleval counts their words as wrong."""
+    known, first_lines, words = set(label_names), {}, 0
+    for sentence in sentences:
+        for tag, line_number in zip(sentence.tags, sentence.line_numbers):
+            if tag not in known:
+                first_lines.setdefault(tag, line_number)
+                words += 1
+    if first_lines:
+        tag, line_number = min(first_lines.items(), key=lambda item: item[1])
+        logging.warning(
+            "%s:%d: tag %r is not among the model's tags %s: the %d words tagged %s count "
+            "as wrong, as conlleval counts them.",
+            path,
+            line_number,
+            tag,
+            label_names,
+            words,
+            " or ".join(map(repr, sorted(first_lines))),
+        )
 
 
 def _warn_of_mixed_tags(path, sentences):

@@ -12,10 +12,13 @@ import keras
 import numpy as np
 import pytest
 
+from bert_keras.checkpoints import read_checkpoint
 from bert_keras.data.conll import read_conll
 from bert_keras.evaluation.conll_metrics import entity_scores
+from bert_keras.finetuning.tagging import HEAD_NAME
 from bert_keras.finetuning.tagging import TaggingRun
 from bert_keras.models.bert_backbone import BertBackbone
+from tests.programs import run_module
 
 CONLL = pathlib.Path(__file__).resolve().parents[2].parent / "shared" / "data" / "conll2003"
 WORDS = {"alice": "PER", "bob": "PER", "paris": "LOC", "rome": "LOC", "acme": "ORG"}
@@ -165,6 +168,96 @@ def test_predictions_keep_the_input_separator(tiny_checkpoint, tmp_path):
     ]
     assert [len(line.split("\t")) for line in lines] == [4, 4, 1, 1]  # then a blank line
     assert lines[3].split(" ")[:2] == ["Bob", "B-PER"] and len(lines[3].split(" ")) == 3
+
+
+@pytest.fixture
+def fine_tuned_tagger(tiny_checkpoint, tmp_path):
+    """An export with a head for O, B-PER, B-LOC (its weights untrained: any will do)."""
+    data = tmp_path / "tuning"
+    data.mkdir()
+    (data / "train.txt").write_text("Alice B-PER\nmet O\nin O\nRome B-LOC\n")
+    run = TaggingRun(str(data), tiny_checkpoint, str(tmp_path / "tuned"), max_seq_length=16)
+    return run.export(run.model, HEAD_NAME, label_names=run.label_names)
+
+
+def _kernel(run):
+    return keras.ops.convert_to_numpy(run.model.get_layer("logits").kernel)
+
+
+def test_a_fine_tuned_head_scores_a_dev_file_with_a_tag_it_lacks(
+    fine_tuned_tagger, tmp_path, caplog
+):
+    exported = read_checkpoint(fine_tuned_tagger)
+    data = tmp_path / "data"
+    data.mkdir()
+    # Its own tags, then an entity of a type the head lacks.
+    (data / "valid.txt").write_text("Alice B-PER\nmet O\n\nAcme B-ORG\ncorp I-ORG\n")
+    run = TaggingRun(str(data), fine_tuned_tagger, str(tmp_path / "output"), max_seq_length=16)
+    assert run.label_names == exported.label_names == ["O", "B-LOC", "B-PER"]
+    np.testing.assert_array_equal(_kernel(run), exported.head_weights[HEAD_NAME]["kernel"])
+    with caplog.at_level(logging.WARNING):
+        results = run.evaluate("dev", batch_size=2)
+    assert (
+        f"{data / 'valid.txt'}:4: tag 'B-ORG' is not among the model's tags ['O', 'B-LOC', "
+        "'B-PER']: the 2 words tagged 'B-ORG' or 'I-ORG' count as wrong" in caplog.text
+    )
+    assert "random weights" not in caplog.text
+    # Scored as conlleval scores it: the ORG entity is missed, its words are wrong.
+    predicted = [s.tags for s in read_conll(str(tmp_path / "output" / "predictions_dev.txt"))]
+    gold = [("B-PER", "O"), ("B-ORG", "I-ORG")]
+    assert results["entities"] == 2 and results["f1"] == entity_scores(gold, predicted).f1
+    assert results["accuracy"] == sum(g == p for g, p in zip(gold[0], predicted[0])) / 4
+
+
+def test_without_training_the_head_is_kept_whatever_train_holds(
+    fine_tuned_tagger, tiny_checkpoint, tmp_path, caplog
+):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "train.txt").write_text("Acme B-ORG\nmet O\n")
+    (data / "valid.txt").write_text("Alice B-PER\nmet O\n")
+    kept = TaggingRun(str(data), fine_tuned_tagger, str(tmp_path / "a"), 16, splits=["dev"])
+    assert kept.label_names == ["O", "B-LOC", "B-PER"]
+    exported = read_checkpoint(fine_tuned_tagger).head_weights[HEAD_NAME]["kernel"]
+    np.testing.assert_array_equal(_kernel(kept), exported)
+    # Training on tags the head lacks: a new head, said so.
+    with caplog.at_level(logging.WARNING):
+        new = TaggingRun(str(data), fine_tuned_tagger, str(tmp_path / "b"), 16, splits=["train"])
+    assert new.label_names == ["O", "B-ORG"]
+    assert "head tags ['O', 'B-LOC', 'B-PER'], not the train file's ['B-ORG']" in caplog.text
+    # Nothing to score with: a checkpoint without a tagging head, and no training.
+    with pytest.raises(ValueError, match="no token_classifier head naming its tags"):
+        TaggingRun(str(data), tiny_checkpoint, str(tmp_path / "c"), 16, splits=["dev", "test"])
+    untrained = TaggingRun(str(data), tiny_checkpoint, str(tmp_path / "d"), 16, splits=["train"])
+    with caplog.at_level(logging.WARNING):
+        untrained.evaluate("dev", batch_size=2)
+    assert "Tagging with a token_classifier head of random weights" in caplog.text
+
+
+@pytest.mark.one_backend
+def test_program_scores_with_the_fine_tuned_head(fine_tuned_tagger, tmp_path):
+    data, output = tmp_path / "data", tmp_path / "output"
+    data.mkdir()
+    (data / "train.txt").write_text("Acme B-ORG\nmet O\n")  # not read without --do_train
+    (data / "valid.txt").write_text("Alice B-PER\nmet O\nin O\nRome B-LOC\n")
+    completed = run_module(
+        "tasks.tag",
+        f"--data_dir={data}",
+        f"--init_checkpoint={fine_tuned_tagger}",
+        f"--output_dir={output}",
+        "--do_eval",
+        "--max_seq_length=16",
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert f"Loading the token_classifier head of {fine_tuned_tagger}" in completed.stderr
+    assert "in its place" not in completed.stderr and "random weights" not in completed.stderr
+    dev_only = tmp_path / "dev_only"
+    dev_only.mkdir()
+    (dev_only / "valid.txt").write_text((data / "valid.txt").read_text())
+    run = TaggingRun(str(dev_only), fine_tuned_tagger, str(tmp_path / "library"), 16)
+    expected = run.evaluate("dev", batch_size=8)
+    results = json.loads((output / "eval_results.json").read_text())
+    assert results["accuracy"] == expected["accuracy"] and results["f1"] == expected["f1"]
 
 
 def test_program_flags_are_checked(tmp_path):
