@@ -138,8 +138,16 @@ class TaggingRun(FineTuningRun):
         `FineTuningRun.export`).
         """
         sentences = self._read("train", limit=limit)
-        self._trained = True
         label_ids = {name: index for index, name in enumerate(self.label_names)}
+        for sentence in sentences:
+            for tag, line_number in zip(sentence.tags, sentence.line_numbers):
+                if tag not in label_ids:  # a run built without "train" among its splits
+                    raise ValueError(
+                        f"{split_path(self.data_dir, 'train')}:{line_number}: tag {tag!r} is not "
+                        f"among the head's tags {self.label_names}: a run built with 'train' "
+                        "among its splits trains a head for the train file's tags."
+                    )
+        self._trained = True
         windows = self._windows(
             sentences, [[label_ids[tag] for tag in sentence.tags] for sentence in sentences]
         )

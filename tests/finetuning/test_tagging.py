@@ -220,6 +220,8 @@ def test_without_training_the_head_is_kept_whatever_train_holds(
     assert kept.label_names == ["O", "B-LOC", "B-PER"]
     exported = read_checkpoint(fine_tuned_tagger).head_weights[HEAD_NAME]["kernel"]
     np.testing.assert_array_equal(_kernel(kept), exported)
+    with pytest.raises(ValueError, match=r"train\.txt:1: tag 'B-ORG' is not among the head's"):
+        kept.train(batch_size=2, learning_rate=1e-3, num_epochs=1, verbose=0)
     # Training on tags the head lacks: a new head, said so.
     with caplog.at_level(logging.WARNING):
         new = TaggingRun(str(data), fine_tuned_tagger, str(tmp_path / "b"), 16, splits=["train"])
