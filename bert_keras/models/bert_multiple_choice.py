@@ -6,6 +6,8 @@ from keras import ops
 from bert_keras.models.bert_backbone import INPUT_NAMES
 from bert_keras.models.bert_task import BertTask
 from bert_keras.models.bert_task import dropout_dense
+from bert_keras.models.text_inputs import holds_dataset
+from bert_keras.models.text_inputs import holds_text
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")
@@ -63,6 +65,12 @@ class BertMultipleChoice(BertTask):
     def _check_array_inputs(self, x, y=None, sample_weight=None, batch_size=None, source=""):
         """`BertTask`'s checks, and that each example in lists has `num_choices` choices."""
         super()._check_array_inputs(x, y, sample_weight, batch_size, source)
+        if not isinstance(x, (tuple, dict)) and not holds_dataset(x) and holds_text(x):
+            raise ValueError(
+                f"{source}x is a {type(x).__name__} of texts; BertMultipleChoice takes text as a "
+                "tuple (contexts, choices): contexts [batch] and choices [batch, num_choices] "
+                "strings."
+            )
         if not (isinstance(x, tuple) and len(x) == 2 and isinstance(x[1], list)):
             return
         for index, choices in enumerate(x[1]):

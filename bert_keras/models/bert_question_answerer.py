@@ -11,6 +11,7 @@ from bert_keras.models.bert_task import backbone_inputs
 from bert_keras.models.bert_task import ignored_class
 from bert_keras.models.bert_task import reads_class_ids
 from bert_keras.models.input_checks import check_one_label_per_example
+from bert_keras.models.input_checks import check_one_text_per_example
 from bert_keras.models.input_checks import check_token_positions
 from bert_keras.models.text_inputs import holds_dataset
 from bert_keras.models.text_inputs import holds_text
@@ -86,6 +87,9 @@ class BertQuestionAnswerer(BertTask):
             )
         y = span_labels(y)
         super()._check_array_inputs(x, y, sample_weight, batch_size, source)
+        check_one_text_per_example(
+            x, f"{source}x", "questions and contexts as a tuple (questions, contexts)"
+        )
         if not isinstance(y, dict):
             return
         losses = {name: self._loss_of(name) for name in ("start_logits", "end_logits") if name in y}

@@ -1,11 +1,14 @@
 """Token tagging (NER) on every position's output."""
 
 import keras
+import numpy as np
 
 from bert_keras.models.bert_task import BertTask
 from bert_keras.models.bert_task import backbone_inputs
 from bert_keras.models.bert_task import dropout_dense
 from bert_keras.models.bert_task import float32_logits
+from bert_keras.models.text_inputs import holds_dataset
+from bert_keras.models.text_inputs import holds_text
 from bert_keras.models.text_inputs import holds_words
 from bert_keras.models.text_inputs import split_for_validation
 from bert_keras.models.text_inputs import text_dataset
@@ -189,6 +192,26 @@ class BertTokenClassifier(BertTask):
         return dataset.map(on_tokens, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
             tf.data.AUTOTUNE
         )
+
+    def _check_array_inputs(self, x, y=None, sample_weight=None, batch_size=None, source=""):
+        """`BertTask`'s checks, and that labels go per word with words, per token with texts."""
+        super()._check_array_inputs(x, y, sample_weight, batch_size, source)
+        if y is None or holds_dataset(x) or holds_words(x) or not holds_text(x):
+            return
+        length = getattr(self.preprocessor, "sequence_length", None)
+        try:
+            shape = np.shape(y)
+        except ValueError:  # ragged lists: labels per word
+            shape = None
+        if shape is None or len(shape) != 2 or shape[1] != length:
+            raise ValueError(
+                f"{source}x holds texts not split into words, with labels "
+                f"{'in rows of many lengths' if shape is None else f'of the shape {shape}'}: "
+                "fit and evaluate take sentences split "
+                "into words, [batch, (words)] strings (such as [text.split() for text in "
+                "texts]), with one label per word; labels for texts are per packed token, "
+                f"[batch, {length}]."
+            )
 
     def _takes_words(self, x):
         return holds_words(x) and self._takes_as_text(x)

@@ -61,6 +61,9 @@ def check_array_inputs(x, y=None, sample_weight=None, batch_size=None, source=""
     parts = _named_parts(f"{source}x", x)
     if not parts:
         raise ValueError(f"{source}x is an empty {type(x).__name__}: it holds no inputs.")
+    if isinstance(x, tuple) and holds_text(x):
+        _check_text_pair(f"{source}x", parts)
+    _check_no_tuples_of_texts(f"{source}x", x)
     count = _count(parts[0][1])
     if count == 0:
         raise ValueError(f"{parts[0][0]} holds no examples; give at least one.")
@@ -224,11 +227,12 @@ def check_one_label_per_example(y, name="y"):
         )
 
 
-def check_one_text_per_example(x, name="x"):
+def check_one_text_per_example(x, name="x", pairs="sentence pairs as a tuple (texts, text_pairs)"):
     """Raises a ValueError where a classifier's texts `x` (or a tuple's parts) nest.
 
     Sentence pairs come as a tuple of two lists; as a list of two, or a 2-D
     array, they would fail in the tokenizer, whose error names a tensor.
+    `pairs` says, in the error, how to give them.
 
     Example:
     >>> check_one_text_per_example(["a film", "a movie"])
@@ -238,14 +242,14 @@ def check_one_text_per_example(x, name="x"):
     ValueError: x holds lists (x[0] is a list) where one text per example goes...
     """
     for part_name, texts in _named_parts(name, x):
-        _check_texts_are_flat(texts, part_name)
+        _check_texts_are_flat(texts, part_name, pairs)
 
 
-def _check_texts_are_flat(texts, name):
+def _check_texts_are_flat(texts, name, pairs):
     if isinstance(texts, np.ndarray) and texts.ndim > 1 and holds_text(texts):
         raise ValueError(
             f"{name} is an array of texts of the shape {texts.shape} where one text per example "
-            "goes: give sentence pairs as a tuple (texts, text_pairs)."
+            f"goes: give {pairs}."
         )
     if not isinstance(texts, list) or not holds_text(texts):
         return
@@ -253,7 +257,7 @@ def _check_texts_are_flat(texts, name):
         if isinstance(text, (list, tuple, np.ndarray)):
             raise ValueError(
                 f"{name} holds lists ({name}[{index}] is a {type(text).__name__}) where one text "
-                "per example goes: give sentence pairs as a tuple (texts, text_pairs)."
+                f"per example goes: give {pairs}."
             )
 
 
@@ -338,6 +342,33 @@ def _count(array):
     if shape is not None:
         return int(shape[0]) if len(shape) else 1
     return len(array)
+
+
+def _check_text_pair(name, parts):
+    """A tuple of texts is a pair of batches `(texts, text_pairs)`: two parts, neither one string."""
+    for part_name, part in parts:
+        if part is None or isinstance(part, (str, bytes)):
+            raise ValueError(
+                f"{part_name} is {'None' if part is None else f'one string ({_shown(part)})'}; "
+                f"a tuple {name} holds pairs (texts, text_pairs), each part a batch: give single "
+                "texts as one list, pairs as a tuple of two lists."
+            )
+    if len(parts) != 2:
+        raise ValueError(
+            f"{name} is a tuple of {len(parts)} parts; a tuple of texts holds a pair (texts, "
+            "text_pairs), each part a batch."
+        )
+
+
+def _check_no_tuples_of_texts(name, texts):
+    """A list of `(text_a, text_b)` tuples: pairs, which go as a tuple of two batches instead."""
+    if not isinstance(texts, list) or not texts or not isinstance(texts[0], tuple):
+        return
+    if holds_text(list(texts[0])):
+        raise ValueError(
+            f"{name} holds tuples ({name}[0] is a tuple) where one text per example goes: give "
+            "sentence pairs as a tuple (texts, text_pairs), such as tuple(zip(*pairs))."
+        )
 
 
 def _check_texts_are_strings(name, texts):

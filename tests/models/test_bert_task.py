@@ -525,6 +525,10 @@ def test_bad_texts_and_labels_are_errors_before_any_step(vocabulary_file):
         classifier.fit(pairs_as_a_list, [1, 0], verbose=0)
     with pytest.raises(ValueError, match=r"x is an array of texts of the shape \(2, 2\)"):
         classifier.predict(np.array(pairs_as_a_list), verbose=0)
+    with pytest.raises(ValueError, match=r"x holds tuples \(x\[0\] is a tuple\) where one text"):
+        classifier.predict([("good", "bad"), ("bad", "good")], verbose=0)
+    with pytest.raises(ValueError, match=r"x\[0\] is one string \('good'\); a tuple x holds"):
+        classifier.predict(("good", "bad!"), verbose=0)
     assert classifier.optimizer.iterations.numpy() == 0
 
 
@@ -632,12 +636,18 @@ def test_multiple_choice_takes_contexts_and_choices(vocabulary_file):
         chooser.predict((contexts, [["fine", "sad", "word3"], ["ugly", "nice"]]), verbose=0)
     with pytest.raises(ValueError, match="y holds the label 3 .* class ids run from 0 to 2"):
         chooser.fit((contexts, choices), np.array([0, 3]), verbose=0)
+    with pytest.raises(ValueError, match="x is a list of texts; BertMultipleChoice takes text as"):
+        chooser.predict([contexts, choices.tolist()], verbose=0)
 
 
 def test_question_answerer_takes_question_context_pairs(vocabulary_file):
     reader = BertQuestionAnswerer(_backbone(), preprocessor=_preprocessor(vocabulary_file))
     outputs = reader.predict((["good word1"], ["word2 bad word3"]), verbose=0)
     assert outputs["start_logits"].shape == (1, SEQUENCE_LENGTH)
+    with pytest.raises(
+        ValueError, match=r"x holds lists \(x\[0\] is a list\) .* tuple \(questions,"
+    ):
+        reader.predict([["good word1"], ["word2 bad word3"]], verbose=0)
 
 
 def test_span_labels_off_their_examples_tokens_are_errors_before_any_step(vocabulary_file):

@@ -201,3 +201,17 @@ def test_predict_on_plain_strings_still_works(tokenizer):
     np.testing.assert_allclose(
         tagger.predict(sentences, verbose=0), tagger.predict(features, verbose=0), atol=1e-6
     )
+
+
+def test_labels_per_word_with_unsplit_texts_are_an_error_before_any_step(tokenizer):
+    tagger = _tagger(tokenizer)
+    tagger.compile()
+    sentences = ["eu rejects the call", "peter walks"]
+    with pytest.raises(ValueError, match=r"x holds texts not split into words, with labels in"):
+        tagger.fit(sentences, [[1, 0, 0, 0], [1, 0]], verbose=0)
+    with pytest.raises(ValueError, match=r"split into words, with labels of the shape \(2, 2\)"):
+        tagger.evaluate(sentences, [[1, 0], [1, 0]], verbose=0)
+    assert tagger.optimizer.iterations.numpy() == 0
+    per_token = np.full((2, SEQUENCE_LENGTH), IGNORED_LABEL)  # labels per packed token pass
+    per_token[:, 1] = 1
+    tagger.fit(sentences, per_token, verbose=0)

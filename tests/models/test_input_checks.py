@@ -51,6 +51,21 @@ def test_datasets_and_generators_pass_unchecked():
         (["a", "b"], [0, 1], [1.0], "sample_weight holds 1 examples for the 2 of x"),
         (["a", "b"], ["pos", "neg"], None, r"y holds strings \('pos', …\); labels are numbers"),
         (["a", "b"], np.array(["pos", "neg"]), None, "y holds strings"),
+        (("good", "bad!"), None, None, r"x\[0\] is one string \('good'\); a tuple x holds pairs"),
+        (("a", "bb", "ccc", ""), None, None, r"x\[0\] is one string \('a'\)"),
+        ((["a"], None), None, None, r"x\[1\] is None; a tuple x holds pairs \(texts, text_pairs\)"),
+        (
+            (["a"], ["b"], ["c"]),
+            None,
+            None,
+            "x is a tuple of 3 parts; a tuple of texts holds a pair",
+        ),
+        (
+            [("a", "b"), ("c", "d")],
+            None,
+            None,
+            r"x holds tuples \(x\[0\] is a tuple\) where one text",
+        ),
     ],
 )
 def test_bad_inputs_are_errors_naming_them(x, y, sample_weight, message):
