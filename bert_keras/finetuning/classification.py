@@ -15,13 +15,13 @@ from bert_keras.data.glue import read_generic
 from bert_keras.data.glue import read_glue
 from bert_keras.evaluation.glue_metrics import accuracy
 from bert_keras.evaluation.glue_metrics import glue_metrics
+from bert_keras.finetuning.run import STEP_FLAGS
 from bert_keras.finetuning.run import FineTuningRun
 from bert_keras.finetuning.run import seconds_since
 from bert_keras.models.bert_classifier import BertClassifier
 from bert_keras.text.preprocessor import BertPreprocessor
 
 # The flag that reads each split, for messages.
-_STEP_FLAGS = {"train": "--do_train", "dev": "--do_eval", "test": "--do_predict"}
 
 
 def in_checkpoint_order(data_labels, checkpoint_labels):
@@ -108,7 +108,7 @@ class ClassificationRun(FineTuningRun):
         self.splits = None if splits is None else tuple(splits)
         for split in self.splits or ():
             if not self._has_file(split):
-                raise ValueError(f"{_STEP_FLAGS[split]} reads {self._missing_file(split)}.")
+                raise ValueError(f"{STEP_FLAGS[split]} reads {self._missing_file(split)}.")
         head = self.checkpoint.head_weights.get("classifier")
         head_outputs = None if head is None else head["bias"].shape[-1]
         checkpoint_labels = self.checkpoint_label_names("classifier")

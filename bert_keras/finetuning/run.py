@@ -47,6 +47,8 @@ from bert_keras.training.output_lock import LOCK_FILE
 EVAL_RESULTS_FILE = "eval_results.json"
 EXPORT_DIR = "export"
 HISTORY_FILE = "history.jsonl"
+# The program flag whose step reads each split.
+STEP_FLAGS = {"train": "--do_train", "dev": "--do_eval", "test": "--do_predict"}
 
 
 class FineTuningRun:

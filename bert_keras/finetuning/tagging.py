@@ -5,6 +5,7 @@ import time
 import tensorflow as tf
 from absl import logging
 
+from bert_keras.data.conll import SPLIT_FILES
 from bert_keras.data.conll import has_split
 from bert_keras.data.conll import is_entity_tag
 from bert_keras.data.conll import read_conll
@@ -12,6 +13,7 @@ from bert_keras.data.conll import split_path
 from bert_keras.data.conll import tag_scheme
 from bert_keras.data.length_batching import batch_by_length
 from bert_keras.evaluation.conll_metrics import entity_scores
+from bert_keras.finetuning.run import STEP_FLAGS
 from bert_keras.finetuning.run import FineTuningRun
 from bert_keras.finetuning.run import seconds_since
 from bert_keras.finetuning.word_windows import tokenize_words
@@ -82,6 +84,12 @@ class TaggingRun(FineTuningRun):
         self, data_dir, init_checkpoint, output_dir, max_seq_length=None, splits=None, **options
     ):
         super().__init__(data_dir, init_checkpoint, output_dir, max_seq_length, **options)
+        for split in splits or ():
+            if not has_split(data_dir, split):
+                raise ValueError(
+                    f"{STEP_FLAGS[split]} reads {' or '.join(SPLIT_FILES[split])}, but {data_dir} "
+                    "has none of them."
+                )
         checkpoint_tags = self.checkpoint_label_names(HEAD_NAME)
         if splits is None:
             trains = has_split(data_dir, "train")

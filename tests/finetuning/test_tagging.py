@@ -229,7 +229,12 @@ def test_without_training_the_head_is_kept_whatever_train_holds(
     assert "head tags ['O', 'B-LOC', 'B-PER'], not the train file's ['B-ORG']" in caplog.text
     # Nothing to score with: a checkpoint without a tagging head, and no training.
     with pytest.raises(ValueError, match="no token_classifier head naming its tags"):
-        TaggingRun(str(data), tiny_checkpoint, str(tmp_path / "c"), 16, splits=["dev", "test"])
+        TaggingRun(str(data), tiny_checkpoint, str(tmp_path / "c"), 16, splits=["dev"])
+    # A split a step reads is looked for before anything else.
+    with pytest.raises(
+        ValueError, match=f"--do_predict reads test.txt or eng.testb, but {data} has"
+    ):
+        TaggingRun(str(data), fine_tuned_tagger, str(tmp_path / "e"), 16, splits=["dev", "test"])
     untrained = TaggingRun(str(data), tiny_checkpoint, str(tmp_path / "d"), 16, splits=["train"])
     with caplog.at_level(logging.WARNING):
         untrained.evaluate("dev", batch_size=2)
