@@ -124,7 +124,9 @@ class BertPreprocessor(keras.layers.Layer):
                 f"pad_to_multiple_of must be a positive integer or None, got {pad_to_multiple_of!r}."
             )
         if sequence_length is not None and not isinstance(sequence_length, numbers.Integral):
-            raise ValueError(f"sequence_length must be an integer or None, got {sequence_length!r}.")
+            raise ValueError(
+                f"sequence_length must be an integer or None, got {sequence_length!r}."
+            )
         if sequence_length is not None and sequence_length < 3:
             raise ValueError(
                 f"sequence_length must leave room for [CLS] and two [SEP], got {sequence_length}."
