@@ -9,6 +9,7 @@ from bert_keras.models.bert_backbone import INPUT_NAMES
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_task import BertTask
 from bert_keras.models.bert_task import backbone_inputs
+from bert_keras.models.bert_task import check_not_a_backbone_preset
 from bert_keras.models.bert_task import checkpoint_preprocessor
 from bert_keras.models.checkpoint_weights import apply_checkpoint
 from bert_keras.models.text_inputs import DEFAULT_BATCH_SIZE
@@ -120,6 +121,7 @@ class BertMaskedLM(BertTask):
         ...
         ValueError: .../plain has no masked-LM head weights (it holds the heads [])....
         """
+        check_not_a_backbone_preset(cls, preset)
         checkpoint = read_checkpoint(preset)
         if MASKED_LM_HEAD not in checkpoint.head_weights:
             raise ValueError(

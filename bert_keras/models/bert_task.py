@@ -2,6 +2,7 @@
 
 import inspect
 import itertools
+import os
 
 import keras
 import numpy as np
@@ -21,6 +22,7 @@ from bert_keras.models.input_checks import check_one_label_per_example
 from bert_keras.models.input_checks import check_positive_count
 from bert_keras.models.input_checks import check_sequence_widths
 from bert_keras.models.input_checks import check_token_ids
+from bert_keras.models.presets import BACKBONE_PRESETS
 from bert_keras.models.text_inputs import DEFAULT_BATCH_SIZE
 from bert_keras.models.text_inputs import TextPacker
 from bert_keras.models.text_inputs import first_examples
@@ -168,7 +170,10 @@ class BertTask(keras.Model):
         vocab.txt and casing, so the model takes raw text.
 
         Args:
-            preset: a checkpoint directory.
+            preset: a checkpoint directory. A `BertBackbone` preset name
+                (`bert_tiny`, ...) is refused: it names a size with fresh
+                weights and no vocabulary, so build the task on it instead,
+                `BertClassifier(BertBackbone.from_preset("bert_tiny"), 2)`.
             sequence_length: the preprocessor's packed length. None: the
                 length the checkpoint was fine-tuned at, as its export
                 serves it (`task_config["max_seq_length"]`), else 128 (the
@@ -192,6 +197,7 @@ class BertTask(keras.Model):
         >>> classifier.predict(["ok", "ok ok"], verbose=0).shape
         (2, 2)
         """
+        check_not_a_backbone_preset(cls, preset)
         checkpoint = read_checkpoint(preset)
         if "num_classes" in inspect.signature(cls).parameters and "num_classes" not in kwargs:
             kwargs["num_classes"] = checkpoint.num_labels(heads=(cls.checkpoint_head,))
@@ -654,6 +660,30 @@ class BertTask(keras.Model):
 
             config["preprocessor"] = keras.layers.deserialize(config["preprocessor"])
         return cls(**config)
+
+
+def check_not_a_backbone_preset(task_class, preset):
+    """Raises a ValueError where a task's `from_preset` gets a `BertBackbone` preset's name.
+
+    Such a preset is a size built with fresh weights and no vocabulary: a
+    task model on it would have neither trained weights nor a preprocessor,
+    so the task is built on the backbone instead (keras-hub's task presets
+    carry a vocabulary; these do not). A directory of that name is read.
+
+    Example:
+    >>> from bert_keras.models.bert_classifier import BertClassifier
+    >>> check_not_a_backbone_preset(BertClassifier, "bert_tiny")
+    Traceback (most recent call last):
+    ...
+    ValueError: 'bert_tiny' is a BertBackbone preset (a size, with fresh weights and no vocabulary)...
+    """
+    if isinstance(preset, str) and preset in BACKBONE_PRESETS and not os.path.exists(preset):
+        raise ValueError(
+            f"{preset!r} is a BertBackbone preset (a size, with fresh weights and no vocabulary), "
+            f"not a checkpoint directory: build the task on it, {task_class.__name__}("
+            f"BertBackbone.from_preset({preset!r}), ...), which takes token ids, or give "
+            f"{task_class.__name__}.from_preset a checkpoint directory."
+        )
 
 
 def reads_class_ids(loss):

@@ -14,6 +14,7 @@ from bert_keras.checkpoints import write_checkpoint
 from bert_keras.models import text_inputs
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_classifier import BertClassifier
+from bert_keras.models.bert_masked_lm import BertMaskedLM
 from bert_keras.models.bert_multiple_choice import BertMultipleChoice
 from bert_keras.models.bert_question_answerer import BertQuestionAnswerer
 from bert_keras.text.preprocessor import BertPreprocessor
@@ -717,6 +718,19 @@ def test_span_labels_in_a_pair_are_starts_then_ends_and_checked(vocabulary_file)
     assert reader.optimizer.iterations.numpy() == 0
     history = reader.fit(pairs, [starts, ends], validation_data=(pairs, [starts, ends]), verbose=0)
     assert np.isfinite(history.history["val_start_logits_loss"][0])
+
+
+@pytest.mark.parametrize(
+    "task_class", [BertClassifier, BertMultipleChoice, BertQuestionAnswerer, BertMaskedLM]
+)
+def test_from_preset_names_the_way_to_build_a_task_on_a_backbone_preset(task_class):
+    """A backbone preset is a size with fresh weights and no vocabulary, not a checkpoint."""
+    with pytest.raises(
+        ValueError,
+        match=rf"'bert_tiny' is a BertBackbone preset .* {task_class.__name__}\(BertBackbone"
+        r"\.from_preset\('bert_tiny'\), \.\.\.\)",
+    ):
+        task_class.from_preset("bert_tiny")
 
 
 def test_from_preset_loads_backbone_head_and_preprocessor(vocabulary_file, tmp_path, caplog):
