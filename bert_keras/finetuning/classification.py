@@ -21,8 +21,6 @@ from bert_keras.finetuning.run import seconds_since
 from bert_keras.models.bert_classifier import BertClassifier
 from bert_keras.text.preprocessor import BertPreprocessor
 
-# The flag that reads each split, for messages.
-
 
 def in_checkpoint_order(data_labels, checkpoint_labels):
     """The data's class names in the order of a checkpoint head's names for them, or None.
