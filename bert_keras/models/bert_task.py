@@ -3,6 +3,7 @@
 import inspect
 import itertools
 import os
+import types
 
 import keras
 import numpy as np
@@ -267,6 +268,7 @@ class BertTask(keras.Model):
         The optimizer is built before the first step (`build_optimizer`), so
         that TensorFlow traces the training step once.
         """
+        x = _generator_without_text(x)
         self._check_array_inputs(x, y, sample_weight, batch_size)
         y = self._labels_as_read(y)
         if self._takes_as_text(x):
@@ -297,6 +299,7 @@ class BertTask(keras.Model):
 
     def evaluate(self, x=None, y=None, batch_size=None, *, sample_weight=None, **kwargs):
         """`keras.Model.evaluate`; with a preprocessor, `x` may be text."""
+        x = _generator_without_text(x)
         self._check_array_inputs(x, y, sample_weight, batch_size)
         y = self._labels_as_read(y)
         if self._takes_as_text(x):
@@ -337,6 +340,7 @@ class BertTask(keras.Model):
         are predicted, as Keras takes them from arrays. `callbacks` and
         `verbose` act as in Keras' loop.
         """
+        x = _generator_without_text(x)
         self._check_array_inputs(x, batch_size=batch_size)
         if not self._takes_as_text(x):
             return super().predict(without_autotuning_thread(x), batch_size=batch_size, **kwargs)
@@ -702,6 +706,34 @@ def ignored_class(loss):
     if isinstance(loss, keras.losses.SparseCategoricalCrossentropy):
         return loss.get_config().get("ignore_class")
     return None
+
+
+def _generator_without_text(x):
+    """A Python generator `x` as it was, refused if its first element holds text.
+
+    Texts from a generator would reach Keras' loop as strings, which it
+    cannot feed a model (on jax, failing mid-loop, it leaves the variables
+    without their values). The first element is read to tell, and yielded
+    again first.
+    """
+    if not isinstance(x, types.GeneratorType):
+        return x
+    try:
+        first = next(x)
+    except StopIteration:
+        return (element for element in ())
+    if holds_text(first):
+        raise ValueError(
+            "x is a generator that yields text; task models take text in arrays or lists, as "
+            "a tuple (texts, text_pairs) of them, or in a batched tf.data.Dataset "
+            "(tf.data.Dataset.from_generator makes one)."
+        )
+
+    def elements():
+        yield first
+        yield from x
+
+    return elements()
 
 
 def _label_columns(y, sample_weight):

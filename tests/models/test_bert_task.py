@@ -84,6 +84,22 @@ def test_too_long_token_ids_are_refused_before_keras_loop_which_keeps_the_weight
     np.testing.assert_allclose(classifier.predict(texts, verbose=0), expected, atol=1e-5)
 
 
+def test_a_generator_of_texts_is_an_error_and_one_of_ids_is_read_whole(vocabulary_file):
+    classifier = _classifier(vocabulary_file)
+    classifier.compile()
+    texts, labels = _toy_sentiment(4)
+    with pytest.raises(ValueError, match="x is a generator that yields text; task models take"):
+        classifier.fit(((np.array(texts), labels) for _ in range(2)), steps_per_epoch=1, verbose=0)
+    with pytest.raises(ValueError, match="x is a generator that yields text"):
+        classifier.evaluate((np.array(texts), labels) for _ in range(2))
+    features = {k: v.numpy() for k, v in classifier.preprocessor(tf.constant(texts)).items()}
+    expected = classifier.predict(features, verbose=0)
+    from_generator = classifier.predict(((features,) for _ in range(2)), steps=2, verbose=0)
+    np.testing.assert_allclose(from_generator, np.concatenate([expected, expected]), atol=1e-5)
+    classifier.fit(((features, labels) for _ in range(2)), steps_per_epoch=2, verbose=0)
+    assert classifier.optimizer.iterations.numpy() == 2
+
+
 def _toy_sentiment(count, seed=0):
     """Three-word sentences of positive (label 1) or negative (label 0) words."""
     rng = np.random.default_rng(seed)
