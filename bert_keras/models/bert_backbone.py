@@ -154,12 +154,13 @@ class BertBackbone(keras.Model):
         self._check_inputs(inputs)
         return super().__call__(inputs, *args, **kwargs)
 
-    def fit(self, x=None, y=None, *args, validation_data=None, **kwargs):
+    def fit(self, x=None, *args, **kwargs):
         """`keras.Model.fit`, array inputs checked first (`check_array_ids`)."""
         self.check_array_ids(x)
+        validation_data = kwargs.get("validation_data")
         if isinstance(validation_data, tuple) and validation_data:
             self.check_array_ids(validation_data[0], "validation_data[0]")
-        return super().fit(x, y, *args, validation_data=validation_data, **kwargs)
+        return super().fit(x, *args, **kwargs)
 
     def evaluate(self, x=None, *args, **kwargs):
         """`keras.Model.evaluate`, array inputs checked first (`check_array_ids`)."""
