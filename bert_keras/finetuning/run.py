@@ -319,7 +319,8 @@ class FineTuningRun:
             build_task: backbone -> task model (e.g. a `BertTokenClassifier`).
             head_name: the checkpoint head (see `Checkpoint.head_weights`)
                 whose `kernel` and `bias` the output layer takes when their
-                shapes match it; otherwise the layer keeps its fresh weights.
+                shapes match it; otherwise, or when None, the layer keeps its
+                fresh weights.
             output_layer: name of the task model's output `Dense` layer.
 
         Returns:
@@ -328,9 +329,8 @@ class FineTuningRun:
         config = {**self.checkpoint.backbone_config, "dtype": self.execution.dtype_policy}
         with self.replicas.scope():
             model = build_task(BertBackbone.from_config(config))
-        apply_checkpoint(
-            model, self.checkpoint, heads={head_name: output_layer}, skip_mismatched_heads=True
-        )
+        heads = {} if head_name is None else {head_name: output_layer}
+        apply_checkpoint(model, self.checkpoint, heads=heads, skip_mismatched_heads=True)
         if self.freeze_backbone:
             model.backbone.trainable = False
         self.replicas.prepare(model)
