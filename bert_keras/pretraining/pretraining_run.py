@@ -304,8 +304,8 @@ class PretrainingRun:
         backbone_config = self._backbone_config(initial)
         self._check_resumable(backbone_config)
         self._check_sequence_length(backbone_config)
-        self._check_vocabulary(backbone_config)
         self.vocabulary_size = _architecture(backbone_config)["vocabulary_size"]
+        self.id_limit, self.id_source = self._id_limit(backbone_config)
         self.dataset(skip_batches=0)  # checks the records' lengths against the settings
         self.initial_step = self.resumed.step if self.resumed else 0
         if self.initial_step > config.num_train_steps:
@@ -402,21 +402,24 @@ class PretrainingRun:
                 f"{positions} position embeddings (max_sequence_length)."
             )
 
-    def _check_vocabulary(self, backbone_config):
-        """The vocab file's tokens each have a word embedding: ids past them would read none.
+    def _id_limit(self, backbone_config):
+        """(The ids the records may hold, what sets them): the vocab file's tokens, or the table's.
 
-        On jax and tensorflow such an id reads NaN, and the run trains on
-        NaN losses to the end; on torch it fails in the embedding.
+        Each token of the vocab file needs a word embedding: ids past the
+        table read none (on jax and tensorflow NaN, and the run trains on NaN
+        losses to the end; on torch it fails in the embedding). And the
+        records' ids must be the vocab file's, which the export ships.
         """
-        if not self.config.vocab_file:
-            return
-        tokens = len(read_vocabulary(self.config.vocab_file))
         embeddings = _architecture(backbone_config)["vocabulary_size"]
+        if not self.config.vocab_file:
+            return embeddings, f"the vocabulary_size {embeddings} of the backbone"
+        tokens = len(read_vocabulary(self.config.vocab_file))
         if tokens > embeddings:
             raise ValueError(
                 f"vocab_file {self.config.vocab_file} holds {tokens} tokens but the backbone's "
                 f"vocabulary_size is {embeddings}: give a config with vocab_size {tokens}."
             )
+        return tokens, f"the {tokens} tokens of vocab_file {self.config.vocab_file}"
 
     def _build_model(self, backbone_config, initial):
         model = BertPretrainer(BertBackbone.from_config(backbone_config))
@@ -457,7 +460,7 @@ class PretrainingRun:
         return self.replicas.local_share(dataset.map(self._ids_checked))
 
     def _ids_checked(self, features, labels):
-        """The batch, failing if a token id has no word embedding (on jax it would read NaN)."""
+        """The batch, failing on a token id past `id_limit` (no word embedding, or no vocab token)."""
         import tensorflow as tf
 
         largest = tf.maximum(
@@ -465,11 +468,10 @@ class PretrainingRun:
         )
         check = tf.debugging.assert_less(
             largest,
-            tf.cast(self.vocabulary_size, largest.dtype),
+            tf.cast(self.id_limit, largest.dtype),
             message=(
-                f"The records ({self.config.input_file}) hold a token id past the "
-                f"vocabulary_size {self.vocabulary_size} of the backbone: they were made with a "
-                "larger vocab.txt"
+                f"The records ({self.config.input_file}) hold a token id past {self.id_source}: "
+                "they were made with a larger vocab.txt"
             ),
         )
         with tf.control_dependencies([check]):

@@ -256,6 +256,17 @@ def test_records_of_a_larger_vocabulary_stop_the_run_instead_of_training_on_nan(
     assert not (tmp_path / "run" / "export").exists()
 
 
+def test_records_of_a_larger_vocabulary_than_the_vocab_file_stop_the_run(records, tmp_path):
+    vocabulary = tmp_path / "vocab.txt"  # fits the 40 embeddings; the records' ids reach past 8
+    vocabulary.write_text("".join(f"token{index}\n" for index in range(8)))
+    run = PretrainingRun(tiny_config(records, tmp_path / "run", vocab_file=str(vocabulary)))
+    with pytest.raises(
+        Exception, match=f"hold a token id past the 8 tokens of vocab_file {vocabulary}"
+    ):
+        run.train(verbose=0)
+    assert not (tmp_path / "run" / "export").exists()
+
+
 def test_an_init_checkpoint_of_another_architecture_is_refused(records, tmp_path):
     BertBackbone(**{**TRAINING_BACKBONE, "num_layers": 2}).save_to_preset(str(tmp_path / "other"))
     with pytest.raises(
