@@ -44,15 +44,7 @@ def main(argv):
         from bert_keras.finetuning.classification import ClassificationRun
 
     # The files the steps read, checked before the model is built, not after training.
-    splits = [
-        split
-        for split, flag in (
-            ("train", _FLAGS.do_train),
-            ("dev", _FLAGS.do_eval),
-            ("test", _FLAGS.do_predict),
-        )
-        if flag.value
-    ]
+    splits = _FLAGS.splits()
     run_steps(functools.partial(ClassificationRun, _TASK_NAME.value, splits=splits), _FLAGS)
 
 

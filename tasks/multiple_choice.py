@@ -38,11 +38,7 @@ def main(argv):
         from bert_keras.finetuning.multiple_choice import MultipleChoiceRun
 
     # The dev and test files asked for are checked before training, not after it.
-    check_splits = [
-        split
-        for split, flag in (("dev", _FLAGS.do_eval), ("test", _FLAGS.do_predict))
-        if flag.value
-    ]
+    check_splits = [split for split in _FLAGS.splits() if split != "train"]
     run_steps(functools.partial(MultipleChoiceRun, check_splits=check_splits), _FLAGS)
 
 

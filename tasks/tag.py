@@ -47,16 +47,7 @@ def main(argv):
         from bert_keras.finetuning.tagging import TaggingRun
 
     # Without --do_train the checkpoint's fine-tuned head is kept, whatever train.txt holds.
-    splits = [
-        split
-        for split, flag in (
-            ("train", _FLAGS.do_train),
-            ("dev", _FLAGS.do_eval),
-            ("test", _FLAGS.do_predict),
-        )
-        if flag.value
-    ]
-    run_steps(functools.partial(TaggingRun, splits=splits), _FLAGS)
+    run_steps(functools.partial(TaggingRun, splits=_FLAGS.splits()), _FLAGS)
 
 
 if __name__ == "__main__":

@@ -45,6 +45,20 @@ class FineTuningFlags:
     freeze_backbone: flags.FlagHolder
     execution: ExecutionFlags
 
+    def splits(self):
+        """The splits the steps asked for read ("train", "dev", "test"), in that order.
+
+        Example:
+        >>> from absl import flags
+        >>> flag_values = flags.FlagValues()
+        >>> program_flags = define_flags(flag_values)
+        >>> _ = flag_values(["program", "--do_train", "--do_predict"])
+        >>> program_flags.splits()
+        ['train', 'test']
+        """
+        steps = (("train", self.do_train), ("dev", self.do_eval), ("test", self.do_predict))
+        return [split for split, flag in steps if flag.value]
+
     def run_arguments(self):
         """The `FineTuningRun` constructor arguments the flags give."""
         return {

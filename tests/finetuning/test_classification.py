@@ -13,7 +13,7 @@ import pytest
 from bert_keras.checkpoints import read_checkpoint
 from bert_keras.checkpoints import write_checkpoint
 from bert_keras.finetuning.classification import ClassificationRun
-from bert_keras.models.bert_backbone import BertBackbone
+from tests.finetuning.tiny_checkpoint import save_tiny_checkpoint
 from tests.programs import run_module
 
 
@@ -42,13 +42,7 @@ WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad", "movie", "
 
 @pytest.fixture
 def checkpoint(tmp_path):
-    vocabulary = tmp_path / "vocab.txt"
-    vocabulary.write_text("\n".join(WORDS) + "\n")
-    directory = str(tmp_path / "checkpoint")
-    BertBackbone(len(WORDS), 1, 2, 8, 16, max_sequence_length=16).save_to_preset(
-        directory, vocabulary_file=vocabulary
-    )
-    return directory
+    return save_tiny_checkpoint(tmp_path, WORDS)
 
 
 def _with_head(checkpoint, directory, outputs, label_names=None, task_config=None, answer=None):

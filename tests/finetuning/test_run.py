@@ -17,24 +17,18 @@ from bert_keras.finetuning.flags import define_flags
 from bert_keras.finetuning.run import FineTuningRun
 from bert_keras.finetuning.run import fit_plan
 from bert_keras.finetuning.tagging import TaggingRun
-from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_classifier import BertClassifier
 from bert_keras.models.bert_token_classifier import BertTokenClassifier
 from bert_keras.training.execution import Execution
 from bert_keras.training.history_records import read_history
+from tests.finetuning.tiny_checkpoint import save_tiny_checkpoint
 
 WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad", "paris", "is", "fine"]
 
 
 @pytest.fixture
 def checkpoint(tmp_path):
-    vocabulary = tmp_path / "vocab.txt"
-    vocabulary.write_text("\n".join(WORDS) + "\n")
-    directory = str(tmp_path / "checkpoint")
-    BertBackbone(len(WORDS), 1, 2, 8, 16, max_sequence_length=16).save_to_preset(
-        directory, vocabulary_file=vocabulary
-    )
-    return directory
+    return save_tiny_checkpoint(tmp_path, WORDS)
 
 
 @pytest.fixture
