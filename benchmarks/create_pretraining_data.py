@@ -1,4 +1,4 @@
-"""Pretraining-data throughput: our tool against Model Garden's, same corpus.
+r"""Pretraining-data throughput: our tool against Model Garden's, same corpus.
 
 Builds a corpus of real English prose from the docstrings of the installed
 Python packages (one sentence a line, one module a document), then runs, one

@@ -1,4 +1,4 @@
-"""Converts a BERT checkpoint between formats.
+r"""Converts a BERT checkpoint between formats.
 
 Reads a Hugging Face directory (config.json + safetensors), an original
 google-research release (bert_config.json + bert_model.ckpt.*), a keras-hub

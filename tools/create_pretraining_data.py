@@ -1,4 +1,4 @@
-"""Makes BERT pretraining records from text: the original's program, streaming.
+r"""Makes BERT pretraining records from text: the original's program, streaming.
 
 Same flags, defaults, input format (one sentence per line, blank lines between
 documents) and record schema as google-research/bert's

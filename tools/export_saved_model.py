@@ -1,4 +1,4 @@
-"""Exports a fine-tuned or pretrained BERT as a SavedModel that stock TF Serving loads.
+r"""Exports a fine-tuned or pretrained BERT as a SavedModel that stock TF Serving loads.
 
 Raw text in, answers out (labels, tags per word, answer spans, choices or
 features, by the model's task): the tokenizer runs in the graph. A BERT4Rec
