@@ -323,7 +323,8 @@ def load_served_model(path, sequence_length=None):
 
     Raises:
         ValueError: a model this exporter cannot serve (named with its
-            heads), no vocabulary, or a bad sequence length.
+            heads), no vocabulary, one larger than the word embeddings, or a
+            bad sequence length.
 
     Example:
     >>> import tempfile
@@ -349,6 +350,11 @@ def load_served_model(path, sequence_length=None):
     if task in ("classifier", "tagger") and label_names is None:
         label_names = [str(index) for index in range(model.num_classes)]
     backbone = getattr(model, "backbone", model)
+    if tokenizer.vocabulary_size() > backbone.vocabulary_size:
+        raise ValueError(
+            f"{path}'s vocabulary holds {tokenizer.vocabulary_size()} tokens but its backbone has "
+            f"{backbone.vocabulary_size} word embeddings: the tokens past them would have none."
+        )
     if sequence_length is None:
         sequence_length = default_length or backbone.max_sequence_length
     if not 3 <= sequence_length <= backbone.max_sequence_length:

@@ -289,7 +289,7 @@ class ClassificationRun(FineTuningRun):
     def evaluate(self, split, batch_size):
         """Scores `split` with the task's GLUE metrics; writes eval_results.json."""
         start = time.perf_counter()
-        self._warn_if_head_untrained()
+        self.warn_if_head_untrained("classifier")
         examples = self._read(split)
         if None in examples.labels:
             raise ValueError(
@@ -312,17 +312,9 @@ class ClassificationRun(FineTuningRun):
 
     def predict(self, split, batch_size):
         """Writes predictions for an unlabelled split."""
-        self._warn_if_head_untrained()
+        self.warn_if_head_untrained("classifier")
         examples = self._read(split)
         self._write_predictions(split, self._predict_examples(examples, batch_size))
-
-    def _warn_if_head_untrained(self):
-        if not (self.head_loaded or self._trained):
-            logging.warning(
-                "Scoring a classifier head with random weights: %s had none that fits and this "
-                "run has not trained one.",
-                self.checkpoint.directory,
-            )
 
     def _predict_examples(self, examples, batch_size):
         logits = self.predict_features(

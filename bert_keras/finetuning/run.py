@@ -529,6 +529,20 @@ class FineTuningRun:
         """Writes `results` (a JSON-able dict) to OUTPUT_DIR/eval_results.json."""
         self.write_file(EVAL_RESULTS_FILE, json.dumps(results, indent=2) + "\n")
 
+    def warn_if_head_untrained(self, head_name):
+        """Logs that scoring uses a head of random weights: none fit from the checkpoint, none trained.
+
+        Subclasses set `head_loaded` (the checkpoint's head fit) and
+        `_trained` (this run trained) when they build and train the model.
+        """
+        if not (self.head_loaded or self._trained):
+            logging.warning(
+                "Scoring with a %s head of random weights: %s has none that fits the data and "
+                "this run has not trained one.",
+                head_name,
+                self.checkpoint.directory,
+            )
+
     def write_file(self, name, text):
         """Writes `text` to OUTPUT_DIR/`name`, atomically (in the first of several processes)."""
         if self.replicas.is_chief:

@@ -192,7 +192,7 @@ class TaggingRun(FineTuningRun):
         naming the first odd tag's line.
         """
         start = time.perf_counter()
-        self._warn_if_head_untrained()
+        self.warn_if_head_untrained(HEAD_NAME)
         path = split_path(self.data_dir, split)
         sentences = read_conll(path)
         _warn_of_unknown_tags(path, sentences, self.label_names)
@@ -237,18 +237,9 @@ class TaggingRun(FineTuningRun):
         The split's file may be words alone, one a line (text to tag), or
         tagged as train's: its words are read, any tags ignored.
         """
-        self._warn_if_head_untrained()
+        self.warn_if_head_untrained(HEAD_NAME)
         sentences = read_conll(split_path(self.data_dir, split), tagged=False)
         self._write_predictions(split, sentences, self._predict_tags(sentences, batch_size))
-
-    def _warn_if_head_untrained(self):
-        if not (self.head_loaded or self._trained):
-            logging.warning(
-                "Tagging with a %s head of random weights: %s has none naming its tags and "
-                "this run has not trained one.",
-                HEAD_NAME,
-                self.checkpoint.directory,
-            )
 
     def _windows(self, sentences, word_labels=None):
         tokenizer = self.tokenizer

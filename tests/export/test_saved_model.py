@@ -260,6 +260,13 @@ def test_versions_and_bad_models_are_refused_with_nothing_written(classifier, tm
         export_saved_model(classifier[1], base, sequence_length="64")
     with pytest.raises(TypeError, match=r"text_pair is 'no' \(str\); expected bool"):
         export_saved_model(classifier[1], base, text_pair="no")
+    larger = tmp_path / "larger_vocabulary"  # the checkpoint with one token too many
+    shutil.copytree(classifier[1], larger)
+    with open(larger / "vocab.txt", "a") as file:
+        file.write("".join(f"extra{index}\n" for index in range(CONFIG["vocabulary_size"])))
+    with pytest.raises(ValueError, match="vocabulary holds .* tokens but its backbone has"):
+        export_saved_model(larger, base)
+    assert sorted(os.listdir(base)) == ["1"]
 
 
 def test_the_committed_op_list_is_tensorflow_2_17_core():

@@ -203,7 +203,7 @@ def test_scoring_needs_a_head_that_fits_unless_the_run_trains_one(checkpoint, tm
     assert "taken in the data's order" not in caplog.text  # the head is not taken at all
     assert not run.head_loaded
     run.evaluate("dev", batch_size=2)  # a library caller is warned
-    assert "Scoring a classifier head with random weights" in caplog.text
+    assert "Scoring with a classifier head of random weights" in caplog.text
 
 
 def test_every_row_of_a_test_file_is_predicted_an_empty_text_too(checkpoint, tmp_path):

@@ -238,7 +238,7 @@ def test_without_training_the_head_is_kept_whatever_train_holds(
     untrained = TaggingRun(str(data), tiny_checkpoint, str(tmp_path / "d"), 16, splits=["train"])
     with caplog.at_level(logging.WARNING):
         untrained.evaluate("dev", batch_size=2)
-    assert "Tagging with a token_classifier head of random weights" in caplog.text
+    assert "Scoring with a token_classifier head of random weights" in caplog.text
 
 
 @pytest.mark.one_backend
