@@ -104,6 +104,7 @@ class ClassificationRun(FineTuningRun):
             )
         super().__init__(data_dir, init_checkpoint, output_dir, max_seq_length, **options)
         self.splits = None if splits is None else tuple(splits)
+        self._examples = {}  # split -> its examples, read whole (`_read`)
         for split in self.splits or ():
             if not self._has_file(split):
                 raise ValueError(f"{STEP_FLAGS[split]} reads {self._missing_file(split)}.")
@@ -231,8 +232,16 @@ class ClassificationRun(FineTuningRun):
         return matches[0] if matches else None
 
     def _read(self, split, limit=None):
-        """A split's examples, their labels ids of `label_names`."""
-        return self._read_labelled(split, self.label_names, limit)
+        """A split's examples, their labels ids of `label_names`; a whole split is read once.
+
+        The run reads the dev and test files when it is built, to check them
+        before training; scoring then takes those examples.
+        """
+        if limit is not None:
+            return self._read_labelled(split, self.label_names, limit)
+        if split not in self._examples:
+            self._examples[split] = self._read_labelled(split, self.label_names)
+        return self._examples[split]
 
     def _read_labelled(self, split, label_names, limit=None):
         if self.task_name in GLUE_TASKS:

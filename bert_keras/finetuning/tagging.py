@@ -84,6 +84,7 @@ class TaggingRun(FineTuningRun):
         self, data_dir, init_checkpoint, output_dir, max_seq_length=None, splits=None, **options
     ):
         super().__init__(data_dir, init_checkpoint, output_dir, max_seq_length, **options)
+        self._sentences = {}  # split -> its sentences, read whole (`_read`)
         for split in splits or ():
             if not has_split(data_dir, split):
                 raise ValueError(
@@ -135,7 +136,12 @@ class TaggingRun(FineTuningRun):
         return {tag for sentence in self._read(split) for tag in sentence.tags}
 
     def _read(self, split, limit=None):
-        return read_conll(split_path(self.data_dir, split), limit=limit)
+        """A split's tagged sentences; a whole split is read once (its tags pick the head first)."""
+        if limit is not None:
+            return read_conll(split_path(self.data_dir, split), limit=limit)
+        if split not in self._sentences:
+            self._sentences[split] = read_conll(split_path(self.data_dir, split))
+        return self._sentences[split]
 
     def train(
         self, batch_size, learning_rate, num_epochs, warmup_proportion=0.1, limit=None, verbose=2
@@ -194,7 +200,7 @@ class TaggingRun(FineTuningRun):
         start = time.perf_counter()
         self.warn_if_head_untrained(HEAD_NAME)
         path = split_path(self.data_dir, split)
-        sentences = read_conll(path)
+        sentences = self._read(split)
         _warn_of_unknown_tags(path, sentences, self.label_names)
         predicted = self._predict_tags(sentences, batch_size)
         gold = [sentence.tags for sentence in sentences]
