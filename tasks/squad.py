@@ -31,6 +31,7 @@ import json
 from absl import app
 from absl import flags
 
+from bert_keras.data.input_file_error import InputFileError
 from bert_keras.finetuning.flags import define_bucket_by_length_flag
 from bert_keras.finetuning.flags import define_freeze_backbone_flag
 from bert_keras.finetuning.flags import define_max_batch_widths_flag
@@ -94,9 +95,12 @@ def main(argv):
                 max_batch_widths=_MAX_BATCH_WIDTHS.value,
                 freeze_backbone=_FREEZE_BACKBONE.value,
             )
-        except (OutputLockedError, ValueError) as error:
+        except (OutputLockedError, FileNotFoundError, ValueError) as error:
             raise app.UsageError(str(error)) from error
-        _run_steps(run)
+        try:
+            _run_steps(run)
+        except (InputFileError, FileNotFoundError) as error:
+            raise app.UsageError(str(error)) from error
 
 
 def _run_steps(run):

@@ -14,6 +14,7 @@ import os
 import re
 
 from bert_keras.data import split_files
+from bert_keras.data.input_file_error import InputFileError
 
 DOCUMENT_START = "-DOCSTART-"
 # Names the splits go by: CoNLL-2003's own (eng.testa), the common copies'.
@@ -56,7 +57,7 @@ def read_conll(path, limit=None, tagged=True):
         A list of `TaggedSentence`.
 
     Raises:
-        ValueError: `tagged` and a line has fewer than two columns, naming
+        InputFileError: `tagged` and a line has fewer than two columns, naming
             the file and the line; or the file holds no sentence.
 
     Example:
@@ -91,7 +92,7 @@ def read_conll(path, limit=None, tagged=True):
         sentences.append(_sentence(current, tagged))
     if not sentences:
         what = "one word and its tag" if tagged else "one word"
-        raise ValueError(f"{path} holds no sentences: {what} per line.")
+        raise InputFileError(f"{path} holds no sentences: {what} per line.")
     return sentences[:limit] if limit is not None else sentences
 
 
@@ -166,7 +167,7 @@ def tag_scheme(tag_sequences):
 
 def _tag(columns, path, line_number):
     if len(columns) < 2:
-        raise ValueError(
+        raise InputFileError(
             f"{path}:{line_number}: expected a word and a tag (whitespace-separated, tag last), "
             f"found {len(columns)} column: {columns[0]!r}."
         )

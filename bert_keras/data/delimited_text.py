@@ -3,6 +3,8 @@
 Standard library only, so importing this module loads no TensorFlow.
 """
 
+from bert_keras.data.input_file_error import InputFileError
+
 
 def numbered_records(reader):
     """`(line number, row)` for each record of a `csv.reader`, numbered by its first line.
@@ -30,7 +32,7 @@ def utf8_records(records, path):
     >>> list(utf8_records(open(path, encoding="utf-8"), path))
     Traceback (most recent call last):
     ...
-    ValueError: ...latin1.csv:2: b'caf\\xe9' is not UTF-8; save the file as UTF-8.
+    bert_keras.data.input_file_error.InputFileError: ...latin1.csv:2: b'caf\\xe9' is not UTF-8; save the file as UTF-8.
     """
     try:
         yield from records
@@ -39,7 +41,7 @@ def utf8_records(records, path):
 
 
 def not_utf8_error(path):
-    """A ValueError naming the first line of `path` that is not UTF-8, to raise on a decoding error.
+    """An `InputFileError` naming the first line of `path` that is not UTF-8, for a decoding error.
 
     Example:
     >>> import os, tempfile
@@ -49,7 +51,7 @@ def not_utf8_error(path):
     /...latin1.json:2: b' "caf\\xe9"}' is not UTF-8; save the file as UTF-8.
     """
     line_number, line = _first_undecodable_line(path)
-    return ValueError(f"{path}:{line_number}: {line!r} is not UTF-8; save the file as UTF-8.")
+    return InputFileError(f"{path}:{line_number}: {line!r} is not UTF-8; save the file as UTF-8.")
 
 
 def _first_undecodable_line(path):

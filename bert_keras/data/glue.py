@@ -16,6 +16,7 @@ import sys
 
 from bert_keras.data.delimited_text import numbered_records
 from bert_keras.data.delimited_text import utf8_records
+from bert_keras.data.input_file_error import InputFileError
 
 csv.field_size_limit(sys.maxsize)
 
@@ -161,18 +162,18 @@ def read_generic(path, label_names=None, limit=None):
         records = utf8_records(numbered_records(csv.reader(file, delimiter=delimiter)), path)
         _, header = next(records, (1, None))
         if not header or "text" not in header or ("label" not in header and label_names is None):
-            raise ValueError(
+            raise InputFileError(
                 f"{path}:1: the header must name 'text' and 'label' columns, got {header}."
             )
         rows = [(number, row) for number, row in records if not _is_blank_line(row)]
     for number, row in rows:
         if len(row) != len(header):
-            raise ValueError(
+            raise InputFileError(
                 f"{path}:{number}: expected {len(header)} {_SEPARATED[delimiter]} fields as in "
                 f"the header, found {len(row)}."
             )
     if not rows:
-        raise ValueError(f"{path} holds no examples, only its header.")
+        raise InputFileError(f"{path} holds no examples, only its header.")
     columns = {name: header.index(name) for name in header}
     if label_names is None:
         label_names = _label_names(rows, columns["label"], path)
@@ -196,7 +197,7 @@ def _label_names(rows, label_column, path):
     values = [row[label_column] for _, row in rows]
     for (number, _), value in zip(rows, values):
         if not value.strip():
-            raise ValueError(f"{path}:{number}: the label is empty; each example needs one.")
+            raise InputFileError(f"{path}:{number}: the label is empty; each example needs one.")
     if all(map(_is_number, values)) and any(map(_is_fraction, values)):
         return ()
     if all(_is_number(value) and math.isfinite(float(value)) for value in values):
@@ -228,7 +229,7 @@ def _read_rows(path, task, label_names, limit):
             (number, row) for number, row in itertools.islice(records, limit) if _holds_text(row)
         ]
     if not rows:
-        raise ValueError(f"{path} holds no examples.")
+        raise InputFileError(f"{path} holds no examples.")
     return _parse_rows(rows, path, task, label_names, limit)
 
 
@@ -261,7 +262,7 @@ def _parse_rows(rows, path, task, label_names, limit):
 
 def _cell(row, column, path, line_number):
     if column >= len(row) or -column > len(row):
-        raise ValueError(
+        raise InputFileError(
             f"{path}:{line_number}: expected at least {column + 1 if column >= 0 else -column} "
             f"tab-separated columns, found {len(row)}."
         )
@@ -271,12 +272,12 @@ def _cell(row, column, path, line_number):
 def _label(value, label_names, path, line_number):
     if not label_names:
         if not (_is_number(value) and math.isfinite(float(value))):
-            raise ValueError(
+            raise InputFileError(
                 f"{path}:{line_number}: regression label {value!r} is not a finite number."
             )
         return float(value)
     if value not in label_names:
-        raise ValueError(
+        raise InputFileError(
             f"{path}:{line_number}: label {value!r} is not one of {list(label_names)}."
         )
     return label_names.index(value)

@@ -18,6 +18,7 @@ import numpy as np
 from absl import logging
 
 from bert_keras.data.delimited_text import not_utf8_error
+from bert_keras.data.input_file_error import InputFileError
 
 # Questions and contexts are tokenized this many at a time: bounded memory,
 # few eager TensorFlow calls.
@@ -80,7 +81,7 @@ def read_squad(path, version_2_with_negative=False, is_training=False):
         A list of `SquadExample`, in file order.
 
     Raises:
-        ValueError: a file without questions ("FILE holds no questions"),
+        InputFileError: a file without questions ("FILE holds no questions"),
             or a malformed entry, named by file and question id: missing
             fields, an id that is not a string, an is_impossible that is not
             true or false, an unanswerable question outside v2.0, a training
@@ -100,11 +101,11 @@ def read_squad(path, version_2_with_negative=False, is_training=False):
         try:
             dataset = json.load(file)
         except json.JSONDecodeError as error:
-            raise ValueError(f"{path} is not valid JSON: {error}") from None
+            raise InputFileError(f"{path} is not valid JSON: {error}") from None
         except UnicodeDecodeError:
             raise not_utf8_error(path) from None
     if not isinstance(dataset, dict) or not isinstance(dataset.get("data"), list):
-        raise ValueError(f'{path} has no "data" list; expected SQuAD JSON.')
+        raise InputFileError(f'{path} has no "data" list; expected SQuAD JSON.')
     examples, seen_ids, skipped = [], set(), 0
     for article_index, article in enumerate(dataset["data"]):
         where = f"{path}, data[{article_index}]"
@@ -114,7 +115,7 @@ def read_squad(path, version_2_with_negative=False, is_training=False):
             _object(paragraph, where, "a paragraph")
             context = paragraph.get("context")
             if not isinstance(context, str):
-                raise ValueError(f'{where} has no "context" string.')
+                raise InputFileError(f'{where} has no "context" string.')
             for qa_index, qa in enumerate(_list_field(paragraph, "qas", where)):
                 _object(qa, f"{where}.qas[{qa_index}]", "a question")
                 example = _read_question(qa, context, where, version_2_with_negative, is_training)
@@ -122,12 +123,14 @@ def read_squad(path, version_2_with_negative=False, is_training=False):
                     skipped += 1
                     continue
                 if example.question_id in seen_ids:
-                    raise ValueError(f"{where}: question id {example.question_id!r} is repeated.")
+                    raise InputFileError(
+                        f"{where}: question id {example.question_id!r} is repeated."
+                    )
                 seen_ids.add(example.question_id)
                 examples.append(example)
     if not examples:
         note = f" to train on: all {skipped} are skipped (see the warnings)" if skipped else ""
-        raise ValueError(f"{path} holds no questions{note}.")
+        raise InputFileError(f"{path} holds no questions{note}.")
     if skipped:
         logging.warning(
             "%s: skipped %d training questions whose answer is not at its answer_start.",
@@ -140,29 +143,29 @@ def read_squad(path, version_2_with_negative=False, is_training=False):
 def _read_question(qa, context, where, version_2_with_negative, is_training):
     question_id = qa.get("id")
     if question_id is None or question_id == "":
-        raise ValueError(f'{where} has a question without an "id": {str(qa)[:200]}')
+        raise InputFileError(f'{where} has a question without an "id": {str(qa)[:200]}')
     if not isinstance(question_id, str):
-        raise ValueError(
+        raise InputFileError(
             f"{where}: question id must be a string, got "
             f"{type(question_id).__name__} {question_id!r}."
         )
     where = f"{where}, question {question_id!r}"
     if not isinstance(qa.get("question"), str):
-        raise ValueError(f'{where} has no "question" string.')
+        raise InputFileError(f'{where} has no "question" string.')
     is_impossible = qa.get("is_impossible", False)
     if not isinstance(is_impossible, bool):
-        raise ValueError(
+        raise InputFileError(
             f"{where}: is_impossible must be true or false, got "
             f"{type(is_impossible).__name__} {is_impossible!r}."
         )
     if is_impossible and not version_2_with_negative:
-        raise ValueError(
+        raise InputFileError(
             f"{where} is marked is_impossible, a SQuAD v2.0 question; read it "
             "with version_2_with_negative (--version_2_with_negative)."
         )
     answers = () if is_impossible else _list_field(qa, "answers", where)
     if is_training and not is_impossible and not answers:
-        raise ValueError(f"{where} has no answer; every training question needs one.")
+        raise InputFileError(f"{where} has no answer; every training question needs one.")
     answers = tuple(
         _read_answer(answer, context, where, checked=is_training and index == 0)
         for index, answer in enumerate(answers)
@@ -175,7 +178,7 @@ def _read_question(qa, context, where, version_2_with_negative, is_training):
 def _object(value, where, description):
     """`value`, which must be a JSON object (a dict)."""
     if not isinstance(value, dict):
-        raise ValueError(
+        raise InputFileError(
             f"{where}: {description} must be a JSON object, got {type(value).__name__}."
         )
     return value
@@ -191,7 +194,7 @@ def _list_field(entry, name, where):
                 " (Hugging Face datasets' layout; SQuAD JSON lists answers as "
                 '[{"text": ..., "answer_start": ...}])'
             )
-        raise ValueError(
+        raise InputFileError(
             f'{where}: its "{name}" must be a JSON list, got {type(value).__name__}{hint}.'
         )
     return value
@@ -200,15 +203,15 @@ def _list_field(entry, name, where):
 def _read_answer(answer, context, where, checked):
     """A `SquadAnswer`; `checked` (the one trained on): None when not at its answer_start."""
     if not isinstance(answer, dict):
-        raise ValueError(f'{where}: answer {answer!r} must be a JSON object with a "text".')
+        raise InputFileError(f'{where}: answer {answer!r} must be a JSON object with a "text".')
     text, start = answer.get("text"), answer.get("answer_start")
     if not isinstance(text, str) or (checked and not isinstance(start, int)):
         needs = ' and an "answer_start" int' if checked else ""
-        raise ValueError(f'{where}: answer {answer} needs a "text" string{needs}.')
+        raise InputFileError(f'{where}: answer {answer} needs a "text" string{needs}.')
     if not checked:
         return SquadAnswer(text, start if isinstance(start, int) else None)
     if not text.strip():
-        raise ValueError(f"{where}: answer at {start} is empty or whitespace.")
+        raise InputFileError(f"{where}: answer at {start} is empty or whitespace.")
     found = context[start : start + len(text)] if start >= 0 else None
     if found != text:
         logging.warning(
@@ -297,8 +300,8 @@ def squad_features(
         `SquadFeatures`.
 
     Raises:
-        ValueError: impossible lengths, or an answer that spans no token
-            (named by question id).
+        ValueError: impossible lengths.
+        InputFileError: an answer that spans no token (named by question id).
 
     Example:
     >>> from bert_keras.text.tokenizer import BertTokenizer
@@ -394,7 +397,7 @@ def _answer_token_span(example, token_starts, token_ends):
     answer = example.answers[0]
     overlapping = np.flatnonzero((token_starts < answer.end) & (token_ends > answer.start))
     if not len(overlapping):
-        raise ValueError(
+        raise InputFileError(
             f"Question {example.question_id!r}: answer {answer.text!r} at character "
             f"{answer.start} covers no token of the context (only characters the "
             "tokenizer drops)."

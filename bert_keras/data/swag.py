@@ -16,6 +16,7 @@ import re
 from bert_keras.data import split_files
 from bert_keras.data.delimited_text import numbered_records
 from bert_keras.data.delimited_text import utf8_records
+from bert_keras.data.input_file_error import InputFileError
 
 # Names the splits go by: SWAG's own, then the generic ones.
 SPLIT_FILES = {
@@ -58,7 +59,7 @@ def read_swag(path, limit=None, labelled=True):
         order; labels are None in a file without a `label` column.
 
     Raises:
-        ValueError: a header without the columns, a row of the wrong width,
+        InputFileError: a header without the columns, a row of the wrong width,
             a label that is not a choice's index; naming the file and line.
 
     Example:
@@ -80,7 +81,9 @@ def read_swag(path, limit=None, labelled=True):
         header = next(records, (1, []))[1]
         missing = [name for name in REQUIRED_COLUMNS if name not in header]
         if missing:
-            raise ValueError(f"{path}:1: the header lacks the columns {missing}; found {header}.")
+            raise InputFileError(
+                f"{path}:1: the header lacks the columns {missing}; found {header}."
+            )
         columns = {name: index for index, name in enumerate(header)}
         endings = sorted(
             (int(match.group(1)), index)
@@ -95,7 +98,7 @@ def read_swag(path, limit=None, labelled=True):
             if limit is not None and len(examples) >= limit:
                 break
             if len(row) != len(header):
-                raise ValueError(
+                raise InputFileError(
                     f"{path}:{first_line}: expected {len(header)} comma-separated fields "
                     f"as in the header, found {len(row)}."
                 )
@@ -139,7 +142,7 @@ def _label(value, num_choices, labelled, where):
             if value.strip() in ("", "-1")
             else ""
         )
-        raise ValueError(
+        raise InputFileError(
             f"{where}: label {value!r} is not a choice index in [0, {num_choices}){unlabelled}."
         )
     return int(value)

@@ -13,6 +13,7 @@ from bert_keras.data.glue import GLUE_TASKS
 from bert_keras.data.glue import glue_path
 from bert_keras.data.glue import read_generic
 from bert_keras.data.glue import read_glue
+from bert_keras.data.input_file_error import InputFileError
 from bert_keras.evaluation.glue_metrics import accuracy
 from bert_keras.evaluation.glue_metrics import glue_metrics
 from bert_keras.finetuning.run import STEP_FLAGS
@@ -148,7 +149,7 @@ class ClassificationRun(FineTuningRun):
         for split in self._checked_splits():
             examples = self._read(split)
             if split == "dev" and self.splits is not None and None in examples.labels:
-                raise ValueError(
+                raise InputFileError(
                     f"--do_eval scores {self._expected_file(split)}, which has no label column."
                 )
         self.preprocessor = BertPreprocessor(self.tokenizer, sequence_length=self.max_seq_length)
@@ -252,7 +253,7 @@ class ClassificationRun(FineTuningRun):
         examples = read_generic(path, label_names=label_names, limit=limit)
         has_pair = examples.texts_b is not None
         if self._text_pair is not None and has_pair != self._text_pair:
-            raise ValueError(
+            raise InputFileError(
                 f"{path}:1: the header {'names' if has_pair else 'has no'} text_pair column, "
                 f"but {self._text_pair_source} {'has' if self._text_pair else 'has none'}: "
                 "a model reads text pairs or single texts, not both."
@@ -301,7 +302,7 @@ class ClassificationRun(FineTuningRun):
         self.warn_if_head_untrained("classifier")
         examples = self._read(split)
         if None in examples.labels:
-            raise ValueError(
+            raise InputFileError(
                 f"The {split} file of {self.data_dir} has no labels to score; --do_predict "
                 "writes predictions for unlabelled examples."
             )

@@ -16,6 +16,7 @@ from absl import app
 from absl import flags
 from absl import logging
 
+from bert_keras.data.input_file_error import InputFileError
 from bert_keras.training.execution import ExecutionFlags
 from bert_keras.training.execution import define_execution_flags
 from bert_keras.training.output_lock import OutputLockedError
@@ -269,8 +270,10 @@ def run_steps(build_run, program_flags):
         The dev metrics, or None without --do_eval.
 
     Raises:
-        app.UsageError: another run holds OUTPUT_DIR, or the run refuses the
-            flags (a `ValueError` of its constructor).
+        app.UsageError: another run holds OUTPUT_DIR, the run refuses the
+            flags (a `ValueError` or `FileNotFoundError` of its constructor),
+            or a step cannot read a data file (`InputFileError`,
+            `FileNotFoundError`).
     """
     with contextlib.ExitStack() as stack:
         try:
@@ -278,9 +281,12 @@ def run_steps(build_run, program_flags):
             run = build_run(**program_flags.run_arguments())
             if program_flags.do_train.value:
                 run.replicas.check_batch_size(program_flags.train_batch_size.value)
-        except (OutputLockedError, ValueError) as error:
+        except (OutputLockedError, FileNotFoundError, ValueError) as error:
             raise app.UsageError(str(error)) from error
-        return _steps(run, program_flags)
+        try:
+            return _steps(run, program_flags)
+        except (InputFileError, FileNotFoundError) as error:
+            raise app.UsageError(str(error)) from error
 
 
 def _steps(run, program_flags):

@@ -5,6 +5,7 @@ import time
 import numpy as np
 import tensorflow as tf
 
+from bert_keras.data.input_file_error import InputFileError
 from bert_keras.data.length_batching import batch_by_length
 from bert_keras.data.swag import read_swag
 from bert_keras.data.swag import split_path
@@ -89,7 +90,7 @@ class MultipleChoiceRun(FineTuningRun):
         recorded = self.checkpoint.task_config.get("num_choices")
         if recorded:
             return recorded
-        raise ValueError(f"No examples in {self.data_dir} to count the choices from.")
+        raise InputFileError(f"No examples in {self.data_dir} to count the choices from.")
 
     def _read(self, split, limit=None, labelled=True):
         return read_swag(split_path(self.data_dir, split), limit=limit, labelled=labelled)
@@ -141,7 +142,7 @@ class MultipleChoiceRun(FineTuningRun):
         start = time.perf_counter()
         examples = self._read_checked(split)
         if None in examples.labels:
-            raise ValueError(f"The {split} file in {self.data_dir} has no label column.")
+            raise InputFileError(f"The {split} file in {self.data_dir} has no label column.")
         predictions = self._predict_examples(examples, batch_size)
         results = {
             "accuracy": accuracy(examples.labels, predictions),
@@ -159,14 +160,14 @@ class MultipleChoiceRun(FineTuningRun):
 
     def _checked(self, examples, split, labelled=True):
         if not len(examples):
-            raise ValueError(f"The {split} file in {self.data_dir} holds no examples.")
+            raise InputFileError(f"The {split} file in {self.data_dir} holds no examples.")
         if examples.num_choices not in (0, self.num_choices):
-            raise ValueError(
+            raise InputFileError(
                 f"The {split} file in {self.data_dir} has {examples.num_choices} endings per "
                 f"example; the model was built for {self.num_choices}."
             )
         if labelled and None in examples.labels:
-            raise ValueError(f"The {split} file in {self.data_dir} has no label column.")
+            raise InputFileError(f"The {split} file in {self.data_dir} has no label column.")
         return examples
 
     def _features(self, examples):

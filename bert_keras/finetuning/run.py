@@ -23,6 +23,7 @@ from absl import logging
 from bert_keras.atomic_files import write_text
 from bert_keras.checkpoints import read_checkpoint
 from bert_keras.checkpoints import write_checkpoint
+from bert_keras.data.input_file_error import InputFileError
 from bert_keras.data.length_batching import PAD_TO_MULTIPLE_OF
 from bert_keras.data.length_batching import PREDICTION_COMPILE_TOKENS
 from bert_keras.data.length_batching import TRAINING_COMPILE_TOKENS
@@ -377,12 +378,12 @@ class FineTuningRun:
             The `History.history` dict: one entry per history interval.
         """
         if num_examples == 0:
-            raise ValueError(f"No training examples in {self.data_dir}.")
+            raise InputFileError(f"No training examples in {self.data_dir}.")
         self.replicas.check_batch_size(batch_size)
         if self.replicas.num_replicas > 1:  # each replica takes an equal share of every batch
             num_examples -= num_examples % batch_size  # a pass's short last batch is dropped
             if num_examples == 0:
-                raise ValueError(
+                raise InputFileError(
                     f"No full batch of {batch_size} training examples in {self.data_dir}: "
                     f"{self.replicas.num_replicas} replicas train on full batches only."
                 )

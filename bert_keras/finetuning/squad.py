@@ -16,6 +16,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from bert_keras.data.input_file_error import InputFileError
 from bert_keras.data.length_batching import batch_by_length
 from bert_keras.data.squad import read_squad
 from bert_keras.data.squad import squad_features
@@ -292,7 +293,7 @@ class SquadRun(FineTuningRun):
         examples = read_squad(train_file, self.version_2_with_negative, is_training=True)
         features = self.features(examples[:limit], is_training=True)
         if not len(features):  # before the shuffle, which refuses an empty buffer
-            raise ValueError(f"No training examples in {train_file} (limit {limit}).")
+            raise InputFileError(f"No training examples in {train_file} (limit {limit}).")
         dataset = tf.data.Dataset.from_tensor_slices((features.inputs(), features.labels()))
         dataset = dataset.shuffle(len(features), seed=self.seed, reshuffle_each_iteration=True)
         history = self.fit(

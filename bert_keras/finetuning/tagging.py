@@ -11,6 +11,7 @@ from bert_keras.data.conll import is_entity_tag
 from bert_keras.data.conll import read_conll
 from bert_keras.data.conll import split_path
 from bert_keras.data.conll import tag_scheme
+from bert_keras.data.input_file_error import InputFileError
 from bert_keras.data.length_batching import batch_by_length
 from bert_keras.evaluation.conll_metrics import entity_scores
 from bert_keras.finetuning.run import STEP_FLAGS
@@ -156,7 +157,7 @@ class TaggingRun(FineTuningRun):
         for sentence in sentences:
             for tag, line_number in zip(sentence.tags, sentence.line_numbers):
                 if tag not in label_ids:  # a run built without "train" among its splits
-                    raise ValueError(
+                    raise InputFileError(
                         f"{split_path(self.data_dir, 'train')}:{line_number}: tag {tag!r} is not "
                         f"among the head's tags {self.label_names}: a run built with 'train' "
                         "among its splits trains a head for the train file's tags."

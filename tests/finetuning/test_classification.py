@@ -179,6 +179,22 @@ def test_a_missing_dev_file_stops_the_program_before_training(checkpoint, tmp_pa
     assert not (output / "export").exists() and not (output / "history.jsonl").exists()
 
 
+def test_scoring_without_a_train_file_or_class_names_is_a_usage_error(checkpoint, tmp_path):
+    data = _data(tmp_path / "data", dev_csv="text,label\ngood,pos\n")
+    completed = run_module(
+        "tasks.classify",
+        "--task_name=csv",
+        f"--data_dir={data}",
+        f"--init_checkpoint={checkpoint}",
+        f"--output_dir={tmp_path / 'out'}",
+        "--do_eval",
+        "--max_seq_length=8",
+    )
+    assert completed.returncode == 1, completed.stderr[-2000:]
+    assert "No train.csv or train.tsv in" in completed.stderr
+    assert "Traceback" not in completed.stderr
+
+
 def test_scoring_needs_a_head_that_fits_unless_the_run_trains_one(checkpoint, tmp_path, caplog):
     data = _data(
         tmp_path / "three",

@@ -363,6 +363,22 @@ def test_a_file_without_questions_or_a_zero_limit_is_named(tmp_path):
         run.train(train_file, batch_size=2, learning_rate=1e-3, num_epochs=1, limit=0)
 
 
+def test_program_names_an_unreadable_file_of_any_step_without_a_traceback(tmp_path):
+    checkpoint = _tiny_checkpoint(tmp_path)
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps({"data": []}))
+    shape = ["--max_seq_length=32", "--max_query_length=8", f"--init_checkpoint={checkpoint}"]
+    for step, message in [
+        (["--do_train", f"--train_file={empty}"], f"{empty} holds no questions"),
+        (["--do_predict", f"--predict_file={tmp_path}/absent.json"], "absent.json"),
+    ]:
+        completed = _run_program(*shape, *step, f"--output_dir={tmp_path}/output")
+        assert completed.returncode == 1, completed.stderr[-2000:]
+        assert message in completed.stderr and "Traceback" not in completed.stderr, (
+            completed.stderr[-2000:]
+        )
+
+
 @pytest.mark.parametrize(
     "flags, message",
     [
