@@ -284,7 +284,7 @@ def run_benchmark(name, backend, benchmark_flags, timeout_s):
         seconds = time.perf_counter() - start
         if error is None:
             with open(output, encoding="utf-8") as file:
-                rows = json.load(file)
+                rows = rows_of_run(name, json.load(file))
         else:
             rows = [measurements.failure(name, error, backend=backend)]
     record = _run_record(
@@ -292,6 +292,20 @@ def run_benchmark(name, backend, benchmark_flags, timeout_s):
     )
     print(f"{name} ({backend or 'no backend'}): {record['status']} in {seconds:.0f} s", flush=True)
     return rows, record
+
+
+def rows_of_run(name, rows):
+    """`rows` that a run of the report's benchmark `name` wrote, each named `name`.
+
+    Two benchmarks of the report may run one module (bert4rec and
+    bert4rec_recbole run `benchmarks.bert4rec`), whose rows name the module's
+    benchmark; `--update` replaces rows by the report's name.
+
+    Example:
+    >>> rows_of_run("bert4rec_recbole", [{"benchmark": "bert4rec", "measure": "HR@10"}])
+    [{'benchmark': 'bert4rec_recbole', 'measure': 'HR@10'}]
+    """
+    return [{**row, "benchmark": name} for row in rows]
 
 
 def _cell(value, digits=2):

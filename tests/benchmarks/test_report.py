@@ -289,3 +289,26 @@ def test_an_update_without_a_report_says_which_file_is_missing(tmp_path):
     completed = _update_sst2(tmp_path)
     assert completed.returncode != 0
     assert f"--update: {tmp_path / 'report.json'} is missing" in completed.stderr
+
+
+_UPDATE_ONE_OF_TWO_RUNS_OF_A_MODULE = """
+from benchmarks import measurements, report
+
+context = {"date": "2025-01-02", "mode": "full", "machine": "a CPU", "versions": {}}
+row = measurements.measurement("bert4rec", "HR@10", 0.2, "item_transition baseline", 0.1)
+rows = report.rows_of_run("bert4rec", [row]) + report.rows_of_run("bert4rec_recbole", [row])
+runs = [{"benchmark": name} for name in ("bert4rec", "bert4rec_recbole")]
+previous = {**context, "measurements": rows, "runs": runs}
+for name in ("bert4rec", "bert4rec_recbole"):
+    kept_rows, kept_runs = report.kept_by_update(previous, context, [name])
+    print([row["benchmark"] for row in kept_rows], [run["benchmark"] for run in kept_runs])
+"""
+
+
+def test_an_update_of_one_of_two_benchmarks_of_a_module_keeps_the_others_rows():
+    completed = _child(_UPDATE_ONE_OF_TWO_RUNS_OF_A_MODULE)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.splitlines() == [
+        "['bert4rec_recbole'] ['bert4rec_recbole']",
+        "['bert4rec'] ['bert4rec']",
+    ]
