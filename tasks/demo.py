@@ -23,7 +23,7 @@ Eight steps, a printed line each with its key figure and where its files are:
    most-popular baseline, and one user's top 5.
 
 Framework logs and warnings go to OUTPUT_DIR/demo.log, which the last line
-names; every step's files stay in OUTPUT_DIR.
+names; every step's files stay in OUTPUT_DIR, which must be new or empty.
 
     python -m tasks.demo --output_dir=/tmp/bert_keras_demo
 """
@@ -391,6 +391,21 @@ STEPS = (
 )
 
 
+def earlier_demo_files(output_dir):
+    """The names of the files and directories of `DemoFiles` already in `output_dir`.
+
+    Example:
+    >>> import tempfile
+    >>> directory = tempfile.mkdtemp()
+    >>> _ = open(os.path.join(directory, "vocab.txt"), "w").write("[PAD]\\n")
+    >>> os.mkdir(os.path.join(directory, "pretraining"))
+    >>> earlier_demo_files(directory)
+    ['vocab.txt', 'pretraining']
+    """
+    paths = dataclasses.astuple(DemoFiles.under(output_dir))
+    return [os.path.basename(path) for path in paths if os.path.exists(path)]
+
+
 def _check_flags():
     """Raises `app.UsageError` naming the first flag whose file or companion flag is wrong.
 
@@ -403,6 +418,12 @@ def _check_flags():
         raise app.UsageError(
             f"--output_dir={_OUTPUT_DIR.value}: {blocking} is a file, so the directory cannot be "
             "made."
+        )
+    earlier = _OUTPUT_DIR.value and earlier_demo_files(_OUTPUT_DIR.value)
+    if earlier:
+        raise app.UsageError(
+            f"--output_dir={_OUTPUT_DIR.value} holds an earlier demo's files ({', '.join(earlier)}), "
+            "which the steps would overwrite or resume from: give a new or empty directory."
         )
     if _CORPUS.value:
         path = _CORPUS.value

@@ -113,6 +113,10 @@ def test_the_demo_goes_from_raw_text_to_a_served_answer_and_recommendations(tmp_
             ["--output_dir={tmp}/empty.txt/demo"],
             "--output_dir={tmp}/empty.txt/demo: {tmp}/empty.txt is a file",
         ),
+        (
+            ["--output_dir={tmp}/earlier"],
+            "--output_dir={tmp}/earlier holds an earlier demo's files (vocab.txt, pretraining)",
+        ),
         (["--init_checkpoint=/nonexistent"], "--init_checkpoint=/nonexistent: no such"),
         (["--classification_data={tmp}"], "--classification_data={tmp}: no train.tsv or dev.tsv"),
         (["--interactions=/nonexistent.inter"], "--interactions=/nonexistent.inter: no such file"),
@@ -122,6 +126,8 @@ def test_the_demo_goes_from_raw_text_to_a_served_answer_and_recommendations(tmp_
 )
 def test_bad_flags_are_named_before_any_step(tmp_path, arguments, message):
     (tmp_path / "empty.txt").write_text("")
+    (tmp_path / "earlier" / "pretraining").mkdir(parents=True)
+    (tmp_path / "earlier" / "vocab.txt").write_text("[PAD]\n")
     # --output_dir first, so that a bad one in `arguments` replaces it.
     arguments = [f"--output_dir={tmp_path}/demo", *arguments]
     completed = run_program(*(argument.format(tmp=tmp_path) for argument in arguments))
