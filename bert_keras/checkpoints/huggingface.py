@@ -26,6 +26,7 @@ from safetensors import SafetensorError
 from safetensors import safe_open
 
 from bert_keras.checkpoints.checkpoint import read_json
+from bert_keras.checkpoints.config_arguments import config_arguments
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
@@ -174,6 +175,7 @@ CONFIG_TABLE = (
     ("hidden_dropout_prob", "dropout", 0.1),
     ("layer_norm_eps", "layer_norm_epsilon", 1e-12),
 )
+ATTENTION_DROPOUT = (("attention_probs_dropout_prob", "attention_dropout", 0.1),)
 # Our activation name -> the name transformers writes; read back with aliases.
 ACTIVATIONS = {
     "gelu": "gelu",
@@ -255,9 +257,9 @@ def read_config(directory):
     """
     path = os.path.join(directory, CONFIG_FILE)
     raw = read_json(path)
+    config = config_arguments(raw, path, CONFIG_TABLE)
     _check_supported(raw, path)
-    config = {ours: raw.get(theirs, default) for theirs, ours, default in CONFIG_TABLE}
-    attention_dropout = raw.get("attention_probs_dropout_prob", 0.1)
+    attention_dropout = config_arguments(raw, path, ATTENTION_DROPOUT)["attention_dropout"]
     config["attention_dropout"] = (
         None if attention_dropout == config["dropout"] else attention_dropout
     )

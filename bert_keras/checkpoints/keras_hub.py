@@ -37,6 +37,7 @@ import numpy as np
 from bert_keras.checkpoints.checkpoint import HUGGING_FACE_MAX_CHARS_PER_WORD
 from bert_keras.checkpoints.checkpoint import read_json
 from bert_keras.checkpoints.checkpoint import tokenizer_settings
+from bert_keras.checkpoints.config_arguments import config_arguments
 from bert_keras.checkpoints.name_tables import checkpoint_tensors
 from bert_keras.checkpoints.name_tables import read_tables
 from bert_keras.checkpoints.vocabulary import read_vocabulary
@@ -237,11 +238,12 @@ def read_config(directory):
     """
     path = os.path.join(directory, CONFIG_FILE)
     raw = read_json(path)
-    if raw.get("registered_name") != BACKBONE_CLASS:
-        raise ValueError(
-            f"{path} holds a {raw.get('registered_name')!r}; bert_keras reads {BACKBONE_CLASS!r}."
-        )
+    held = raw.get("registered_name") if isinstance(raw, dict) else type(raw).__name__
+    if held != BACKBONE_CLASS:
+        raise ValueError(f"{path} holds a {held!r}; bert_keras reads {BACKBONE_CLASS!r}.")
     arguments = raw.get("config") or {}
+    if not isinstance(arguments, dict):
+        raise ValueError(f'{path}: its "config" is not a JSON object of BertBackbone arguments.')
     known = {name for name, _ in CONFIG_TABLE} | set(_LAYER_KEYS)
     unknown = sorted(set(arguments) - known)
     missing = sorted(
@@ -252,7 +254,9 @@ def read_config(directory):
             f"{path}: BertBackbone arguments bert_keras does not know: {unknown}; "
             f"missing: {missing}."
         )
-    config = {name: arguments.get(name, default) for name, default in CONFIG_TABLE}
+    config = config_arguments(
+        arguments, path, [(name, name, default) for name, default in CONFIG_TABLE]
+    )
     config.update(
         attention_dropout=None, activation=ACTIVATION, layer_norm_epsilon=LAYER_NORM_EPSILON
     )

@@ -16,6 +16,7 @@ import glob
 import os
 
 from bert_keras.checkpoints.checkpoint import read_json
+from bert_keras.checkpoints.config_arguments import config_arguments
 
 CONFIG_FILE = "bert_config.json"
 VOCABULARY_FILE = "vocab.txt"
@@ -101,6 +102,7 @@ CONFIG_TABLE = (
     ("type_vocab_size", "num_segments", 16),
     ("hidden_dropout_prob", "dropout", 0.1),
 )
+ATTENTION_DROPOUT = (("attention_probs_dropout_prob", "attention_dropout", 0.1),)
 # modeling.py's "gelu" computes the tanh approximation.
 ACTIVATIONS = {"gelu": "gelu_approximate", "relu": "relu", "tanh": "tanh", "linear": "linear"}
 # modeling.py hard-codes the layer norm epsilon.
@@ -162,10 +164,10 @@ def read_config(directory):
     """
     path = os.path.join(directory, CONFIG_FILE)
     raw = read_json(path)
-    if raw.get("vocab_size") is None:
+    config = config_arguments(raw, path, CONFIG_TABLE)
+    if config["vocabulary_size"] is None:
         raise ValueError(f"{path} has no vocab_size.")
-    config = {ours: raw.get(theirs, default) for theirs, ours, default in CONFIG_TABLE}
-    attention_dropout = raw.get("attention_probs_dropout_prob", 0.1)
+    attention_dropout = config_arguments(raw, path, ATTENTION_DROPOUT)["attention_dropout"]
     config["attention_dropout"] = (
         None if attention_dropout == config["dropout"] else attention_dropout
     )

@@ -39,6 +39,7 @@ from bert_keras.checkpoints.checkpoint import tokenizer_settings
 from bert_keras.checkpoints.name_tables import read_tables
 from bert_keras.checkpoints.vocabulary import TOKENIZER_JSON
 from bert_keras.checkpoints.vocabulary import is_wordpiece_tokenizer_json
+from bert_keras.checkpoints.vocabulary import read_vocabulary
 
 FORMATS = ("bert_keras", "huggingface", "original", "keras_hub", "keras")
 # keras.saving's registered name of the one class a "keras" checkpoint holds.
@@ -148,8 +149,9 @@ def read_checkpoint(path, format="auto"):
         format: "auto" (by the directory's contents) or one of `FORMATS`.
 
     Raises:
-        ValueError: unsupported config, or missing, unexpected or wrongly
-            shaped tensors (backbone shapes are checked against a model by
+        ValueError: unsupported config, a vocabulary of more tokens than the
+            word embeddings, or missing, unexpected or wrongly shaped tensors
+            (backbone shapes are checked against a model by
             `bert_keras.models.checkpoint_weights.apply_checkpoint`).
 
     Example:
@@ -181,7 +183,22 @@ def read_checkpoint(path, format="auto"):
         "keras_hub": _read_keras_hub,
         "keras": _read_keras,
     }
-    return readers[format](path)
+    checkpoint = readers[format](path)
+    _check_vocabulary_fits(checkpoint)
+    return checkpoint
+
+
+def _check_vocabulary_fits(checkpoint):
+    """Refuses a vocabulary of more tokens than the word embeddings: its last ids have none."""
+    size = checkpoint.backbone_config.get("vocabulary_size")
+    if checkpoint.vocabulary_file is None or size is None:
+        return
+    tokens = len(read_vocabulary(checkpoint.vocabulary_file))
+    if tokens > size:
+        raise ValueError(
+            f"{checkpoint.vocabulary_file} holds {tokens} tokens but the checkpoint has {size} "
+            f"word embeddings (vocabulary_size): ids {size} to {tokens - 1} would index past them."
+        )
 
 
 def read_tokenizer_settings(directory):

@@ -1,5 +1,8 @@
 """Format detection, the readers, .keras files in safe mode, and the errors that name the problem."""
 
+import json
+import re
+
 import keras
 import numpy as np
 import pytest
@@ -115,3 +118,41 @@ def test_a_prefix_that_does_not_stand_for_its_directory_asks_for_the_directory(t
     (tmp_path / "model.ckpt-8.index").write_text("")
     with pytest.raises(ValueError, match="holds 2 checkpoints .* give the checkpoint directory"):
         read_checkpoint(tmp_path / "model.ckpt-7")
+
+
+def test_a_vocabulary_larger_than_the_word_embeddings_is_refused(tmp_path):
+    save_tiny("BertModel", tmp_path)  # 40 word embeddings
+    (tmp_path / "vocab.txt").write_text("\n".join(f"token{i}" for i in range(40)) + "\n")
+    assert read_checkpoint(tmp_path).backbone_config["vocabulary_size"] == 40
+    (tmp_path / "vocab.txt").write_text("\n".join(f"token{i}" for i in range(42)) + "\n")
+    with pytest.raises(
+        ValueError,
+        match=r"vocab.txt holds 42 tokens but the checkpoint has 40 word embeddings "
+        r"\(vocabulary_size\): ids 40 to 41 would index past them",
+    ):
+        read_checkpoint(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        ({"hidden_size": "8"}, "config.json: hidden_size is '8' but must be a whole number"),
+        ({"num_hidden_layers": 2.0}, "config.json: num_hidden_layers is 2.0 but must be a whole"),
+        ({"type_vocab_size": True}, "config.json: type_vocab_size is True but must be a whole"),
+        ({"hidden_dropout_prob": 1.5}, "config.json: hidden_dropout_prob is 1.5 but must be a"),
+        ({"layer_norm_eps": "1e-12"}, "config.json: layer_norm_eps is '1e-12' but must be a"),
+        (
+            {"attention_probs_dropout_prob": None},
+            "config.json: attention_probs_dropout_prob is None but must be a number in [0, 1)",
+        ),
+    ],
+)
+def test_a_config_value_of_the_wrong_type_is_named_with_its_key(tmp_path, edit, message):
+    save_tiny("BertModel", tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**config, **edit}))
+    with pytest.raises(ValueError, match=re.escape(message)):
+        read_checkpoint(tmp_path)
+    (tmp_path / "config.json").write_text("[1, 2]")
+    with pytest.raises(ValueError, match="config.json holds a JSON list, not an object"):
+        read_checkpoint(tmp_path, format="huggingface")
