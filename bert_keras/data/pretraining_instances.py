@@ -68,7 +68,7 @@ class InstanceOptions:
     >>> InstanceOptions(masked_lm_prob=1.5).validate()
     Traceback (most recent call last):
     ...
-    ValueError: --masked_lm_prob is 1.5 but must be in (0, 1).
+    ValueError: --masked_lm_prob is 1.5 but must be in [0, 1].
     """
 
     max_seq_length: int = 128
@@ -91,8 +91,8 @@ class InstanceOptions:
                 f"--max_seq_length is {self.max_seq_length} but must be at least "
                 "5: [CLS] A [SEP] B [SEP] needs a token in each of A and B."
             )
-        if not 0 < self.masked_lm_prob < 1:
-            raise ValueError(f"--masked_lm_prob is {self.masked_lm_prob} but must be in (0, 1).")
+        if not 0 <= self.masked_lm_prob <= 1:
+            raise ValueError(f"--masked_lm_prob is {self.masked_lm_prob} but must be in [0, 1].")
         if not 0 <= self.short_seq_prob <= 1:
             raise ValueError(f"--short_seq_prob is {self.short_seq_prob} but must be in [0, 1].")
         if self.max_predictions_per_seq < 1:

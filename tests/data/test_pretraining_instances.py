@@ -230,6 +230,20 @@ def test_more_predictions_than_positions():
     assert len(records) == len(instances)
 
 
+def test_masked_lm_prob_zero_masks_one_token_and_one_masks_all_it_may():
+    documents = random_documents(20)
+    for probability, expected in [(0.0, lambda length: 1), (1.0, lambda length: length - 3)]:
+        options = InstanceOptions(
+            max_seq_length=8, max_predictions_per_seq=8, masked_lm_prob=probability
+        )
+        options.validate()  # the original's range: both ends allowed
+        instances = create_instances(documents, special_tokens(), options, shard_index=0)
+        _check_layout(instances, options)
+        np.testing.assert_array_equal(
+            instances.masked_lm_weights.sum(axis=1), expected(instances.input_mask.sum(axis=1))
+        )
+
+
 def test_shards_depend_only_on_seed_and_index():
     documents, options = random_documents(40), InstanceOptions(max_seq_length=32, dupe_factor=2)
     first = encode_examples(create_instances(documents, special_tokens(), options, shard_index=5))

@@ -303,8 +303,8 @@ def write(path, data):
     "extra, expected",
     [
         (["--max_seq_length=3"], "--max_seq_length is 3 but must be at least 5"),
-        (["--masked_lm_prob=0"], "--masked_lm_prob is 0.0 but must be in (0, 1)"),
-        (["--masked_lm_prob=1"], "--masked_lm_prob is 1.0 but must be in (0, 1)"),
+        (["--masked_lm_prob=-0.1"], "--masked_lm_prob is -0.1 but must be in [0, 1]"),
+        (["--masked_lm_prob=1.5"], "--masked_lm_prob is 1.5 but must be in [0, 1]"),
         (["--vocab_file=/no/vocab.txt"], "--vocab_file: '/no/vocab.txt' does not exist"),
         (["--input_file=/no/corpus.txt"], "--input_file: no file matches '/no/corpus.txt'"),
         (["--num_workers=0"], "--num_workers is 0 but must be at least 1"),
