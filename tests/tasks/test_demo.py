@@ -104,11 +104,17 @@ def test_the_demo_goes_from_raw_text_to_a_served_answer_and_recommendations(tmp_
         (["--recommendation_epochs=0"], "--recommendation_epochs=0: 0 is not a positive integer"),
         (["--pretraining_steps=0"], "--pretraining_steps=0: 0 is not a positive integer"),
         (["--vocabulary_size=5"], "--vocabulary_size=5: 5 is not integer >= 6"),
-        (["--corpus_megabytes=0"], "--corpus_megabytes=0.0: must be positive"),
-        (["--corpus_megabytes=-1"], "--corpus_megabytes=-1.0: must be positive"),
+        (["--corpus_megabytes=0"], "--corpus_megabytes=0.0: must be a finite number of at"),
+        (["--corpus_megabytes=0.001"], "--corpus_megabytes=0.001: must be a finite number"),
+        (["--corpus_megabytes=inf"], "--corpus_megabytes=inf: must be a finite number"),
         (["--corpus=/nonexistent.txt"], "--corpus=/nonexistent.txt: no such file"),
         (["--corpus={tmp}"], "--corpus={tmp}: is a directory"),
-        (["--corpus={tmp}/empty.txt"], "--corpus={tmp}/empty.txt: the file is empty"),
+        (["--corpus={tmp}/empty.txt"], "--corpus={tmp}/empty.txt: the file holds no words"),
+        (["--corpus={tmp}/blank.txt"], "--corpus={tmp}/blank.txt: the file holds no words"),
+        (
+            ["--corpus={tmp}/latin1.txt"],
+            "--corpus={tmp}/latin1.txt: line 2 (b'caf\\xe9\\n') is not UTF-8",
+        ),
         (
             ["--output_dir={tmp}/empty.txt/demo"],
             "--output_dir={tmp}/empty.txt/demo: {tmp}/empty.txt is a file",
@@ -118,6 +124,11 @@ def test_the_demo_goes_from_raw_text_to_a_served_answer_and_recommendations(tmp_
             "--output_dir={tmp}/earlier holds an earlier demo's files (vocab.txt, pretraining)",
         ),
         (["--init_checkpoint=/nonexistent"], "--init_checkpoint=/nonexistent: no such"),
+        (
+            ["--init_checkpoint={tmp}/earlier"],
+            "--init_checkpoint={tmp}/earlier: No checkpoint recognised in {tmp}/earlier",
+        ),
+        (["--min_accuracy=1.5"], "--min_accuracy=1.5: 1.5 is not a number in the range [0.0, 1.0]"),
         (["--classification_data={tmp}"], "--classification_data={tmp}: no train.tsv or dev.tsv"),
         (["--interactions=/nonexistent.inter"], "--interactions=/nonexistent.inter: no such file"),
         (["--interactions_format=csv"], "--interactions_format=csv needs --interactions"),
@@ -126,6 +137,8 @@ def test_the_demo_goes_from_raw_text_to_a_served_answer_and_recommendations(tmp_
 )
 def test_bad_flags_are_named_before_any_step(tmp_path, arguments, message):
     (tmp_path / "empty.txt").write_text("")
+    (tmp_path / "blank.txt").write_text(" \n\t\n")
+    (tmp_path / "latin1.txt").write_bytes(b"tea\ncaf\xe9\n")
     (tmp_path / "earlier" / "pretraining").mkdir(parents=True)
     (tmp_path / "earlier" / "vocab.txt").write_text("[PAD]\n")
     # --output_dir first, so that a bad one in `arguments` replaces it.
