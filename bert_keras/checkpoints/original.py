@@ -186,14 +186,19 @@ def tokenizer_casing(directory):
     """What the release's directory name says about casing.
 
     The original release has no tokenizer config: `do_lower_case` is a flag
-    of its scripts, and Google names uncased models `uncased_L-..`. Returns
-    `{"lowercase": bool}` when the name says "uncased" or "cased", else {}.
+    of its scripts, and Google names uncased models `uncased_L-..` and cased
+    ones `cased_L-..`. Returns `{"lowercase": bool}` when the name says
+    "uncased" or "cased", else {}. A relative name (".") counts as the
+    directory it stands for. Its vocabulary says more:
+    `bert_keras.checkpoints.read_tokenizer_settings` weighs both.
 
     Example:
     >>> tokenizer_casing("/models/uncased_L-2_H-128_A-2")
     {'lowercase': True}
+    >>> tokenizer_casing("/models/cased_L-2_H-128_A-2/"), tokenizer_casing("/models/bert_base")
+    ({'lowercase': False}, {})
     """
-    name = os.path.basename(os.path.normpath(directory)).lower()
+    name = os.path.basename(os.path.abspath(directory)).lower()
     if "uncased" in name:
         return {"lowercase": True}
     if "cased" in name:

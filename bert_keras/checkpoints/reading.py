@@ -26,6 +26,7 @@ import glob
 import os
 
 import keras
+from absl import logging
 
 from bert_keras.checkpoints import huggingface
 from bert_keras.checkpoints import keras_hub
@@ -40,6 +41,7 @@ from bert_keras.checkpoints.name_tables import read_tables
 from bert_keras.checkpoints.vocabulary import TOKENIZER_JSON
 from bert_keras.checkpoints.vocabulary import is_wordpiece_tokenizer_json
 from bert_keras.checkpoints.vocabulary import read_vocabulary
+from bert_keras.checkpoints.vocabulary import upper_case_tokens
 
 FORMATS = ("bert_keras", "huggingface", "original", "keras_hub", "keras")
 # keras.saving's registered name of the one class a "keras" checkpoint holds.
@@ -204,14 +206,20 @@ def _check_vocabulary_fits(checkpoint):
 def read_tokenizer_settings(directory):
     """The `BertTokenizer` arguments a checkpoint directory's tokenizer files set.
 
-    bert_keras.json's when it has them; for an original release, the casing
-    its name implies and the original's 200-character word limit; otherwise
-    Hugging Face's tokenizer_config.json and tokenizer.json (casing, accents,
-    Chinese characters, the WordPiece word limit: 100 unless tokenizer.json
-    says otherwise); a keras-hub preset's tokenizer.json (casing, accents,
-    CJK splitting, its 100-byte word limit). A Hugging Face directory
+    bert_keras.json's when it has them; for an original release, the
+    original's 200-character word limit and the casing its vocabulary shows
+    (upper-case letters in at least 1% of its ordinary tokens: cased, as no
+    uncased vocabulary has them), else the casing its name says
+    (`original.tokenizer_casing`), else uncased; otherwise Hugging Face's
+    tokenizer_config.json and tokenizer.json (casing, accents, Chinese
+    characters, the WordPiece word limit: 100 unless tokenizer.json says
+    otherwise); a keras-hub preset's tokenizer.json (casing, accents, CJK
+    splitting, its 100-byte word limit). A Hugging Face directory
     (config.json) with only a vocab.txt gets transformers' `BertTokenizer`
-    defaults (uncased, 100); any other directory the original's.
+    defaults (uncased, 100); any other directory is read as an original
+    release. A warning names a vocabulary's upper-case tokens that an
+    uncased tokenizer would never produce, and a release whose name says
+    uncased but whose vocabulary is cased.
 
     Example:
     >>> import os, tempfile
@@ -221,13 +229,24 @@ def read_tokenizer_settings(directory):
     >>> settings = read_tokenizer_settings(directory)
     >>> settings["lowercase"], settings["max_input_chars_per_word"]
     (False, 100)
+    >>> _ = open(os.path.join(directory, "vocab.txt"), "w").write("[PAD]\\nLondon\\nlondon\\n")
+    >>> os.remove(os.path.join(directory, "tokenizer_config.json"))
+    >>> read_tokenizer_settings(directory)["lowercase"]  # its vocabulary is cased
+    False
     """
+    settings = _tokenizer_settings(directory)
+    if settings["lowercase"]:
+        _warn_of_upper_case_tokens(directory)
+    return settings
+
+
+def _tokenizer_settings(directory):
     own = _read_json(_existing(directory, OWN_CONFIG_FILE)) or {}
     if "tokenizer" in own:
         return tokenizer_settings(**own["tokenizer"])
     if original.is_checkpoint(directory):
         return tokenizer_settings(
-            **original.tokenizer_casing(directory),
+            **_original_casing(directory),
             max_input_chars_per_word=ORIGINAL_MAX_CHARS_PER_WORD,
         )
     keras_hub_settings = keras_hub.read_tokenizer_settings(directory)
@@ -237,7 +256,7 @@ def read_tokenizer_settings(directory):
     fast = _read_json(_existing(directory, "tokenizer.json"))
     if config is None and fast is None:
         if _existing(directory, huggingface.CONFIG_FILE) is None:
-            return tokenizer_settings()
+            return tokenizer_settings(**_original_casing(directory))
         return tokenizer_settings(max_input_chars_per_word=HUGGING_FACE_MAX_CHARS_PER_WORD)
     config, fast = config or {}, fast or {}
     normalizer = fast.get("normalizer") or {}
@@ -251,6 +270,71 @@ def read_tokenizer_settings(directory):
             "max_input_chars_per_word", HUGGING_FACE_MAX_CHARS_PER_WORD
         ),
     )
+
+
+# Upper-case letters in this share of a vocabulary's ordinary tokens make it
+# cased; an uncased vocabulary with a few tokens added by hand stays uncased.
+_CASED_SHARE = 0.01
+# Directories warned about once already, by warning.
+_WARNED = set()
+
+
+def _original_casing(directory):
+    """An original release's casing: its vocabulary's when cased, else its name's, else {}."""
+    named = original.tokenizer_casing(directory)
+    tokens, upper_case = _vocabulary_upper_case(directory)
+    if len(upper_case) < _CASED_SHARE * max(len(tokens), 1):
+        return named
+    if named.get("lowercase"):
+        _warn_once(
+            ("name", directory),
+            "%s's name says uncased, but %d of its %d tokens hold upper-case letters (%s), "
+            "which no uncased vocabulary has: read as cased. To lower-case anyway, pass "
+            "lowercase=True to BertTokenizer.from_preset.",
+            directory,
+            len(upper_case),
+            len(tokens),
+            _examples(upper_case),
+        )
+    return {"lowercase": False}
+
+
+def _warn_of_upper_case_tokens(directory):
+    """Warns of the tokens an uncased tokenizer of `directory` can never produce."""
+    tokens, upper_case = _vocabulary_upper_case(directory)
+    if upper_case:
+        _warn_once(
+            ("lowercase", directory),
+            "The tokenizer of %s lower-cases its text, so %d of its %d tokens, which hold "
+            "upper-case letters (%s), are never produced; if the model is cased, pass "
+            "lowercase=False to BertTokenizer.from_preset.",
+            directory,
+            len(upper_case),
+            len(tokens),
+            _examples(upper_case),
+        )
+
+
+def _vocabulary_upper_case(directory):
+    """(the tokens of `directory`'s vocabulary, those that hold upper-case letters); both [] without one."""
+    path = vocabulary_file(directory)
+    if path is None:
+        return [], []
+    try:
+        tokens = read_vocabulary(path)
+    except ValueError:
+        return [], []  # reading the checkpoint names the problem
+    return tokens, upper_case_tokens(tokens)
+
+
+def _examples(tokens):
+    return ", ".join(repr(token) for token in tokens[:3]) + (", ..." if len(tokens) > 3 else "")
+
+
+def _warn_once(key, message, *arguments):
+    if key not in _WARNED:
+        _WARNED.add(key)
+        logging.warning(message, *arguments)
 
 
 def vocabulary_file(directory):

@@ -55,6 +55,23 @@ def read_vocabulary(path):
     return [line.strip() for line in lines]
 
 
+def upper_case_tokens(tokens):
+    """The ordinary tokens (not "[...]" specials) that hold an upper-case letter.
+
+    An uncased vocabulary is learned from lower-cased text, so it has none;
+    a cased one learned from most natural text has many.
+
+    Example:
+    >>> upper_case_tokens(["[PAD]", "[unused0]", "london", "London", "##Ing", "[", "ß"])
+    ['London', '##Ing']
+    """
+    return [
+        token
+        for token in tokens
+        if token != token.lower() and not (len(token) > 2 and token[0] + token[-1] == "[]")
+    ]
+
+
 def _read_text(path):
     """The text of a local file, or (gs://, ...) of one TensorFlow's file systems reach."""
     if "://" in path:

@@ -7,6 +7,7 @@ import pytest
 import tokenizers
 
 from bert_keras.checkpoints import read_checkpoint
+from bert_keras.checkpoints import read_tokenizer_settings
 from bert_keras.checkpoints import write_checkpoint
 from bert_keras.models.bert_classifier import BertClassifier
 from bert_keras.models.checkpoint_conversion import convert_checkpoint
@@ -103,3 +104,55 @@ def test_the_original_format_written_from_another_keeps_its_sources_tokenizer(
     tokenizer = BertTokenizer.from_preset(str(written))
     assert tokenizer("A a").numpy().tolist() == [UNK, VOCABULARY.index("a")]  # "A" kept: no piece
     assert tokenizer(WORD).numpy().tolist() == [UNK]  # the source's limit, 100
+
+
+CASED_VOCABULARY = VOCABULARY[:-3] + ["London", "##On", "A"]
+
+
+def _release(directories, directory, vocabulary):
+    """Google's release layout (no bert_keras.json) at `directory`, with `vocabulary`."""
+    _write_as_googles_release(read_checkpoint(directories["huggingface"]), directory)
+    (directory / "vocab.txt").write_text("\n".join(vocabulary) + "\n")
+    return directory
+
+
+def test_an_original_release_with_a_cased_vocabulary_is_cased_whatever_its_name(
+    directories, tmp_path, monkeypatch, caplog
+):
+    renamed = _release(directories, tmp_path / "tiny_release", CASED_VOCABULARY)
+    assert read_checkpoint(renamed).tokenizer_settings["lowercase"] is False
+    tokenizer = BertTokenizer.from_preset(str(renamed))
+    assert tokenizer("London A").numpy().tolist() == [
+        CASED_VOCABULARY.index("London"),
+        CASED_VOCABULARY.index("A"),
+    ]
+    misnamed = _release(directories, tmp_path / "uncased_L-2_H-8_A-2", CASED_VOCABULARY)
+    with caplog.at_level("WARNING", logger="absl"):
+        assert read_tokenizer_settings(misnamed)["lowercase"] is False
+    assert f"{misnamed}'s name says uncased, but 3 of its 40 tokens hold upper-case" in caplog.text
+    assert "'London', '##On', 'A'" in caplog.text and "lowercase=True" in caplog.text
+    monkeypatch.chdir(renamed)
+    assert read_tokenizer_settings(".")["lowercase"] is False
+
+
+def test_an_original_release_with_an_uncased_vocabulary_follows_its_name(
+    directories, tmp_path, monkeypatch
+):
+    cased = _release(directories, tmp_path / "cased_L-2_H-8_A-2", VOCABULARY)
+    assert read_tokenizer_settings(cased)["lowercase"] is False
+    monkeypatch.chdir(cased)  # "." names the same directory
+    assert read_tokenizer_settings(".")["lowercase"] is False
+    assert read_tokenizer_settings(_release(directories, tmp_path / "bert", VOCABULARY)) == {
+        **read_tokenizer_settings(cased),
+        "lowercase": True,  # the original scripts' default
+    }
+
+
+def test_an_uncased_tokenizer_of_a_cased_vocabulary_is_warned_of(directories, tmp_path, caplog):
+    huggingface = shutil.copytree(directories["huggingface"], tmp_path / "huggingface")
+    (huggingface / "vocab.txt").write_text("\n".join(CASED_VOCABULARY) + "\n")
+    with caplog.at_level("WARNING", logger="absl"):
+        settings = read_tokenizer_settings(huggingface)
+    assert settings["lowercase"] is True  # as its tokenizer_config.json says, as transformers
+    assert "lower-cases its text, so 3 of its 40 tokens" in caplog.text
+    assert "lowercase=False" in caplog.text
