@@ -168,6 +168,9 @@ _PUBLISH = flags.DEFINE_bool(
     False,
     "Run nothing: copy --output_dir's report to docs/benchmarks/ and its table into README.md.",
 )
+_PARTIAL = flags.DEFINE_bool(
+    "partial", False, "With --publish: publish a quick report, or one of some benchmarks, too."
+)
 _UPDATE = flags.DEFINE_bool(
     "update",
     False,
@@ -555,18 +558,31 @@ def with_readme_section(readme_text, section):
     return readme_text[:begin] + section + readme_text[end + len(README_END) :]
 
 
-def publish(report_dir, published_dir=PUBLISHED_DIR, readme=README):
+def publish(report_dir, published_dir=PUBLISHED_DIR, readme=README, partial=False):
     """Writes `report_dir`'s report.json again to `published_dir` (with its report.md and
     ratios.png) and its table into `readme`, each atomically.
 
+    Args:
+        report_dir: where `benchmarks.report` wrote the report.
+        published_dir: where the published copy goes.
+        readme: the README whose benchmark section the table replaces.
+        partial: publish a quick report, or one without every benchmark, too.
+
     Raises:
         FileNotFoundError: `report_dir` has no report.json.
+        ValueError: the report is quick or partial and `partial` is False.
     """
     source = os.path.join(report_dir, "report.json")
     if not os.path.exists(source):
         raise FileNotFoundError(f"{source} is missing: run `make bench` (benchmarks.report) first.")
     with open(source, encoding="utf-8") as file:
         report = json.load(file)
+    missing = sorted({b.name for b in BENCHMARKS} - {run["benchmark"] for run in report["runs"]})
+    if not partial and (report["mode"] != "full" or missing):
+        raise ValueError(
+            f"{source} is a {report['mode']} report without {missing or 'no benchmark'}: it "
+            "would replace the full report; add --partial to publish it anyway."
+        )
     with open(readme, encoding="utf-8") as file:
         readme_text = with_readme_section(file.read(), readme_section(report))
     context = {key: value for key, value in report.items() if key not in ("measurements", "runs")}
@@ -578,7 +594,10 @@ def publish(report_dir, published_dir=PUBLISHED_DIR, readme=README):
 def main(argv):
     del argv
     if _PUBLISH.value:
-        publish(_OUTPUT_DIR.value)
+        try:
+            publish(_OUTPUT_DIR.value, partial=_PARTIAL.value)
+        except (FileNotFoundError, ValueError) as error:
+            raise app.UsageError(str(error)) from error
         print(f"{README} and {PUBLISHED_DIR}: the report of {_OUTPUT_DIR.value}")
         return
     mode = "quick" if _QUICK.value else "full"

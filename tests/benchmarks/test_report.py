@@ -177,8 +177,20 @@ def _child(code, *arguments):
 _PUBLISH = """
 import sys
 from benchmarks import report
-report.publish(sys.argv[1], published_dir=sys.argv[2], readme=sys.argv[3])
+report.publish(sys.argv[1], published_dir=sys.argv[2], readme=sys.argv[3], partial=True)
 """
+
+
+def test_publishing_a_quick_or_partial_report_needs_partial(report_dir, tmp_path):
+    completed = program("benchmarks.report")("--publish", f"--output_dir={report_dir}")
+    assert completed.returncode == 1
+    assert (
+        f"{report_dir / 'report.json'} is a quick report without ['bert4rec', " in completed.stderr
+    )
+    assert "add --partial to publish it anyway" in completed.stderr
+    missing = program("benchmarks.report")("--publish", f"--output_dir={tmp_path}")
+    assert missing.returncode == 1 and "Traceback" not in missing.stderr
+    assert f"{tmp_path / 'report.json'} is missing" in missing.stderr
 
 
 def test_publishing_copies_the_report_and_rewrites_only_the_readme_section(report_dir, tmp_path):
