@@ -3,9 +3,10 @@
 The driver behind `tools/create_pretraining_data.py`. The input is the
 original's: one sentence per line, a blank line between documents (a new
 input file also starts a new document). The main process reads the corpus in
-order and cuts it into shards of whole documents (`input_mb_per_shard` of
-text, at least two documents each), tokenizes each shard in in-graph
-batches and hands its token ids to the next idle worker process, which makes
+order, tokenizes it in in-graph batches, drops the documents that give no
+tokens, cuts the rest into shards of whole documents (`input_mb_per_shard` of
+text, at least two documents each) and hands each shard's token ids to the
+next idle worker process, which makes
 all `dupe_factor` passes of instances (`pretraining_instances`) and their
 serialized records; a thread of the main process per worker writes what its
 worker sends to a hidden temporary file, renamed when the shard is complete,
@@ -32,8 +33,10 @@ pretraining_instances.py):
   first file:line (the original stops with a decoding error); lines are
   stripped of ASCII whitespace only, and a line that gives no tokens is
   dropped, as in the original.
-* A corpus of fewer than two documents is an error (the original would pair
-  a document with itself); one-sentence documents are kept, as in the
+* A corpus of fewer than two documents that give tokens is an error (the
+  original would pair a document with itself); documents that give no
+  tokens are dropped first, as in the original, and counted in the summary;
+  one-sentence documents are kept, as in the
   original (they only give random-next pairs), and counted in the summary.
 * Instances are shuffled within a shard, not across the whole output: shuffle
   when reading (`pretraining_records.pretraining_dataset(shuffle=True)`
@@ -67,11 +70,17 @@ _IN_FLIGHT_PER_WORKER = 2
 # Text per tokenizer call: bigger calls run hardly faster and raise the main
 # process's peak memory.
 _TOKENIZE_BATCH_BYTES = 256 * 1024
+# The summary warns above this share of [UNK] in the text's tokens: English
+# text has well under 1% with BERT's vocabularies, a cased text read with
+# an uncased vocabulary and --do_lower_case=false over half.
+UNKNOWN_TOKENS_WARNING_SHARE = 0.05
 
 
 @dataclasses.dataclass
 class ReadStatistics:
-    """What reading the corpus found, with the first place of each problem.
+    """What reading and tokenizing the corpus found, with the first place of each problem.
+
+    `documents` counts the documents that give tokens: the others are dropped.
 
     Example:
     >>> ReadStatistics().documents
@@ -85,19 +94,68 @@ class ReadStatistics:
     first_invalid_utf8: str = ""
     single_sentence_documents: int = 0
     first_single_sentence: str = ""
+    documents_without_tokens: int = 0
+    first_document_without_tokens: str = ""
+    input_tokens: int = 0
+    unknown_input_tokens: int = 0
 
 
 @dataclasses.dataclass
-class TextShard:
-    """A shard's documents: lists of stripped UTF-8 lines (bytes)."""
+class TextDocument:
+    """A document as read: its stripped UTF-8 lines (bytes), and where it starts."""
+
+    lines: list
+    location: str = ""
+
+    @property
+    def num_bytes(self):
+        return sum(len(line) for line in self.lines)
+
+
+@dataclasses.dataclass
+class TokenizedDocument:
+    """A document's sentences (its lines that give tokens), token ids back to back."""
+
+    tokens: np.ndarray  # [tokens] int32
+    sentence_lengths: np.ndarray  # [sentences], each > 0
+    num_bytes: int  # of its text, which sizes the shards
+
+
+@dataclasses.dataclass
+class DocumentShard:
+    """A shard's documents (`TokenizedDocument`s, or any with a `num_bytes`)."""
 
     index: int
     documents: list
     num_bytes: int = 0
 
+    def token_ids(self):
+        """The shard's `TokenizedDocument`s as one `pretraining_instances.Documents`.
 
-def resolve_input_files(input_file):
+        Example:
+        >>> shard = DocumentShard(0, [
+        ...     TokenizedDocument(np.array([5, 5, 5], np.int32), np.array([2, 1]), 7),
+        ...     TokenizedDocument(np.array([6], np.int32), np.array([1]), 2)])
+        >>> documents = shard.token_ids()
+        >>> documents.tokens.tolist(), documents.sentence_starts.tolist(), documents.document_starts.tolist()
+        ([5, 5, 5, 6], [0, 2, 3, 4], [0, 2, 3])
+        """
+        lengths = np.concatenate([document.sentence_lengths for document in self.documents])
+        sentences = [len(document.sentence_lengths) for document in self.documents]
+        return pretraining_instances.Documents(
+            tokens=np.concatenate([document.tokens for document in self.documents]),
+            sentence_starts=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+            document_starts=np.concatenate([[0], np.cumsum(sentences)]).astype(np.int64),
+        )
+
+
+def resolve_input_files(input_file, flag="--input_file", example="*.txt"):
     """Files of comma-separated paths or globs, each of which must match, and match no directory.
+
+    Args:
+        input_file: comma-separated paths or globs, or a list of them.
+        flag: what names them, for the errors.
+        example: a glob of the files wanted in a directory, for the errors.
 
     Example:
     >>> resolve_input_files("/no/such/file.txt")
@@ -107,16 +165,17 @@ def resolve_input_files(input_file):
     """
     import tensorflow as tf
 
+    patterns = input_file.split(",") if isinstance(input_file, str) else input_file
     paths = []
-    for pattern in filter(None, (part.strip() for part in input_file.split(","))):
+    for pattern in filter(None, (part.strip() for part in patterns)):
         matches = sorted(tf.io.gfile.glob(pattern))
         if not matches:
-            raise FileNotFoundError(f"--input_file: no file matches {pattern!r}.")
+            raise FileNotFoundError(f"{flag}: no file matches {pattern!r}.")
         for path in matches:
-            reject_directory(path, "--input_file")
+            reject_directory(path, flag, example=example)
         paths.extend(matches)
     if not paths:
-        raise FileNotFoundError("--input_file names no file.")
+        raise FileNotFoundError(f"{flag} names no file.")
     return paths
 
 
@@ -155,7 +214,7 @@ def _open_binary(path):
 
 
 def read_documents(paths, statistics):
-    """Yields documents (lists of stripped lines, bytes) of the input files.
+    """Yields the input files' documents as `TextDocument`s.
 
     Lines that are not valid UTF-8 are skipped and counted in `statistics`.
 
@@ -164,7 +223,7 @@ def read_documents(paths, statistics):
     >>> path = os.path.join(tempfile.mkdtemp(), "corpus.txt")
     >>> _ = open(path, "wb").write(b"One.\\nTwo.\\n\\n\\xff bad\\nThree.\\n")
     >>> statistics = ReadStatistics()
-    >>> list(read_documents([path], statistics))
+    >>> [document.lines for document in read_documents([path], statistics)]
     [[b'One.', b'Two.'], [b'Three.']]
     >>> statistics.invalid_utf8_lines, statistics.first_invalid_utf8.endswith(":4")
     (1, True)
@@ -188,52 +247,131 @@ def read_documents(paths, statistics):
                     first_line = first_line or line_number
                     document.append(line)
                 elif document:
-                    yield _counted(document, f"{path}:{first_line}", statistics)
+                    yield TextDocument(document, f"{path}:{first_line}")
                     document, first_line = [], 0
         if document:
-            yield _counted(document, f"{path}:{first_line}", statistics)
+            yield TextDocument(document, f"{path}:{first_line}")
 
 
-def _counted(document, location, statistics):
-    statistics.documents += 1
-    if len(document) == 1:
-        statistics.single_sentence_documents += 1
-        statistics.first_single_sentence = statistics.first_single_sentence or location
-    return document
+def tokenized_documents(
+    tokenize, documents, statistics, unknown_id=None, max_batch_bytes=_TOKENIZE_BATCH_BYTES
+):
+    """Yields `TokenizedDocument`s of `TextDocument`s, dropping what gives no tokens.
 
+    As in the original, a line that gives no tokens (control characters, a
+    lone byte-order mark) is no sentence, and a document without sentences is
+    dropped before documents are counted, paired or drawn as random next
+    segments. `statistics` counts the documents kept, those of one sentence,
+    those dropped, and the tokens ([UNK] among them where `unknown_id` is given).
 
-def text_shards(documents, bytes_per_shard):
-    """Groups documents into shards of at least `bytes_per_shard`, 2+ documents.
-
-    A last shard too small to stand alone joins the one before. Raises
-    ValueError when the corpus holds fewer than two documents, before
-    yielding anything.
+    Args:
+        tokenize: a function from a [lines] string tensor to ragged int ids.
+        documents: `TextDocument`s.
+        statistics: a `ReadStatistics` to update.
+        unknown_id: the id of "[UNK]", to count.
+        max_batch_bytes: text per call of `tokenize`; bigger batches run a
+            little faster and take more memory.
 
     Example:
-    >>> documents = [[b"a" * 10], [b"b" * 10], [b"c" * 10], [b"d" * 10], [b"e"]]
+    >>> from bert_keras.text.tokenizer import BertTokenizer
+    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi"])
+    >>> statistics = ReadStatistics()
+    >>> texts = [TextDocument([b"hi hi", b"\\x01"], "a:1"), TextDocument([b"\\x01"], "a:4"),
+    ...          TextDocument([b"hi", b"ho"], "a:6")]
+    >>> [(document.tokens.tolist(), document.sentence_lengths.tolist())
+    ...  for document in tokenized_documents(tokenizer.tokenize, texts, statistics, 1)]
+    [([5, 5], [2]), ([5, 1], [1, 1])]
+    >>> statistics.documents, statistics.documents_without_tokens, statistics.first_document_without_tokens
+    (2, 1, 'a:4')
+    >>> statistics.single_sentence_documents, statistics.unknown_input_tokens
+    (1, 1)
+    """
+    group, size = [], 0
+    for document in documents:
+        group.append(document)
+        size += document.num_bytes
+        if size >= max_batch_bytes:
+            yield from _tokenized_group(tokenize, group, statistics, unknown_id, max_batch_bytes)
+            group, size = [], 0
+    if group:
+        yield from _tokenized_group(tokenize, group, statistics, unknown_id, max_batch_bytes)
+
+
+def _tokenized_group(tokenize, group, statistics, unknown_id, max_batch_bytes):
+    import tensorflow as tf
+
+    lines = [line for document in group for line in document.lines]
+    token_batches, length_batches = [], []
+    for batch in _line_batches(lines, max_batch_bytes):
+        token_ids = tokenize(tf.constant(batch))  # [lines, (tokens)]
+        token_batches.append(token_ids.flat_values.numpy().astype(np.int32))
+        length_batches.append(token_ids.row_lengths().numpy())
+    tokens, lengths = np.concatenate(token_batches), np.concatenate(length_batches)
+    statistics.input_tokens += len(tokens)
+    if unknown_id is not None:
+        statistics.unknown_input_tokens += int(np.count_nonzero(tokens == unknown_id))
+    token_starts = np.concatenate([[0], np.cumsum(lengths)])
+    line_end = 0
+    for document in group:
+        line_begin, line_end = line_end, line_end + len(document.lines)
+        sentence_lengths = lengths[line_begin:line_end]
+        sentence_lengths = sentence_lengths[sentence_lengths > 0]
+        if not len(sentence_lengths):
+            statistics.documents_without_tokens += 1
+            statistics.first_document_without_tokens = (
+                statistics.first_document_without_tokens or document.location
+            )
+            continue
+        statistics.documents += 1
+        if len(sentence_lengths) == 1:
+            statistics.single_sentence_documents += 1
+            statistics.first_single_sentence = statistics.first_single_sentence or document.location
+        yield TokenizedDocument(
+            tokens[token_starts[line_begin] : token_starts[line_end]],
+            sentence_lengths,
+            document.num_bytes,
+        )
+
+
+def text_shards(documents, bytes_per_shard, corpus="The corpus"):
+    """Groups documents into `DocumentShard`s of at least `bytes_per_shard`, 2+ documents.
+
+    A last shard too small to stand alone joins the one before. Raises
+    ValueError when there are fewer than two documents, before yielding
+    anything: the original would pair a document with itself.
+
+    Args:
+        documents: objects with a `num_bytes` (`TokenizedDocument`s).
+        bytes_per_shard: the text of a shard, at least.
+        corpus: what the documents are, for the error.
+
+    Example:
+    >>> documents = [TextDocument([b"a" * 10]), TextDocument([b"b" * 10]),
+    ...              TextDocument([b"c" * 10]), TextDocument([b"d" * 10]), TextDocument([b"e"])]
     >>> [len(shard.documents) for shard in text_shards(documents, 15)]
     [2, 3]
-    >>> list(text_shards([[b"Only.", b"One."]], 15))
+    >>> list(text_shards([TextDocument([b"Only.", b"One."])], 15))
     Traceback (most recent call last):
     ...
-    ValueError: The corpus holds 1 document; next-sentence pairs need at least 2.
+    ValueError: The corpus holds 1 document that gives tokens; next-sentence pairs need at least 2.
     """
     held, current, size = None, [], 0
     for document in documents:
         current.append(document)
-        size += sum(len(line) for line in document)
+        size += document.num_bytes
         if size >= bytes_per_shard and len(current) >= 2:
             if held is not None:
                 yield held
-            held = TextShard(0 if held is None else held.index + 1, current, size)
+            held = DocumentShard(0 if held is None else held.index + 1, current, size)
             current, size = [], 0
     if held is None:
         if len(current) < 2:
             raise ValueError(
-                f"The corpus holds {len(current)} document"
-                f"{'' if len(current) == 1 else 's'}; next-sentence pairs need at least 2."
+                f"{corpus} holds {len(current)} "
+                f"{'document that gives' if len(current) == 1 else 'documents that give'} "
+                "tokens; next-sentence pairs need at least 2."
             )
-        held = TextShard(0, current, size)
+        held = DocumentShard(0, current, size)
     elif current:
         held.documents.extend(current)
         held.num_bytes += size
@@ -251,43 +389,6 @@ def _line_batches(lines, max_bytes):
         size += len(line)
     if batch:
         yield batch
-
-
-def tokenize_shard(tokenize, shard, max_batch_bytes=_TOKENIZE_BATCH_BYTES):
-    """Token ids of a shard's lines as `Documents` (empty lines dropped).
-
-    Args:
-        tokenize: a function from a [lines] string tensor to ragged int ids.
-        shard: a `TextShard`.
-        max_batch_bytes: text per call of `tokenize`; bigger batches run a
-            little faster and take more memory.
-
-    Example:
-    >>> from bert_keras.text.tokenizer import BertTokenizer
-    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi"])
-    >>> documents = tokenize_shard(tokenizer.tokenize, TextShard(0, [[b"hi hi", b"\\x01"], [b"hi"]]))
-    >>> documents.tokens.tolist(), documents.sentence_starts.tolist(), documents.document_starts.tolist()
-    ([5, 5, 5], [0, 2, 3], [0, 1, 2])
-    """
-    import tensorflow as tf
-
-    lines = [line for document in shard.documents for line in document]
-    token_batches, length_batches = [], []
-    for batch in _line_batches(lines, max_batch_bytes):
-        token_ids = tokenize(tf.constant(batch))  # [lines, (tokens)]
-        token_batches.append(token_ids.flat_values.numpy().astype(np.int32))
-        length_batches.append(token_ids.row_lengths().numpy())
-    lengths = np.concatenate(length_batches)
-    lines_per_document = [len(document) for document in shard.documents]
-    document_of_line = np.repeat(np.arange(len(shard.documents)), lines_per_document)
-    kept = lengths > 0
-    sentences_per_document = np.bincount(document_of_line[kept], minlength=len(shard.documents))
-    sentences_per_document = sentences_per_document[sentences_per_document > 0]
-    return pretraining_instances.Documents(
-        tokens=np.concatenate(token_batches),
-        sentence_starts=np.concatenate([[0], np.cumsum(lengths[kept])]).astype(np.int64),
-        document_starts=np.concatenate([[0], np.cumsum(sentences_per_document)]).astype(np.int64),
-    )
 
 
 def shard_path(output_files, index):
@@ -498,6 +599,7 @@ def create_pretraining_data(
     output_files = [path.strip() for path in output_file.split(",") if path.strip()]
     if not output_files:
         raise ValueError("--output_file names no file.")
+    check_output_files(output_files)
     num_workers = num_workers or os.cpu_count() or 1
     settings = run_settings(
         paths, output_files, vocab_file, do_lower_case, options, compression, input_mb_per_shard
@@ -518,12 +620,21 @@ def create_pretraining_data(
     # time in TensorFlow ops or numpy, which release the GIL.
     pool = pretraining_worker.WorkerPool(num_workers)
     try:
-        tokenize, special_tokens = _tokenizer(vocab_file, do_lower_case, options.do_whole_word_mask)
-        for shard in text_shards(read_documents(paths, statistics), input_mb_per_shard * 1e6):
+        tokenize, special_tokens, unknown_id = _tokenizer(
+            vocab_file, do_lower_case, options.do_whole_word_mask
+        )
+        # Tokenized before sharding: a document that gives no tokens is
+        # dropped, so every shard holds two documents to draw random next
+        # segments from (a resumed run tokenizes its finished shards again).
+        documents = tokenized_documents(
+            tokenize, read_documents(paths, statistics), statistics, unknown_id
+        )
+        corpus = f"--input_file {input_file!r}"
+        for shard in text_shards(documents, input_mb_per_shard * 1e6, corpus):
             path = shard_path(output_files, shard.index)
             if shard.index in log.finished and os.path.exists(path):
                 continue
-            documents = tokenize_shard(tokenize, shard)
+            documents = shard.token_ids()
             write = functools.partial(writer.write, shard.index, path)
             pending.append(
                 pool.executor.submit(
@@ -563,13 +674,51 @@ def _remove_stale_shards(output_files, shard_indexes):
                 tf.io.gfile.remove(path)
 
 
+def check_output_files(output_files):
+    """Raises ValueError naming --output_file when a shard could not be written there.
+
+    Checked before any work: a name ending in a separator (its shards would
+    be hidden-looking "-00000" files in the directory), an existing parent
+    that is a file, or one this process may not write in.
+
+    Example:
+    >>> check_output_files(["/tmp/out/"])
+    Traceback (most recent call last):
+    ...
+    ValueError: --output_file: '/tmp/out/' names a directory; give a file name in it, e.g. '/tmp/out/examples.tfrecord'.
+    """
+    for path in output_files:
+        if "://" in path:
+            continue  # tf.io.gfile's file systems answer when written
+        if not os.path.basename(path):
+            raise ValueError(
+                f"--output_file: {path!r} names a directory; give a file name in it, e.g. "
+                f"{os.path.join(path, 'examples.tfrecord')!r}."
+            )
+        existing = os.path.dirname(os.path.abspath(path))
+        while not os.path.exists(existing):
+            existing = os.path.dirname(existing)
+        if not os.path.isdir(existing):
+            raise ValueError(
+                f"--output_file: {existing} is a file, so {path!r} cannot be written; "
+                "give a path in a directory."
+            )
+        if not os.access(existing, os.W_OK | os.X_OK):
+            raise ValueError(f"--output_file: {existing} is not writable, so {path!r} cannot be.")
+
+
 def _make_parent_directories(paths):
     """Creates the missing directories of output files, as the training programs do."""
     import tensorflow as tf
 
     for directory in {os.path.dirname(path) for path in paths}:
         if directory:
-            tf.io.gfile.makedirs(directory)
+            try:
+                tf.io.gfile.makedirs(directory)
+            except tf.errors.OpError as error:  # e.g. in /proc, even for root
+                raise ValueError(
+                    f"--output_file: cannot make the directory {directory}: {error.message}"
+                ) from None
 
 
 def _tokenizer(vocab_file, do_lower_case, whole_words):
@@ -589,7 +738,7 @@ def _tokenizer(vocab_file, do_lower_case, whole_words):
         else None,
     )
     tokenize = tf.function(tokenizer.tokenize, input_signature=[tf.TensorSpec([None], tf.string)])
-    return tokenize, special_tokens
+    return tokenize, special_tokens, tokenizer.unk_token_id
 
 
 class _ShardWriter:
@@ -666,5 +815,17 @@ def summary_lines(summary):
         lines.append(
             f"{summary['single_sentence_documents']} documents have a single sentence (the first at "
             f"{summary['first_single_sentence']}); as in the original, they give only random-next pairs."
+        )
+    if summary.get("documents_without_tokens"):
+        lines.append(
+            f"Dropped {summary['documents_without_tokens']} documents that give no tokens (the "
+            f"first at {summary['first_document_without_tokens']}), as the original does."
+        )
+    unknown, tokens = summary.get("unknown_input_tokens", 0), summary.get("input_tokens", 0)
+    if unknown > UNKNOWN_TOKENS_WARNING_SHARE * tokens:
+        lines.append(
+            f"Warning: {unknown / tokens:.3f} of the {tokens} tokens of the text are [UNK]: does "
+            "--do_lower_case suit the vocabulary (an uncased one needs true, a cased one false), "
+            "and the vocabulary the text's language?"
         )
     return lines

@@ -359,19 +359,120 @@ def test_a_directory_for_a_file_is_a_one_line_error_and_writes_nothing(
 
 
 @pytest.mark.parametrize(
-    "text, expected",
+    "output, expected",
     [
-        (b"", "The corpus holds 0 documents"),
-        (b"\n\n  \n", "The corpus holds 0 documents"),
-        (b"One document.\nOf two sentences.\n", "The corpus holds 1 document;"),
+        (
+            "{tmp}/out/",
+            "'{tmp}/out/' names a directory; give a file name in it, "
+            "e.g. '{tmp}/out/examples.tfrecord'.",
+        ),
+        (
+            "{tmp}/corpus.txt/examples.tfrecord",
+            "{tmp}/corpus.txt is a file, so '{tmp}/corpus.txt/examples.tfrecord' cannot be "
+            "written; give a path in a directory.",
+        ),
+        (
+            "{tmp}/corpus.txt/new/examples.tfrecord",
+            "{tmp}/corpus.txt is a file, so '{tmp}/corpus.txt/new/examples.tfrecord' cannot be "
+            "written; give a path in a directory.",
+        ),
+        # Not writable, or (root) no directory can be made there.
+        ("/proc/no_such_process/examples.tfrecord", "/proc"),
     ],
+    ids=["directory", "file as parent", "file as grandparent", "proc"],
 )
-def test_too_small_corpora_fail_clearly_and_write_nothing(text, expected, tmp_path):
+def test_an_unusable_output_file_is_a_one_line_error_before_any_work(output, expected, tmp_path):
+    corpus = write(tmp_path / "corpus.txt", b"One sentence.\nTwo sentences.\n\nThree.\nFour.\n")
+    (tmp_path / "out").mkdir()
+    output, expected = output.format(tmp=tmp_path), expected.format(tmp=tmp_path)
+    message = run_tool(*tool_flags(corpus, output))
+    assert message.startswith("create_pretraining_data: --output_file: ")
+    assert expected in message
+    assert sorted(os.listdir(tmp_path)) == ["corpus.txt", "out"]
+    assert os.listdir(tmp_path / "out") == []
+
+
+@pytest.mark.parametrize(
+    "text, documents",
+    [
+        (b"", "0 documents that give"),
+        (b"\n\n  \n", "0 documents that give"),
+        (b"One document.\nOf two sentences.\n", "1 document that gives"),
+        # Lines of control characters or a lone byte-order mark give no tokens.
+        (b"\x01\x02\n\n\x03\n\n\xef\xbb\xbf\n", "0 documents that give"),
+        (b"One document.\nOf two sentences.\n\n\x01\n", "1 document that gives"),
+    ],
+    ids=["empty", "blank lines", "one document", "no tokens", "one document with tokens"],
+)
+def test_too_small_corpora_fail_clearly_and_write_nothing(text, documents, tmp_path):
     corpus = write(tmp_path / "corpus.txt", text)
     output = tmp_path / "out" / "examples.tfrecord"
     output.parent.mkdir()
-    assert expected in run_tool(*tool_flags(corpus, output, "--num_workers=1"))
+    assert run_tool(*tool_flags(corpus, output, "--num_workers=1")) == (
+        f"create_pretraining_data: --input_file {corpus!r} holds {documents} tokens; "
+        "next-sentence pairs need at least 2."
+    )
     assert os.listdir(output.parent) == []
+
+
+def original_token_ids(records):
+    """The records' input ids with the masked positions' original ids put back."""
+    ids = records["input_ids"].copy()
+    rows, columns = np.nonzero(records["masked_lm_weights"] > 0)
+    ids[rows, records["masked_lm_positions"][rows, columns]] = records["masked_lm_ids"][
+        rows, columns
+    ]
+    return ids
+
+
+def test_random_next_segments_come_from_another_document_that_gives_tokens(tmp_path, capsys):
+    # Each document repeats one word. The second gives no tokens: were it
+    # counted, the first shard would hold a single real document, paired
+    # with itself as "random next".
+    corpus = write(
+        tmp_path / "corpus.txt",
+        b"apple apple apple apple\n" * 5
+        + b"\n\x01\n\n"
+        + b"banana banana banana\n" * 5
+        + b"\n"
+        + b"cherry cherry cherry\n" * 5,
+    )
+    output = str(tmp_path / "examples.tfrecord")
+    arguments = tool_flags(corpus, output, "--num_workers=1", "--input_mb_per_shard=0.0001")
+    assert run_tool(*arguments, "--max_seq_length=16", "--max_predictions_per_seq=2") is None
+    spec = original_feature_spec(16, 2)
+    dataset = tf.data.TFRecordDataset(shard_files(output))
+    records = {
+        name: values.numpy() for name, values in tf.io.parse_example(list(dataset), spec).items()
+    }
+    ids, segments = original_token_ids(records), records["segment_ids"]
+    words = {6207, 9115, 15212}  # apple, cherry, banana in vocab.txt (0-based)
+    random_next = records["next_sentence_labels"][:, 0] == 1
+    assert 0 < random_next.sum() < len(random_next)
+    for row in range(len(ids)):
+        first = set(ids[row][(segments[row] == 0) & np.isin(ids[row], list(words))])
+        second = set(ids[row][(segments[row] == 1) & np.isin(ids[row], list(words))])
+        assert len(first) == len(second) == 1
+        assert (first != second) == random_next[row], row
+    assert f"Dropped 1 documents that give no tokens (the first at {corpus}:7)" in (
+        capsys.readouterr().out
+    )
+
+
+@pytest.mark.parametrize("do_lower_case, warned", [("true", False), ("false", True)])
+def test_a_text_mostly_unknown_to_the_vocabulary_is_warned_about(
+    do_lower_case, warned, tmp_path, capsys
+):
+    corpus = write(
+        tmp_path / "corpus.txt", b"Apple Banana Cherry.\nCherry Apple.\n\nBanana Apple.\nApple.\n"
+    )
+    output = str(tmp_path / "examples.tfrecord")
+    arguments = tool_flags(corpus, output, "--num_workers=1", "--max_seq_length=16")
+    assert run_tool(*arguments, f"--do_lower_case={do_lower_case}") is None
+    printed = capsys.readouterr().out
+    assert (
+        "of the 12 tokens of the text are [UNK]: does --do_lower_case suit" in printed
+    ) == warned
 
 
 def test_invalid_utf8_and_single_sentence_documents_are_reported(tmp_path, capsys):
