@@ -9,6 +9,11 @@ replaced by [MASK] and predicted, or, with probability `mask_last_rate`, only
 its last item is (the original writes one such "mask last" instance beside
 `dupe_factor` = 10 random ones, so 1/11 of instances).
 
+`cloze_dataset` draws new masks on each pass from a random stream that a
+new process starts again; `cloze_epochs` makes each epoch's window order and
+masks a function of (seed, epoch) alone, so a run resumed at epoch k reads
+what the uninterrupted run read from epoch k on.
+
 Inference appends [MASK] to a history and predicts the item there.
 
 Sequences are right-padded with `PAD_ID` (0); padded predictions have position
@@ -67,24 +72,102 @@ def cloze_dataset(
     >>> int((features["item_ids"] == 9).numpy().sum()), int((labels > 0).numpy().sum())
     (2, 2)
     """
+    ragged = _ragged_windows(windows, max_sequence_length)
+    generator = tf.random.Generator.from_seed(0 if seed is None else seed)
+    mask = _masker(mask_id, max_sequence_length, mask_probability, max_predictions, mask_last_rate)
+    return tf.data.Dataset.from_tensor_slices(ragged).map(
+        lambda window: mask(window, *tf.unstack(generator.make_seeds(2), axis=1))
+    )
+
+
+def cloze_epochs(
+    windows,
+    batch_size,
+    epochs,
+    mask_id,
+    max_sequence_length,
+    mask_probability,
+    max_predictions,
+    mask_last_rate=DEFAULT_MASK_LAST_RATE,
+    seed=0,
+):
+    """Batches of masked windows for the given epochs, each epoch a function of (seed, epoch).
+
+    Epoch `e` reads every window once, in an order drawn from `(seed, e)`,
+    in `ceil(len(windows) / batch_size)` batches (the last one smaller);
+    window `i` is masked as `cloze_dataset` masks, with draws from
+    `(seed, e, i)`. Nothing depends on the epochs read before, so
+    `epochs=range(k, n)` yields what `range(0, n)` yields from epoch `k` on:
+    give it to `fit` with `initial_epoch=k` and `steps_per_epoch` the
+    batches per epoch.
+
+    Args:
+        windows: integer arrays of at most `max_sequence_length` items.
+        batch_size: windows per batch.
+        epochs: the epoch numbers to read, in order (e.g. `range(3, 10)`).
+        mask_id, max_sequence_length, mask_probability, max_predictions,
+            mask_last_rate: as for `cloze_dataset`.
+        seed: an integer in 0..2**63 - 1.
+
+    Example:
+    >>> windows = [np.arange(1, 6) + 10 * i for i in range(5)]
+    >>> def first_items(epochs):
+    ...     batches = cloze_epochs(windows, 2, epochs, mask_id=99, max_sequence_length=5,
+    ...                            mask_probability=0.4, max_predictions=2, seed=7)
+    ...     return [features["item_ids"][:, 0].numpy().tolist() for features, _ in batches]
+    >>> everything = first_items(range(0, 2))
+    >>> len(everything), first_items(range(1, 2)) == everything[3:]
+    (6, True)
+    """
+    ragged = _ragged_windows(windows, max_sequence_length)
+    mask = _masker(mask_id, max_sequence_length, mask_probability, max_predictions, mask_last_rate)
+    indices = tf.range(len(windows), dtype="int64")
+
+    def epoch_batches(epoch):
+        epoch_seed = tf.stack([tf.constant(seed, "int64"), epoch])
+        order = tf.random.experimental.stateless_shuffle(
+            indices, tf.random.experimental.stateless_fold_in(epoch_seed, -1)
+        )
+        return (
+            tf.data.Dataset.from_tensor_slices(order)
+            .map(
+                lambda index: mask(
+                    ragged[index],
+                    *tf.unstack(
+                        tf.random.experimental.stateless_split(
+                            tf.random.experimental.stateless_fold_in(epoch_seed, index), 2
+                        )
+                    ),
+                )
+            )
+            .batch(batch_size)
+        )
+
+    epoch_numbers = tf.constant(list(epochs), "int64")
+    return tf.data.Dataset.from_tensor_slices(epoch_numbers).flat_map(epoch_batches)
+
+
+def _ragged_windows(windows, max_sequence_length):
     lengths = np.array([len(window) for window in windows], dtype="int64")
     if not len(windows) or lengths.max() > max_sequence_length:
         raise ValueError(
             f"Expected 1 or more windows of at most {max_sequence_length} items; got "
             f"{len(windows)} windows, the longest {lengths.max() if len(windows) else 0}."
         )
-    ragged = tf.RaggedTensor.from_row_lengths(
+    return tf.RaggedTensor.from_row_lengths(
         np.concatenate(windows).astype("int32"), lengths, validate=False
     )
-    generator = tf.random.Generator.from_seed(0 if seed is None else seed)
 
-    def mask(window):
+
+def _masker(mask_id, max_sequence_length, mask_probability, max_predictions, mask_last_rate):
+    """(window, two stateless seeds) -> one training example, masked as the module docstring says."""
+
+    def mask(window, choice_seed, positions_seed):
         length = tf.shape(window)[0]
-        seeds = generator.make_seeds(2)
         positions = tf.cond(
-            tf.random.stateless_uniform([], seeds[:, 0]) < mask_last_rate,
+            tf.random.stateless_uniform([], choice_seed) < mask_last_rate,
             lambda: tf.reshape(length - 1, [1]),
-            lambda: _random_positions(length, mask_probability, max_predictions, seeds[:, 1]),
+            lambda: _random_positions(length, mask_probability, max_predictions, positions_seed),
         )
         labels = tf.gather(window, positions)
         masked = tf.tensor_scatter_nd_update(
@@ -98,7 +181,7 @@ def cloze_dataset(
             _pad_to(labels, max_predictions),
         )
 
-    return tf.data.Dataset.from_tensor_slices(ragged).map(mask)
+    return mask
 
 
 def _random_positions(length, mask_probability, max_predictions, seed):

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from bert_keras.data.cloze_instances import cloze_dataset
+from bert_keras.data.cloze_instances import cloze_epochs
 from bert_keras.data.cloze_instances import next_item_inputs
 from bert_keras.data.cloze_instances import training_windows
 
@@ -75,3 +76,51 @@ def test_next_item_inputs_append_mask_after_the_latest_items():
     assert inputs["masked_positions"].tolist() == [[3], [1]]
     with pytest.raises(ValueError, match="History 1 is empty"):
         next_item_inputs([np.array([1]), np.array([], "int32")], 4, MASK)
+
+
+def epoch_batches(windows, epochs, seed=3, batch_size=4, **kwargs):
+    arguments = dict(mask_id=MASK, max_sequence_length=8, mask_probability=0.5, max_predictions=3)
+    dataset = cloze_epochs(windows, batch_size, epochs, seed=seed, **{**arguments, **kwargs})
+    return [
+        ({k: v.numpy() for k, v in features.items()}, labels.numpy())
+        for features, labels in dataset
+    ]
+
+
+def test_an_epoch_depends_on_the_seed_and_its_number_not_on_the_epochs_before():
+    windows = [np.arange(1, 7) + 10 * i for i in range(10)]  # first items 1, 11, ..., 91
+    whole = epoch_batches(windows, range(0, 3))
+    assert [len(labels) for _, labels in whole] == [4, 4, 2] * 3
+    resumed = epoch_batches(windows, range(2, 3))
+    for (features, labels), (expected_features, expected_labels) in zip(resumed, whole[6:]):
+        np.testing.assert_array_equal(features["item_ids"], expected_features["item_ids"])
+        np.testing.assert_array_equal(labels, expected_labels)
+
+    def orders(batches):
+        first_items = np.concatenate([features["item_ids"][:, 0] for features, _ in batches])
+        return [
+            first_items[start : start + 10].tolist() for start in range(0, len(first_items), 10)
+        ]
+
+    epoch_orders = orders(whole)
+    # Window i holds 10i+1..10i+6, half of them masked: its largest unmasked item tells it.
+    windows_read = [
+        sorted(int(np.where(row != MASK, row, 0).max()) // 10 for row in rows)
+        for rows in np.split(np.concatenate([f["item_ids"] for f, _ in whole]), 3)
+    ]
+    assert windows_read == [list(range(10))] * 3  # every window once per epoch
+    assert epoch_orders[0] != epoch_orders[1] != epoch_orders[2]
+    assert orders(epoch_batches(windows, range(0, 1), seed=4))[0] != epoch_orders[0]
+
+
+def test_epochs_mask_as_cloze_dataset_masks():
+    windows = [np.arange(1, 9)] * 400
+    batches = epoch_batches(windows, range(5, 6), batch_size=100, mask_last_rate=0.25)
+    positions = np.concatenate([features["masked_positions"] for features, _ in batches])
+    labels = np.concatenate([labels for _, labels in batches])
+    mask_last = np.all(positions == [7, 0, 0], axis=1)
+    assert 0.18 < mask_last.mean() < 0.32
+    assert len({tuple(p) for p in positions}) > 20
+    # round(8 * 0.5) = 4, capped at max_predictions = 3; the labels are the items masked.
+    np.testing.assert_array_equal((labels > 0).sum(axis=1), np.where(mask_last, 1, 3))
+    np.testing.assert_array_equal(labels[~mask_last], positions[~mask_last] + 1)
