@@ -11,6 +11,12 @@ OUTPUT_DIR/eval_results.json holds the test metrics with full ranking
 negatives (`test/pop100/...`), the number of users evaluated and of items
 ranked; OUTPUT_DIR/predictions.tsv the top-k unseen items after each user's
 whole history.
+
+Training writes a checkpoint after every epoch (OUTPUT_DIR/checkpoints): the
+same command run again resumes after the last whole epoch and ends as an
+uninterrupted run would; other model, data or schedule flags are refused,
+naming them; a larger --patience continues a run that stopped early; a run
+that finished training loads its model.keras instead of training again.
 """
 
 import json

@@ -10,10 +10,15 @@ unseen item and against 100 popularity-sampled negatives.
 
 Files in OUTPUT_DIR: `item_ids.json` (id → raw item id), `model.keras`,
 `history.json` (drawn to `history.png`), `eval_results.json` and
-`predictions.tsv`, each written whole.
+`predictions.tsv`, each written whole; and `checkpoints/`, from which an
+interrupted training resumes: `ckpt-{epoch}.weights.h5` + `.json` after each
+epoch (model and optimizer state, the history, the early-stopping state and
+the settings, the newest 2 kept; `bert_keras.training.checkpoint_manager`)
+and `best.weights.h5`, the best epoch's weights so far.
 """
 
 import csv
+import hashlib
 import io
 import json
 import math
@@ -21,10 +26,13 @@ import os
 
 import keras
 import numpy as np
+from absl import logging
 
 from bert_keras.atomic_files import atomic_file
+from bert_keras.atomic_files import partial_path
 from bert_keras.atomic_files import write_text
-from bert_keras.data.cloze_instances import cloze_dataset
+from bert_keras.data.cloze_instances import DEFAULT_MASK_LAST_RATE
+from bert_keras.data.cloze_instances import cloze_epochs
 from bert_keras.data.cloze_instances import training_windows
 from bert_keras.data.interactions import PAD_ID
 from bert_keras.data.interactions import LeaveOneOutSplit
@@ -37,6 +45,8 @@ from bert_keras.evaluation.ranking_metrics import ranking_metrics
 from bert_keras.models.bert4rec import Bert4Rec
 from bert_keras.models.dataset_release import without_autotuning_thread
 from bert_keras.models.presets import bert4rec_preset_config
+from bert_keras.training.checkpoint_manager import CheckpointManager
+from bert_keras.training.checkpoint_manager import check_same
 from bert_keras.training.history_plots import write_history_plot
 from bert_keras.training.optimizers import create_optimizer
 
@@ -45,6 +55,9 @@ ITEM_IDS_FILE = "item_ids.json"
 EVAL_RESULTS_FILE = "eval_results.json"
 PREDICTIONS_FILE = "predictions.tsv"
 HISTORY_FILE = "history.json"
+CHECKPOINT_DIR = "checkpoints"
+BEST_WEIGHTS_FILE = "best.weights.h5"  # in CHECKPOINT_DIR
+KEEP_CHECKPOINTS = 2
 CLIP_NORM = 5.0  # the original BERT4Rec's clip_by_global_norm
 EARLY_STOPPING_METRIC = "val_full/ndcg@10"
 
@@ -139,7 +152,21 @@ class RecommendationRun:
         patience=10,
         verbose=2,
     ):
-        """Fits a new model; keeps the epoch with the best validation NDCG@10.
+        """Fits the model, resuming OUTPUT_DIR/checkpoints; keeps the epoch with the best validation NDCG@10.
+
+        Every epoch ends with a checkpoint (`OUTPUT_DIR/checkpoints`), and
+        an epoch's window order and masks depend only on the seed and the
+        epoch's number (`cloze_epochs`), so a run stopped at any moment and
+        called again with the same settings continues after its last whole
+        epoch and ends with the weights and history of a run never stopped.
+        Settings that change the model, the data or the learning rate's
+        schedule are refused then; `patience` may change: a run that stopped
+        early continues under a larger one, as if it had had it from the
+        start. A run whose training has finished (all `num_epochs`, or
+        stopped early under this `patience`) and whose `model.keras` exists
+        is not trained again: its model is loaded and its history returned.
+        Delete `OUTPUT_DIR/checkpoints`, or choose another OUTPUT_DIR, to
+        train anew.
 
         Args:
             num_epochs: passes over the training windows (at most).
@@ -154,58 +181,136 @@ class RecommendationRun:
             verbose: `keras.Model.fit`'s verbosity.
 
         Returns:
-            The `History.history` dict.
+            The `History.history` dict of every epoch trained, resumed runs'
+            included.
+
+        Raises:
+            ValueError: a checkpoint in OUTPUT_DIR was written with other
+                settings (each differing one is named).
         """
         length = self.config["max_sequence_length"]
         windows = training_windows(self.split.train, length, max(1, int(sliding_window * length)))
-        max_predictions = max(1, round(length * self.config["mask_probability"]))
-        extra = {} if mask_last_rate is None else {"mask_last_rate": mask_last_rate}
-        dataset = (
-            cloze_dataset(
-                windows,
-                mask_id=self.sequences.num_items + 1,
-                max_sequence_length=length,
-                mask_probability=self.config["mask_probability"],
-                max_predictions=max_predictions,
-                seed=self.seed,
-                **extra,
-            )
-            .shuffle(len(windows), seed=self.seed, reshuffle_each_iteration=True)
-            .batch(batch_size)
-            .prefetch(2)
+        if mask_last_rate is None:
+            mask_last_rate = DEFAULT_MASK_LAST_RATE
+        steps_per_epoch = math.ceil(len(windows) / batch_size)
+        steps = steps_per_epoch * num_epochs
+        num_warmup_steps = min(num_warmup_steps, steps // 10 or 1)
+        settings = {
+            "model": {**self.config, "num_items": self.sequences.num_items},
+            "data order": {
+                "seed": self.seed,
+                "batch_size": batch_size,
+                "sliding_window": sliding_window,
+                "mask_last_rate": mask_last_rate,
+                "windows": len(windows),
+                # Another log, or the same one read with other settings, cuts other windows.
+                "windows_sha256": _windows_digest(windows),
+            },
+            "learning-rate schedule": {
+                "num_epochs": num_epochs,
+                "learning_rate": learning_rate,
+                "num_warmup_steps": num_warmup_steps,
+            },
+        }
+        settings = json.loads(json.dumps(settings))  # as a checkpoint's metadata reads back
+        checkpoints = CheckpointManager(
+            os.path.join(self.output_dir, CHECKPOINT_DIR), KEEP_CHECKPOINTS
         )
-        steps = math.ceil(len(windows) / batch_size) * num_epochs
+        best_weights = os.path.join(checkpoints.directory, BEST_WEIGHTS_FILE)
+        if os.path.isdir(checkpoints.directory):
+            checkpoints.remove_partial_files()
+            if os.path.exists(partial_path(best_weights)):  # left by a kill while it was written
+                os.remove(partial_path(best_weights))
+        resumed = checkpoints.latest()
+        if resumed is None:
+            if os.path.exists(best_weights):  # another run's, whose checkpoints were deleted
+                os.remove(best_weights)
+            if os.path.exists(os.path.join(self.output_dir, MODEL_FILE)):
+                logging.warning(
+                    "%s holds a %s but no checkpoints: training anew replaces it.",
+                    self.output_dir,
+                    MODEL_FILE,
+                )
+            initial_epoch, history, stopping = 0, {}, None
+        else:
+            _check_resumable(resumed, settings)
+            initial_epoch = resumed.step
+            history, stopping = resumed.metadata["history"], resumed.metadata["early_stopping"]
+        finished = resumed is not None and (
+            initial_epoch >= num_epochs or _stopped_early(stopping, patience, initial_epoch)
+        )
+        if finished and os.path.exists(os.path.join(self.output_dir, MODEL_FILE)):
+            logging.info(
+                "%s finished training after epoch %d of %d; loading its %s instead of training "
+                "again (delete %s to train anew).",
+                self.output_dir,
+                initial_epoch,
+                num_epochs,
+                MODEL_FILE,
+                checkpoints.directory,
+            )
+            self.model = None
+            self.load_model()
+            return history
+
         self.model = self.build_model()
         self.model.compile(
             optimizer=create_optimizer(
                 learning_rate,
                 num_train_steps=steps,
-                num_warmup_steps=min(num_warmup_steps, steps // 10 or 1),
+                num_warmup_steps=num_warmup_steps,
                 global_clipnorm=CLIP_NORM,
             )
         )
-        callbacks = [
-            ValidationRanking(self.split.validation_histories, self.split.validation_targets),
-            keras.callbacks.EarlyStopping(
-                EARLY_STOPPING_METRIC, mode="max", patience=patience, restore_best_weights=True
-            ),
-        ]
-        history = self.model.fit(
-            without_autotuning_thread(dataset),
-            epochs=num_epochs,
-            callbacks=callbacks,
-            verbose=verbose,
-            shuffle=False,  # the windows' pipeline shuffles
-        )
+        if resumed is not None:
+            checkpoints.restore(self.model, resumed)
+            logging.info(
+                "Resuming training from %s, after epoch %d of %d.",
+                resumed.weights_path,
+                initial_epoch,
+                num_epochs,
+            )
+        if not finished:
+            early_stopping = ResumableEarlyStopping(
+                EARLY_STOPPING_METRIC, patience, best_weights, stopping
+            )
+            callbacks = [
+                ValidationRanking(self.split.validation_histories, self.split.validation_targets),
+                early_stopping,
+                EpochCheckpoint(checkpoints, settings, early_stopping, history),
+            ]
+            dataset = cloze_epochs(
+                windows,
+                batch_size,
+                range(initial_epoch, num_epochs),
+                mask_id=self.sequences.num_items + 1,
+                max_sequence_length=length,
+                mask_probability=self.config["mask_probability"],
+                max_predictions=max(1, round(length * self.config["mask_probability"])),
+                mask_last_rate=mask_last_rate,
+                seed=self.seed,
+            ).prefetch(2)
+            self.model.fit(
+                without_autotuning_thread(dataset),
+                initial_epoch=initial_epoch,
+                epochs=num_epochs,
+                steps_per_epoch=steps_per_epoch,  # each epoch's batches, one after the other
+                callbacks=callbacks,
+                verbose=verbose,
+                shuffle=False,  # cloze_epochs shuffles
+            )
+        if os.path.exists(best_weights):
+            self.model.load_weights(best_weights)
+            logging.info("Restored the weights of the best epoch from %s.", best_weights)
         with atomic_file(os.path.join(self.output_dir, MODEL_FILE)) as path:
             self.model.save(path)
             # Before the model takes its place: a reader checks the ids against it.
             self.sequences.save_item_ids(
                 os.path.join(self.output_dir, ITEM_IDS_FILE), model_file=path
             )
-        self._write(HISTORY_FILE, json.dumps(_plain(history.history), indent=2))
+        self._write(HISTORY_FILE, json.dumps(history, indent=2))
         write_history_plot(self.output_dir)
-        return history.history
+        return history
 
     def load_model(self):
         """The trained model: this run's, else OUTPUT_DIR/model.keras (safe mode).
@@ -342,5 +447,133 @@ class ValidationRanking(keras.callbacks.Callback):
             logs[f"val_full/{name}"] = value
 
 
-def _plain(history):
-    return {name: [float(value) for value in values] for name, values in history.items()}
+class ResumableEarlyStopping(keras.callbacks.EarlyStopping):
+    """`EarlyStopping` (mode "max") that starts from a saved state and keeps its best weights in a file.
+
+    Keras' `restore_best_weights` holds the best epoch's weights in memory,
+    which a killed process loses; here they are written (atomically) to
+    `best_weights_path` whenever the monitored value improves. `state()`
+    and the `state` argument carry the best value, its epoch and the epochs
+    waited across processes. Restoring the weights at the end is the
+    caller's (`RecommendationRun.train` loads the file).
+
+    Args:
+        monitor: the logged value to maximise.
+        patience: epochs without improvement before training stops.
+        best_weights_path: where the best epoch's weights are written.
+        state: a `state()` of an earlier run, or None to start afresh.
+
+    Example:
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "best.weights.h5")
+    >>> model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
+    >>> stopping = ResumableEarlyStopping("score", 1, path, {"best": 0.5, "best_epoch": 2, "wait": 0})
+    >>> stopping.set_model(model)
+    >>> stopping.on_train_begin()
+    >>> stopping.on_epoch_end(3, {"score": 0.7})
+    >>> stopping.state(), os.path.exists(path)
+    ({'best': 0.7, 'best_epoch': 3, 'wait': 0}, True)
+    >>> stopping.on_epoch_end(4, {"score": 0.6})
+    >>> stopping.state(), model.stop_training
+    ({'best': 0.7, 'best_epoch': 3, 'wait': 1}, True)
+    """
+
+    def __init__(self, monitor, patience, best_weights_path, state=None):
+        super().__init__(monitor=monitor, mode="max", patience=patience)
+        self.best_weights_path = best_weights_path
+        self.initial_state = state
+
+    def on_train_begin(self, logs=None):
+        super().on_train_begin(logs)
+        if self.initial_state is not None:
+            self.best = self.initial_state["best"]
+            self.best_epoch = self.initial_state["best_epoch"]
+            self.wait = self.initial_state["wait"]
+
+    def on_epoch_end(self, epoch, logs=None):
+        best_before = self.best
+        super().on_epoch_end(epoch, logs)
+        if self.best_epoch == epoch and self.best is not best_before:
+            with atomic_file(self.best_weights_path) as path:
+                self.model.save_weights(path)
+
+    def state(self):
+        """The best value (None before any), its epoch (0-based) and the epochs waited since."""
+        best = None if self.best is None else float(self.best)
+        return {"best": best, "best_epoch": int(self.best_epoch), "wait": int(self.wait)}
+
+
+class EpochCheckpoint(keras.callbacks.Callback):
+    """Writes a checkpoint after each epoch, with what a resumed `RecommendationRun.train` needs.
+
+    Its metadata: `settings` (checked on resume), `history` (the epochs'
+    logs so far, this run's appended to `history`), and `early_stopping`
+    (`ResumableEarlyStopping.state`). Put it after the callbacks that add
+    to the logs or stop training. The checkpoint's step is the number of
+    epochs done.
+
+    Args:
+        manager: a `CheckpointManager`.
+        settings: a JSON-able dict stored with every checkpoint.
+        early_stopping: the run's `ResumableEarlyStopping`.
+        history: the history of the epochs before this run's; appended to.
+
+    Example:
+    >>> import tempfile
+    >>> manager = CheckpointManager(tempfile.mkdtemp())
+    >>> stopping = ResumableEarlyStopping("loss", 5, manager.directory + "/best.weights.h5")
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> model.compile(optimizer="sgd", loss="mse")
+    >>> _ = model.fit(np.zeros((4, 2)), np.zeros(4), epochs=2, verbose=0,
+    ...               callbacks=[stopping, EpochCheckpoint(manager, {}, stopping, {})])
+    >>> latest = manager.latest()
+    >>> latest.step, len(latest.metadata["history"]["loss"]), latest.metadata["early_stopping"]
+    (2, 2, {'best': 0.0, 'best_epoch': 0, 'wait': 1})
+    """
+
+    def __init__(self, manager, settings, early_stopping, history):
+        super().__init__()
+        self.manager = manager
+        self.settings = settings
+        self.early_stopping = early_stopping
+        self.history = history
+
+    def on_epoch_end(self, epoch, logs=None):
+        for name, value in (logs or {}).items():
+            self.history.setdefault(name, []).append(float(value))
+        metadata = {
+            "settings": self.settings,
+            "history": self.history,
+            "early_stopping": self.early_stopping.state(),
+        }
+        self.manager.save(self.model, epoch + 1, metadata)
+
+
+def _check_resumable(checkpoint, settings):
+    """Refuses to resume `checkpoint` under settings other than its own."""
+    for what, values in settings.items():
+        try:
+            check_same(checkpoint.metadata["settings"][what], values, what, checkpoint.weights_path)
+        except ValueError as error:
+            raise ValueError(
+                f"{error} Resuming needs the same settings; choose another output_dir, or delete "
+                f"{os.path.dirname(checkpoint.weights_path)}, to train anew."
+            ) from None
+
+
+def _stopped_early(state, patience, epochs_done):
+    """Whether Keras' `EarlyStopping` with `patience` stops after the state's epoch.
+
+    It stops once `wait` reaches `patience`, after a second epoch or later;
+    `wait` counts epochs since the best, so it is 0 after an improvement,
+    when training goes on even with a patience of 0.
+    """
+    return epochs_done >= 2 and state["wait"] >= max(patience, 1)
+
+
+def _windows_digest(windows):
+    digest = hashlib.sha256()
+    for window in windows:
+        digest.update(np.asarray(window, "int64").tobytes())
+        digest.update(b"|")
+    return digest.hexdigest()

@@ -1,6 +1,8 @@
-"""RecommendationRun: learning planted structure, honest splits, the files it writes."""
+"""RecommendationRun: learning planted structure, honest splits, the files it writes, resuming."""
 
+import contextlib
 import json
+import os
 
 import keras
 import numpy as np
@@ -9,7 +11,10 @@ import pytest
 from bert_keras.recommendation.baselines import item_knn_scores
 from bert_keras.recommendation.baselines import item_transition_scores
 from bert_keras.recommendation.baselines import most_popular_scores
+from bert_keras.recommendation.run import EARLY_STOPPING_METRIC
 from bert_keras.recommendation.run import RecommendationRun
+from bert_keras.recommendation.run import ValidationRanking
+from bert_keras.training.checkpoint_manager import CheckpointManager
 from tests.recommendation.synthetic_logs import write_cluster_walks
 
 SMALL_MODEL = {"hidden_dim": 32, "intermediate_dim": 64, "dropout": 0.1, "attention_dropout": 0.1}
@@ -144,3 +149,136 @@ def test_too_many_negatives_are_refused_before_training(tmp_path):
     run = RecommendationRun(str(log), "csv", str(tmp_path / "run"), num_negatives=10_000)
     with pytest.raises(ValueError, match=r"num_negatives=10000 .* user 'user\d+'.* at most \d+"):
         run.check_negatives()
+
+
+TINY_MODEL = {
+    "num_layers": 1,
+    "hidden_dim": 16,
+    "intermediate_dim": 32,
+    "dropout": 0.1,  # a random stream that a resumed run must continue
+    "attention_dropout": 0.1,
+}
+TINY_TRAINING = {"num_epochs": 3, "batch_size": 16, "learning_rate": 1e-2, "verbose": 0}
+
+
+def tiny_run(log, output_dir, **model_overrides):
+    return RecommendationRun(
+        str(log),
+        "csv",
+        str(output_dir),
+        preset="bert4rec_steam",
+        max_sequence_length=12,
+        num_negatives=5,
+        **{**TINY_MODEL, **model_overrides},
+    )
+
+
+class Interruption(Exception):
+    """Stands for a kill right after a checkpoint is written."""
+
+
+@contextlib.contextmanager
+def checkpoints_recorded(stop_after=None, weights=None):
+    """Yields the epochs of the checkpoints written; `Interruption` after `stop_after` of them.
+
+    The model's weights at each checkpoint go to `weights` (epoch -> arrays) when given.
+    """
+    save = CheckpointManager.save
+    saved = []
+
+    def recording_save(manager, model, step, metadata):
+        checkpoint = save(manager, model, step, metadata)
+        saved.append(step)
+        if weights is not None:
+            weights[step] = [np.array(value) for value in model.get_weights()]
+        if len(saved) == stop_after:
+            raise Interruption(f"killed after epoch {step}")
+        return checkpoint
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(CheckpointManager, "save", recording_save)
+        yield saved
+
+
+@pytest.fixture(scope="module")
+def resumed(tmp_path_factory):
+    """An uninterrupted run, and one killed after epoch 2 of 3 then run again."""
+    log = write_cluster_walks(tmp_path_factory.mktemp("log") / "walks.csv", num_users=30)
+    uninterrupted = tiny_run(log, tmp_path_factory.mktemp("uninterrupted"))
+    uninterrupted_history = uninterrupted.train(**TINY_TRAINING)
+    output_dir = tmp_path_factory.mktemp("interrupted")
+    with checkpoints_recorded(stop_after=2) as saved_before, pytest.raises(Interruption):
+        tiny_run(log, output_dir).train(**TINY_TRAINING)
+    with checkpoints_recorded() as saved_after:
+        run = tiny_run(log, output_dir)
+        history = run.train(**TINY_TRAINING)
+    return log, (uninterrupted, uninterrupted_history), (run, history), (saved_before, saved_after)
+
+
+@pytest.mark.every_backend
+def test_a_run_killed_after_an_epoch_resumes_and_ends_as_if_never_stopped(resumed):
+    _, (uninterrupted, expected_history), (run, history), saved = resumed
+    assert saved == ([1, 2], [3])  # the second run trained epoch 3 only
+    assert len(history["loss"]) == 3
+    for name, values in expected_history.items():
+        np.testing.assert_allclose(history[name], values, rtol=1e-5, atol=1e-7, err_msg=name)
+    for weights, expected in zip(run.model.get_weights(), uninterrupted.model.get_weights()):
+        np.testing.assert_allclose(weights, expected, rtol=1e-5, atol=1e-6)
+    with open(os.path.join(run.output_dir, "history.json")) as file:
+        assert json.load(file) == history
+    assert sorted(os.listdir(os.path.join(run.output_dir, "checkpoints"))) == [
+        "best.weights.h5",
+        "ckpt-00000002.json",
+        "ckpt-00000002.weights.h5",
+        "ckpt-00000003.json",
+        "ckpt-00000003.weights.h5",
+    ]
+
+
+def test_a_finished_run_is_loaded_not_trained_again(resumed, monkeypatch):
+    _, _, (run, history), _ = resumed
+    monkeypatch.setattr(keras.Model, "fit", lambda *args, **kwargs: pytest.fail("trained again"))
+    again = tiny_run(resumed[0], run.output_dir)
+    assert again.train(**TINY_TRAINING) == history
+    for weights, expected in zip(again.model.get_weights(), run.model.get_weights()):
+        np.testing.assert_array_equal(weights, expected)
+
+
+@pytest.mark.parametrize(
+    "model_overrides, training, message",
+    [
+        ({"hidden_dim": 24}, {}, "another model: hidden_dim is 16 there but 24 here"),
+        ({}, {"batch_size": 8}, "another data order: batch_size is 16 there but 8 here"),
+        ({}, {"num_epochs": 5}, "another learning-rate schedule: num_epochs is 3 there but 5 here"),
+    ],
+)
+def test_a_checkpoint_refuses_other_settings_and_names_them(
+    resumed, model_overrides, training, message
+):
+    log, _, (run, _), _ = resumed
+    again = tiny_run(log, run.output_dir, **model_overrides)
+    with pytest.raises(ValueError, match=message + ".*another output_dir"):
+        again.train(**{**TINY_TRAINING, **training})
+
+
+def test_early_stopping_restores_the_best_epoch_after_a_resume(tmp_path, monkeypatch):
+    # Validation NDCG@10 by epoch: best at epoch 2 (1-based), none better in the next one.
+    scores = [0.1, 0.5, 0.2, 0.9, 0.9]
+
+    def scripted_ranking(callback, epoch, logs=None):
+        logs[EARLY_STOPPING_METRIC] = scores[epoch]
+
+    monkeypatch.setattr(ValidationRanking, "on_epoch_end", scripted_ranking)
+    log = write_cluster_walks(tmp_path / "walks.csv", num_users=30)
+    training = {**TINY_TRAINING, "num_epochs": 5, "patience": 1}
+    weights = {}
+    with checkpoints_recorded(stop_after=2, weights=weights), pytest.raises(Interruption):
+        tiny_run(log, tmp_path / "run").train(**training)
+    with checkpoints_recorded(weights=weights) as saved:
+        run = tiny_run(log, tmp_path / "run")
+        history = run.train(**training)
+    # A fresh early stopping would take epoch 3 for the best and go on to epoch 4.
+    assert saved == [3] and history[EARLY_STOPPING_METRIC] == scores[:3]
+    for restored, best in zip(run.model.get_weights(), weights[2]):
+        np.testing.assert_array_equal(restored, best)
+    assert any(np.any(now != best) for now, best in zip(weights[3], weights[2]))

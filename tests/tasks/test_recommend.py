@@ -49,6 +49,39 @@ def test_trains_evaluates_and_predicts(tmp_path):
     assert json.loads((output_dir / "eval_results.json").read_text()) == results
 
 
+@pytest.mark.large
+def test_a_second_run_resumes_training_and_a_third_finds_it_finished(tmp_path):
+    log = write_cluster_walks(tmp_path / "walks.csv", num_users=20)
+    output_dir = tmp_path / "run"
+    flags = [
+        f"--input_file={log}",
+        "--input_format=csv",
+        f"--output_dir={output_dir}",
+        "--preset=bert4rec_steam",
+        "--max_sequence_length=8",
+        "--num_train_epochs=3",
+        "--train_batch_size=16",
+        # The weights never change, so neither does validation NDCG@10: the first run
+        # stops after epoch 2 under --patience=0, and a larger patience takes it further.
+        "--learning_rate=0",
+        "--do_train",
+    ]
+    completed = run_program(*flags, "--patience=0")
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert len(json.loads((output_dir / "history.json").read_text())["loss"]) == 2
+    completed = run_program(*flags, "--patience=2")
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    checkpoint = output_dir / "checkpoints" / "ckpt-00000002.weights.h5"
+    assert f"Resuming training from {checkpoint}, after epoch 2 of 3." in completed.stderr
+    history = json.loads((output_dir / "history.json").read_text())
+    assert len(history["loss"]) == 3
+    completed = run_program(*flags, "--patience=2", "--do_eval", "--num_negatives=5")
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert "finished training after epoch 3 of 3; loading its model.keras" in completed.stderr
+    assert json.loads((output_dir / "history.json").read_text()) == history
+    assert json.loads((output_dir / "eval_results.json").read_text())["users"] == 20
+
+
 DATA = ["--input_file=f", "--input_format=csv", "--output_dir=o"]
 
 
