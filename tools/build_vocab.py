@@ -11,6 +11,7 @@ five special tokens first. The file is written to a temporary name and renamed
 missing directories of --output_file are created.
 """
 
+import fnmatch
 import glob
 import os
 
@@ -37,10 +38,15 @@ _DO_LOWER_CASE = flags.DEFINE_boolean(
 )
 
 
+def input_patterns(flag_value):
+    """The comma-separated files and globs of --input_file, without empty parts."""
+    return [pattern for pattern in (part.strip() for part in flag_value.split(",")) if pattern]
+
+
 def input_paths(patterns):
-    """Expands comma-separated files and globs; raises naming any that match nothing."""
+    """Expands files and globs; raises naming any that match nothing."""
     paths = []
-    for pattern in filter(None, (p.strip() for p in patterns.split(","))):
+    for pattern in patterns:
         matches = sorted(glob.glob(pattern))
         if not matches:
             raise app.UsageError(f"--input_file: {pattern!r} matches no file.")
@@ -48,6 +54,54 @@ def input_paths(patterns):
             _reject_directory(path, "--input_file")
         paths += matches
     return paths
+
+
+def check_output_is_no_input(output_file, patterns, paths):
+    """Raises a usage error naming both flags if --output_file is, or would be, an input.
+
+    Writing one of the input files would replace that text; a glob that
+    matches --output_file would read this vocabulary on the next run, even
+    before the file exists.
+
+    Example:
+    >>> check_output_is_no_input("data/vocab.txt", ["data/*.txt"], ["data/a.txt"])
+    Traceback (most recent call last):
+    ...
+    absl.app.UsageError: --output_file data/vocab.txt matches --input_file's 'data/*.txt', ...
+    """
+    output = os.path.realpath(output_file)
+    for path in paths:
+        if os.path.realpath(path) == output:
+            raise app.UsageError(
+                f"--output_file {output_file} is the --input_file file {path}: writing the "
+                "vocabulary would replace that text. Give another --output_file."
+            )
+    for pattern in patterns:
+        if glob.has_magic(pattern) and _glob_matches(pattern, output_file):
+            raise app.UsageError(
+                f"--output_file {output_file} matches --input_file's {pattern!r}, so a later "
+                "run would learn from this vocabulary: write it outside the pattern, or narrow "
+                "the pattern."
+            )
+
+
+def _glob_matches(pattern, path):
+    """Whether `glob.glob(pattern)` would list `path` if it existed (symbolic links resolved)."""
+    pattern_parts = _real_parts(pattern)
+    path_parts = _real_parts(path)
+    return len(pattern_parts) == len(path_parts) and all(
+        fnmatch.fnmatchcase(part, pattern_part)
+        and (pattern_part.startswith(".") or not part.startswith("."))  # glob's hidden files
+        for part, pattern_part in zip(path_parts, pattern_parts)
+    )
+
+
+def _real_parts(path):
+    """The components of `path`, its longest leading part without wildcards resolved."""
+    parts = os.path.abspath(path).split(os.sep)
+    plain = next((i for i, part in enumerate(parts) if glob.has_magic(part)), len(parts) - 1)
+    head = os.path.realpath(os.sep.join(parts[:plain]) or os.sep)
+    return [part for part in head.split(os.sep) if part] + parts[plain:]
 
 
 def check_output_file(path):
@@ -88,7 +142,9 @@ def main(argv):
     del argv
     # Before the imports and the learning below, so a bad flag fails fast.
     check_output_file(_OUTPUT_FILE.value)
-    paths = input_paths(_INPUT_FILE.value)
+    patterns = input_patterns(_INPUT_FILE.value)
+    paths = input_paths(patterns)
+    check_output_is_no_input(_OUTPUT_FILE.value, patterns, paths)
     with long_lived_objects():
         from bert_keras.text.vocabulary_learner import count_words
         from bert_keras.text.vocabulary_learner import learn_vocabulary

@@ -141,3 +141,55 @@ def test_a_size_the_learner_overshoots_is_kept_without_its_rarest_subwords():
 def test_empty_corpus_is_an_error():
     with pytest.raises(ValueError, match="input text is empty"):
         learn_vocabulary({}, 100)
+
+
+@pytest.mark.parametrize(
+    "input_file, output_file, problem",
+    [
+        (
+            "{tmp}/corpus.txt",
+            "{tmp}/corpus.txt",
+            "--output_file {tmp}/corpus.txt is the --input_file file {tmp}/corpus.txt: writing",
+        ),
+        (
+            "{tmp}/other.txt,{tmp}/link/corpus.txt",
+            "{tmp}/corpus.txt",
+            "--output_file {tmp}/corpus.txt is the --input_file file {tmp}/link/corpus.txt:",
+        ),
+        (
+            "{tmp}/*.txt",
+            "{tmp}/vocab.txt",
+            "--output_file {tmp}/vocab.txt matches --input_file's '{tmp}/*.txt', so a later run",
+        ),
+        (
+            "{tmp}/link/*.txt",
+            "{tmp}/vocab.txt",
+            "--output_file {tmp}/vocab.txt matches --input_file's '{tmp}/link/*.txt', so",
+        ),
+    ],
+    ids=["the input", "the input by a link", "matched by the glob", "matched through a link"],
+)
+def test_an_output_file_among_the_inputs_is_refused(input_file, output_file, problem, tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(CORPUS) + "\n", encoding="utf-8")
+    (tmp_path / "other.txt").write_text("Other words.\n", encoding="utf-8")
+    (tmp_path / "link").symlink_to(tmp_path)
+    completed = build_vocab(
+        f"--input_file={input_file.format(tmp=tmp_path)}",
+        f"--output_file={output_file.format(tmp=tmp_path)}",
+    )
+    assert completed.returncode == 1
+    assert completed.stderr.strip().splitlines()[-1].startswith(problem.format(tmp=tmp_path))
+    assert corpus.read_text(encoding="utf-8") == "\n".join(CORPUS) + "\n"
+    assert sorted(os.listdir(tmp_path)) == ["corpus.txt", "link", "other.txt"]
+
+
+@pytest.mark.large
+def test_an_output_file_beside_the_inputs_that_no_glob_matches_is_written(tmp_path):
+    (tmp_path / "corpus.txt").write_text("\n".join(CORPUS) + "\n", encoding="utf-8")
+    output = tmp_path / ".vocab.txt"  # glob's "*" skips names that start with "."
+    completed = build_vocab(
+        f"--input_file={tmp_path}/*.txt", f"--output_file={output}", "--vocab_size=80"
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert output.read_text().startswith("[PAD]\n[UNK]\n")
