@@ -22,6 +22,7 @@ import tensorflow as tf
 from bert_keras.data.length_batching import PAD_TO_MULTIPLE_OF
 from bert_keras.data.length_batching import batch_by_length
 from bert_keras.data.length_batching import trimmed_batch
+from bert_keras.data.pretraining_corpus import resolve_input_files
 
 _GZIP_MAGIC = b"\x1f\x8b"
 # Records parsed at once before bucketing splits them into examples again.
@@ -63,7 +64,7 @@ def record_compression(path):
 
 
 def _record_lengths(path, compression):
-    """(max_seq_length, max_predictions_per_seq) of the file's first record."""
+    """(max_seq_length, max_predictions_per_seq) of the file's first record, None if it has none."""
     try:
         records = list(tf.data.TFRecordDataset(path, compression_type=compression).take(1))
     except tf.errors.DataLossError as error:
@@ -77,15 +78,32 @@ def _record_lengths(path, compression):
     )
 
 
-def check_record_lengths(paths, max_seq_length, max_predictions_per_seq, compression):
-    """Raises ValueError naming the first file whose records have other lengths.
+def check_record_lengths(paths, max_seq_length, max_predictions_per_seq, compressions=None):
+    """Raises ValueError naming a file whose records have other lengths, or the files if all are empty.
+
+    Args:
+        paths: the records files.
+        max_seq_length: the records' expected sequence length.
+        max_predictions_per_seq: the records' expected number of masked positions.
+        compressions: each file's compression ("" or "GZIP"); by default
+            each file's own (`record_compression`).
 
     Example:
-    >>> check_record_lengths([], 128, 20, "")
+    >>> import os, tempfile
+    >>> empty = os.path.join(tempfile.mkdtemp(), "empty.tfrecord")
+    >>> open(empty, "wb").close()
+    >>> check_record_lengths([empty], 128, 20)
+    Traceback (most recent call last):
+    ...
+    ValueError: ...empty.tfrecord holds no records: there is nothing to read.
     """
-    for path in paths:
+    if compressions is None:
+        compressions = [record_compression(path) for path in paths]
+    empty = []
+    for path, compression in zip(paths, compressions):
         lengths = _record_lengths(path, compression)
         if lengths is None:
+            empty.append(path)
             continue
         seq_length, predictions = lengths
         if seq_length != max_seq_length:
@@ -98,6 +116,11 @@ def check_record_lengths(paths, max_seq_length, max_predictions_per_seq, compres
                 f"{path}: records have max_predictions_per_seq {predictions} but "
                 f"{max_predictions_per_seq} was expected."
             )
+    if paths and len(empty) == len(paths):
+        named = ", ".join(empty[:3]) + (f" and {len(empty) - 3} more" if len(empty) > 3 else "")
+        raise ValueError(
+            f"{named} {'holds' if len(empty) == 1 else 'hold'} no records: there is nothing to read."
+        )
 
 
 def _to_model_inputs(examples, pad_to_multiple_of):
@@ -144,11 +167,13 @@ def pretraining_dataset(
     is only as long as its longest record, rounded up to a multiple of
     `pad_to_multiple_of` (records of short sequences make short batches; the
     cut-off positions are padding, so the losses are the full length's). Gzip files
-    are recognised by their first bytes. Every file's first record is checked
-    against the expected lengths before reading starts.
+    are recognised by their first bytes, each file on its own. Every file's first
+    record is checked against the expected lengths before reading starts; files
+    that together hold no record are an error (repeating them would wait forever).
 
     Args:
-        file_pattern: a glob, a comma-separated list of globs, or a list.
+        file_pattern: a glob, a comma-separated list of globs, or a list;
+            each must match a file (FileNotFoundError names one that does not).
         max_seq_length: the records' sequence length.
         max_predictions_per_seq: the records' number of masked positions.
         batch_size: examples per batch.
@@ -188,23 +213,21 @@ def pretraining_dataset(
     ...
     ValueError: ...records.tfrecord: records have max_seq_length 8 but 16 was expected.
     """
-    patterns = file_pattern.split(",") if isinstance(file_pattern, str) else file_pattern
-    paths = sorted(path for pattern in patterns for path in tf.io.gfile.glob(pattern))
-    if not paths:
-        raise FileNotFoundError(f"No file matches {file_pattern!r}.")
-    compression = record_compression(paths[0])
-    check_record_lengths(paths, max_seq_length, max_predictions_per_seq, compression)
+    # Every glob must match, as for the programs' --input_file.
+    paths = sorted(resolve_input_files(file_pattern, "file_pattern", "*.tfrecord*"))
+    compressions = [record_compression(path) for path in paths]
+    check_record_lengths(paths, max_seq_length, max_predictions_per_seq, compressions)
     # Repeated before the file shuffle, as the original does, so each pass
     # over the files has another order. No reshuffle per iteration: every
     # iterator over this dataset (Keras makes two under tf.distribute) yields
     # the same order, which resuming and data parallelism rely on.
-    files = tf.data.Dataset.from_tensor_slices(paths)
+    files = tf.data.Dataset.from_tensor_slices((paths, compressions))
     if repeat:
         files = files.repeat()
     if shuffle:
         files = files.shuffle(len(paths), seed=seed, reshuffle_each_iteration=False)
     dataset = files.interleave(
-        lambda path: tf.data.TFRecordDataset(path, compression_type=compression),
+        lambda path, compression: tf.data.TFRecordDataset(path, compression_type=compression),
         cycle_length=min(len(paths), 8),
         num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=not shuffle or seed is not None,

@@ -99,6 +99,40 @@ def test_a_file_that_is_not_records_is_named(records, tmp_path):
         pretraining_dataset(f"{records},{not_records}", SEQ_LENGTH, PREDICTIONS, batch_size=4)
 
 
+def test_every_glob_must_match_a_file(records, tmp_path):
+    # As the programs' --input_file: a typo must not drop part of the data unseen.
+    with pytest.raises(FileNotFoundError) as error:
+        pretraining_dataset(f"{records},{tmp_path}/TYPO*", SEQ_LENGTH, PREDICTIONS, batch_size=4)
+    assert str(error.value) == f"file_pattern: no file matches '{tmp_path}/TYPO*'."
+
+
+def count_examples(file_pattern):
+    batches = pretraining_dataset(
+        file_pattern, SEQ_LENGTH, PREDICTIONS, batch_size=64, drop_remainder=False
+    )
+    return sum(int(labels["next_sentence_labels"].shape[0]) for _, labels in batches)
+
+
+def test_files_that_hold_no_record_are_refused_unless_others_do(records, tmp_path):
+    # Repeated, records files without a record would be read forever.
+    empty = [tmp_path / "a.tfrecord", tmp_path / "b.tfrecord"]
+    for path in empty:
+        path.write_bytes(b"")
+    with pytest.raises(ValueError) as error:
+        pretraining_dataset(str(tmp_path / "*.tfrecord"), SEQ_LENGTH, PREDICTIONS, batch_size=4)
+    assert str(error.value) == f"{empty[0]}, {empty[1]} hold no records: there is nothing to read."
+    assert count_examples(f"{records},{empty[0]}") == count_examples(records)
+
+
+def test_gzip_and_plain_files_are_read_together(records, tmp_path):
+    plain = sorted(tf.io.gfile.glob(records))[0]
+    gzipped = str(tmp_path / "examples.tfrecord.gz")
+    with tf.io.TFRecordWriter(gzipped, tf.io.TFRecordOptions(compression_type="GZIP")) as writer:
+        for record in tf.data.TFRecordDataset(plain):
+            writer.write(record.numpy())
+    assert count_examples(f"{gzipped},{plain}") == 2 * count_examples(plain)
+
+
 def test_a_pretrainer_fits_on_the_records(records):
     backbone = BertBackbone(
         vocabulary_size=30522,

@@ -235,6 +235,15 @@ def test_bad_settings_fail_before_training(overrides, message, records, tmp_path
     assert not (tmp_path / "run" / "history.jsonl").exists()
 
 
+def test_records_that_hold_no_example_are_refused_before_training(tmp_path):
+    # Repeated forever, an empty file would keep the run waiting for a first batch.
+    empty = tmp_path / "empty.tfrecord"
+    empty.write_bytes(b"")
+    with pytest.raises(ValueError) as error:
+        PretrainingRun(tiny_config(str(empty), tmp_path / "run"))
+    assert str(error.value) == f"{empty} holds no records: there is nothing to read."
+
+
 def test_a_vocabulary_larger_than_the_embeddings_is_refused(records, tmp_path):
     vocabulary = tmp_path / "vocab.txt"  # one token more than TRAINING_BACKBONE's 40
     vocabulary.write_text("".join(f"token{index}\n" for index in range(41)))
