@@ -6,7 +6,11 @@ create_pretraining_data.py; the original run_pretraining.py reads the output.
 Shards go to `{output_file}-00000`, `-00001`, ..., so `--input_file=OUTPUT_FILE*`
 reads them, and missing directories are created; a killed run continues where
 it stopped when rerun with the same flags (its progress is a hidden file beside
-the output, removed when the run completes). See bert_keras/data/
+the output, removed when the run completes). A finished run's --output_file
+given again is made anew: shards the earlier run made beyond the new run's are
+deleted (logged), so give each corpus part its own name. --do_lower_case must
+suit the vocabulary (true for an uncased one): the summary warns when over 5%
+of the text's tokens are [UNK]. See bert_keras/data/
 pretraining_corpus.py and pretraining_instances.py for how it works and where
 it departs from the original.
 
@@ -50,12 +54,17 @@ _INPUT_FILE = flags.DEFINE_string(
     "input_file", None, "Input text files (comma separated, globs allowed)."
 )
 _OUTPUT_FILE = flags.DEFINE_string(
-    "output_file", None, "Output TFRecord paths (comma separated); shards get -00000..."
+    "output_file",
+    None,
+    "Output TFRecord paths (comma separated); shards get -00000... (an earlier run's under "
+    "the same names are replaced, extra ones deleted).",
 )
 _VOCAB_FILE = flags.DEFINE_string(
     "vocab_file", None, "The vocabulary file the BERT model was trained on."
 )
-_DO_LOWER_CASE = flags.DEFINE_bool("do_lower_case", True, "Lower-case the input (uncased models).")
+_DO_LOWER_CASE = flags.DEFINE_bool(
+    "do_lower_case", True, "Lower-case the input: true for uncased vocabularies, false for cased."
+)
 _DO_WHOLE_WORD_MASK = flags.DEFINE_bool(
     "do_whole_word_mask", False, "Mask whole words, not WordPieces."
 )

@@ -666,12 +666,21 @@ def _remove_stale_shards(output_files, shard_indexes):
         (output_files[index % len(output_files)], os.path.basename(shard_path(output_files, index)))
         for index in shard_indexes
     }
-    for output_file in set(output_files):
+    removed = []
+    for output_file in sorted(set(output_files)):
         shard_name = re.compile(re.escape(os.path.basename(output_file)) + r"-\d{5,}")
-        for path in tf.io.gfile.glob(output_file + "-*"):
+        for path in sorted(tf.io.gfile.glob(output_file + "-*")):
             name = os.path.basename(path)
             if shard_name.fullmatch(name) and (output_file, name) not in written:
                 tf.io.gfile.remove(path)
+                removed.append(path)
+    if removed:
+        logging.warning(
+            "Deleted %d shards an earlier run left under these names: %s%s",
+            len(removed),
+            ", ".join(removed[:3]),
+            f" and {len(removed) - 3} more" if len(removed) > 3 else "",
+        )
 
 
 def check_output_files(output_files):

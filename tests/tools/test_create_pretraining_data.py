@@ -1,6 +1,7 @@
 """tools/create_pretraining_data.py on a real corpus (installed docstrings)."""
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -283,14 +284,20 @@ def test_an_input_edited_since_the_interrupted_run_is_not_resumed(corpus, tmp_pa
     assert "other settings (input_files: " in run_tool(*arguments)
 
 
-def test_a_finished_output_is_replaced_whole_by_the_next_run(corpus, tmp_path):
+def test_a_finished_output_is_replaced_whole_by_the_next_run(corpus, tmp_path, caplog):
     output = str(tmp_path / "examples.tfrecord")
     arguments = tool_flags(corpus, output, "--dupe_factor=1", "--num_workers=1")
     assert run_tool(*arguments) is None
-    assert len(shard_files(output)) >= 4
+    shards = shard_files(output)
+    assert len(shards) >= 4
     # Fewer, larger shards: the earlier run's other shards must not stay beside them.
-    assert run_tool(*arguments, "--input_mb_per_shard=1") is None
+    with caplog.at_level(logging.WARNING):
+        assert run_tool(*arguments, "--input_mb_per_shard=1") is None
     assert os.listdir(tmp_path) == ["examples.tfrecord-00000"]
+    assert (
+        f"Deleted {len(shards) - 1} shards an earlier run left under these names: "
+        f"{shards[1]}, {shards[2]}, {shards[3]}"
+    ) in caplog.text
 
 
 def write(path, data):
