@@ -8,7 +8,9 @@ is tensorflow-text's. A 30,522-token vocabulary gets the released BERT layout
 ([PAD]=0, [UNK]=100, [CLS]=101, [SEP]=102, [MASK]=103); any other size puts the
 five special tokens first. The file is written to a temporary name and renamed
 (`bert_keras.atomic_files`), so an interrupted run leaves no partial vocab.txt;
-missing directories of --output_file are created.
+missing directories of --output_file are created. Lines that are not valid UTF-8
+are skipped and reported (their count and the first one's file:line), as
+tools.create_pretraining_data does.
 """
 
 import fnmatch
@@ -132,12 +134,6 @@ def _reject_directory(path, flag, *hint):
         raise app.UsageError(str(error)) from None
 
 
-def _lines(paths):
-    for path in paths:
-        with open(path, encoding="utf-8", errors="replace") as file:
-            yield from file
-
-
 def main(argv):
     del argv
     # Before the imports and the learning below, so a bad flag fails fast.
@@ -146,11 +142,17 @@ def main(argv):
     paths = input_paths(patterns)
     check_output_is_no_input(_OUTPUT_FILE.value, patterns, paths)
     with long_lived_objects():
+        from bert_keras.text.vocabulary_learner import SkippedLines
         from bert_keras.text.vocabulary_learner import count_words
         from bert_keras.text.vocabulary_learner import learn_vocabulary
+        from bert_keras.text.vocabulary_learner import text_lines
 
-    counts = count_words(_lines(paths), lowercase=_DO_LOWER_CASE.value)
+    skipped = SkippedLines()
+    counts = count_words(text_lines(paths, skipped), lowercase=_DO_LOWER_CASE.value)
     logging.info("%d distinct words in %d files", len(counts), len(paths))
+    if skipped.count:
+        logging.info(skipped.message())
+        print(skipped.message())
     try:
         vocabulary = learn_vocabulary(counts, _VOCAB_SIZE.value)
     except ValueError as error:

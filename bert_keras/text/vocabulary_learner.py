@@ -9,6 +9,7 @@ tensorflow-text's own `bert_vocab_from_dataset` would split words with its
 """
 
 import collections
+import dataclasses
 
 import tensorflow as tf
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib
@@ -40,6 +41,49 @@ def reserved_tokens(vocabulary_size):
         return list(SPECIAL_TOKENS)
     unused = [f"[unused{index}]" for index in range(_FIRST_LEARNED_ID - 5)]
     return ["[PAD]", *unused[:99], "[UNK]", "[CLS]", "[SEP]", "[MASK]", *unused[99:]]
+
+
+@dataclasses.dataclass
+class SkippedLines:
+    """The lines `text_lines` skipped as not valid UTF-8: how many, and where the first is."""
+
+    count: int = 0
+    first: str = ""
+
+    def message(self):
+        """What to tell the user, as tools.create_pretraining_data does; "" when none.
+
+        Example:
+        >>> SkippedLines(2, "corpus.txt:7").message()
+        'Skipped 2 lines that are not valid UTF-8 (the first at corpus.txt:7).'
+        """
+        if not self.count:
+            return ""
+        return f"Skipped {self.count} lines that are not valid UTF-8 (the first at {self.first})."
+
+
+def text_lines(paths, skipped):
+    """Yields the lines of the files at `paths`, skipping those that are not valid UTF-8.
+
+    A line with bytes that are not UTF-8 (a Latin-1 "café") is skipped and
+    counted in `skipped`, not learned with its letters replaced or dropped.
+
+    Example:
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "corpus.txt")
+    >>> _ = open(path, "wb").write(b"caf\\xc3\\xa9\\ncaf\\xe9\\nok\\n")
+    >>> skipped = SkippedLines()
+    >>> list(text_lines([path], skipped)), skipped.count, skipped.first.endswith(":2")
+    (['café\\n', 'ok\\n'], 1, True)
+    """
+    for path in paths:
+        with open(path, "rb") as file:
+            for line_number, line in enumerate(file, 1):
+                try:
+                    yield line.decode("utf-8")
+                except UnicodeDecodeError:
+                    skipped.count += 1
+                    skipped.first = skipped.first or f"{path}:{line_number}"
 
 
 def count_words(lines, lowercase=True, batch_size=4096):

@@ -193,3 +193,18 @@ def test_an_output_file_beside_the_inputs_that_no_glob_matches_is_written(tmp_pa
     )
     assert completed.returncode == 0, completed.stderr[-2000:]
     assert output.read_text().startswith("[PAD]\n[UNK]\n")
+
+
+def test_lines_that_are_not_utf8_are_skipped_and_reported(tmp_path):
+    corpus = tmp_path / "latin1.txt"
+    corpus.write_bytes(b"hello world\ncaf\xe9 na\xefve\nplain caf\xc3\xa9\n\xff\xfe\n")
+    completed = build_vocab(
+        f"--input_file={corpus}", f"--output_file={tmp_path / 'vocab.txt'}", "--vocab_size=40"
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert f"Skipped 2 lines that are not valid UTF-8 (the first at {corpus}:2)." in (
+        completed.stdout
+    )
+    learned = (tmp_path / "vocab.txt").read_text(encoding="utf-8").splitlines()[5:]
+    assert {"hello", "world", "plain", "cafe"} <= set(learned)  # "café" in UTF-8, uncased
+    assert not {"caf", "nave", "v", "##v"} & set(learned)  # nothing of the Latin-1 line
