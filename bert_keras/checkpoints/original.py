@@ -285,11 +285,30 @@ class TensorFile:
         import tensorflow as tf
 
         self.directory = directory
-        self._reader = tf.train.load_checkpoint(checkpoint_prefix(directory))
-        self.shapes = {
-            name: tuple(shape) for name, shape in self._reader.get_variable_to_shape_map().items()
-        }
+        self._prefix = checkpoint_prefix(directory)
+        # What TensorFlow raises for a missing, cut or damaged index or data file.
+        self._read_errors = (tf.errors.OpError, IndexError)
+        try:
+            self._reader = tf.train.load_checkpoint(self._prefix)
+            shapes = self._reader.get_variable_to_shape_map()
+        except self._read_errors as error:
+            raise self._unreadable(error) from None
+        self.shapes = {name: tuple(shape) for name, shape in shapes.items()}
 
     def read(self, name):
         """Returns variable `name` as a numpy array."""
-        return self._reader.get_tensor(name)
+        try:
+            return self._reader.get_tensor(name)
+        except self._read_errors as error:
+            raise self._unreadable(error, f"variable {name} of ") from None
+
+    def _unreadable(self, error, what=""):
+        """A ValueError naming the checkpoint's files, for a TensorFlow read error."""
+        files = sorted(glob.glob(glob.escape(self._prefix) + ".*"))
+        listed = ", ".join(f"{os.path.basename(f)} ({os.path.getsize(f):,} bytes)" for f in files)
+        reason = getattr(error, "message", None) or str(error) or type(error).__name__
+        return ValueError(
+            f"Cannot read {what}the TF checkpoint {self._prefix}: {reason}. Its files: {listed}. "
+            "A download or copy cut short leaves an index or data file missing or short: "
+            "fetch the checkpoint again."
+        )

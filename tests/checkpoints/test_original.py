@@ -358,3 +358,26 @@ def test_the_original_format_refuses_what_modeling_py_cannot_compute(tmp_path):
     with pytest.raises(ValueError, match="hard-codes layer_norm_epsilon 1e-12"):
         write_checkpoint(read_checkpoint(tmp_path / "epsilon"), tmp_path / "out", format="original")
     assert not os.path.exists(tmp_path / "out")
+
+
+@pytest.mark.parametrize(
+    "damage, reason",
+    [
+        (lambda data, index: data.unlink(), "data-00000-of-00001; No such file or directory"),
+        (lambda data, index: os.truncate(data, 300), "Read less bytes than requested"),
+        (lambda data, index: os.truncate(index, 100), "not an sstable"),
+    ],
+    ids=["data file missing", "data file cut", "index cut"],
+)
+def test_a_checkpoint_with_a_missing_or_cut_file_is_named(tmp_path, damage, reason):
+    _write_tiny(str(tmp_path), _tiny_variables())
+    prefix = tmp_path / "bert_model.ckpt"
+    damage(tmp_path / "bert_model.ckpt.data-00000-of-00001", tmp_path / "bert_model.ckpt.index")
+    with pytest.raises(ValueError) as error:
+        BertBackbone.from_preset(tmp_path)
+    message = str(error.value)
+    assert re.match(f"Cannot read (variable .* of )?the TF checkpoint {prefix}: ", message)
+    assert (
+        reason in message and "Its files: " in message and "fetch the checkpoint again" in message
+    )
+    assert "bert_model.ckpt.index (" in message
