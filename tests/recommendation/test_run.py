@@ -159,6 +159,7 @@ TINY_MODEL = {
     "attention_dropout": 0.1,
 }
 TINY_TRAINING = {"num_epochs": 3, "batch_size": 16, "learning_rate": 1e-2, "verbose": 0}
+TINY_LOG_USERS = 31  # 48 windows: 3 whole batches, one shape for jax to compile
 
 
 def tiny_run(log, output_dir, **model_overrides):
@@ -203,7 +204,9 @@ def checkpoints_recorded(stop_after=None, weights=None):
 @pytest.fixture(scope="module")
 def resumed(tmp_path_factory):
     """An uninterrupted run, and one killed after epoch 2 of 3 then run again."""
-    log = write_cluster_walks(tmp_path_factory.mktemp("log") / "walks.csv", num_users=30)
+    log = write_cluster_walks(
+        tmp_path_factory.mktemp("log") / "walks.csv", num_users=TINY_LOG_USERS
+    )
     uninterrupted = tiny_run(log, tmp_path_factory.mktemp("uninterrupted"))
     uninterrupted_history = uninterrupted.train(**TINY_TRAINING)
     output_dir = tmp_path_factory.mktemp("interrupted")
@@ -269,7 +272,7 @@ def test_early_stopping_restores_the_best_epoch_after_a_resume(tmp_path, monkeyp
         logs[EARLY_STOPPING_METRIC] = scores[epoch]
 
     monkeypatch.setattr(ValidationRanking, "on_epoch_end", scripted_ranking)
-    log = write_cluster_walks(tmp_path / "walks.csv", num_users=30)
+    log = write_cluster_walks(tmp_path / "walks.csv", num_users=TINY_LOG_USERS)
     training = {**TINY_TRAINING, "num_epochs": 5, "patience": 1}
     weights = {}
     with checkpoints_recorded(stop_after=2, weights=weights), pytest.raises(Interruption):
