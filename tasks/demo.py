@@ -377,6 +377,8 @@ def _recommend(files):
     run = RecommendationRun(
         log, _INTERACTIONS_FORMAT.value, files.recommendation, max_sequence_length=50
     )
+    # The demo shows full-ranking metrics; a small catalogue leaves fewer negatives to sample.
+    run.num_negatives = min(run.num_negatives, run.most_negatives())
     run.train(num_epochs=_RECOMMENDATION_EPOCHS.value, batch_size=64, learning_rate=2e-3, verbose=0)
     ours = run.evaluate()
     popular = run.test_metrics(

@@ -127,7 +127,7 @@ class RecommendationRun:
         Raises:
             ValueError: naming the user and the most negatives that can be drawn.
         """
-        unseen = [self.sequences.num_items - len(set(s.tolist())) for s in self.sequences.sequences]
+        unseen = self._unseen_items()
         user = int(np.argmin(unseen))
         if unseen[user] < self.num_negatives:
             raise ValueError(
@@ -135,6 +135,13 @@ class RecommendationRun:
                 f"{self.sequences.user_ids[user]!r}, who has not seen only {unseen[user]} of the "
                 f"{self.sequences.num_items} items: lower --num_negatives to at most {unseen[user]}."
             )
+
+    def most_negatives(self):
+        """The most popularity-sampled negatives every user leaves unseen items for."""
+        return int(min(self._unseen_items()))
+
+    def _unseen_items(self):
+        return [self.sequences.num_items - len(set(s.tolist())) for s in self.sequences.sequences]
 
     def build_model(self):
         """A fresh `Bert4Rec` of the preset's sizes for this log's items."""

@@ -149,6 +149,13 @@ def test_too_many_negatives_are_refused_before_training(tmp_path):
     run = RecommendationRun(str(log), "csv", str(tmp_path / "run"), num_negatives=10_000)
     with pytest.raises(ValueError, match=r"num_negatives=10000 .* user 'user\d+'.* at most \d+"):
         run.check_negatives()
+    most = run.most_negatives()
+    assert 0 < most < run.sequences.num_items
+    run.num_negatives = most
+    run.check_negatives()
+    run.num_negatives = most + 1
+    with pytest.raises(ValueError, match=f"at most {most}\\."):
+        run.check_negatives()
 
 
 TINY_MODEL = {
