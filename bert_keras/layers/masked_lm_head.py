@@ -27,7 +27,8 @@ class MaskedLMHead(keras.layers.Layer):
         token_embedding: optional `keras.layers.Embedding` whose matrix is
             used (tied) as the output projection. Without it the layer owns an
             untied `[hidden, vocabulary_size]` kernel. Not part of the config:
-            the model that owns both layers ties them again on load.
+            the model that owns both layers ties them again on load. Once
+            quantized (`quantize("int8")`), its table is read dequantized.
         activation: activation name of the transform; the original BERT uses
             "gelu_approximate".
         layer_norm_epsilon: layer norm epsilon; BERT uses 1e-12.
@@ -148,12 +149,21 @@ class MaskedLMHead(keras.layers.Layer):
         """The output kernel as `[vocabulary_size, hidden]` (the tied embedding matrix)."""
         if self.token_embedding is None:
             return ops.transpose(self.output_kernel)
-        return self.token_embedding.embeddings
+        return self._tied_embeddings()
 
     def _output_kernel(self):
         if self.token_embedding is None:
             return self.output_kernel
-        return ops.transpose(self.token_embedding.embeddings)
+        return ops.transpose(self._tied_embeddings())
+
+    def _tied_embeddings(self):
+        """The word-embedding matrix `[vocabulary_size, hidden]`, dequantized where quantized."""
+        embedding = self.token_embedding
+        if embedding.quantization_mode is None:
+            return embedding.embeddings
+        # A quantized layer's `embeddings` are integers without their scales:
+        # its own lookup of every row gives the table that its outputs use.
+        return embedding(ops.arange(embedding.input_dim, dtype="int32"))
 
     def compute_output_shape(self, inputs_shape, masked_positions_shape=None):
         if masked_positions_shape is None:

@@ -148,6 +148,11 @@ class MultiHeadSelfAttention(keras.layers.Layer):
 
     def _project_at(self, inputs, query_positions):
         """Queries at `query_positions` only; keys and values everywhere."""
+        if self.query_key_value.quantization_mode is not None:
+            # A quantized kernel cannot be sliced as floats: project every
+            # position through the layer, then keep the queries asked for.
+            query, key, value = ops.split(self.query_key_value(inputs), 3, axis=-1)
+            return gather_positions(query, query_positions), key, value
         hidden_dim = self.num_heads * self.head_dim
         kernel, bias = self.query_key_value.kernel, self.query_key_value.bias
         queries = gather_positions(inputs, query_positions)  # [batch, queries, hidden]

@@ -11,6 +11,7 @@ from bert_keras.layers.bert_embeddings import BertEmbeddings
 from bert_keras.layers.masked_lm_head import MaskedLMHead
 from bert_keras.models.bert_backbone import build_encoder_blocks
 from bert_keras.models.bert_backbone import run_encoder_blocks
+from bert_keras.models.bert_backbone import serialized_dtype_policy
 from bert_keras.models.bert_backbone import with_dtype_policy
 from bert_keras.models.presets import bert4rec_preset_config
 from bert_keras.models.sampled_softmax import log_uniform_candidates
@@ -250,7 +251,7 @@ class Bert4Rec(keras.Model):
         return {
             "name": self.name,
             "trainable": self.trainable,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+            "dtype": serialized_dtype_policy(self),
             "num_items": self.num_items,
             "num_layers": self.num_layers,
             "num_heads": self.num_heads,

@@ -327,7 +327,7 @@ class BertBackbone(keras.Model):
         return {
             "name": self.name,
             "trainable": self.trainable,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+            "dtype": serialized_dtype_policy(self),
             "vocabulary_size": self.vocabulary_size,
             "num_layers": self.num_layers,
             "num_heads": self.num_heads,
@@ -481,6 +481,54 @@ def with_dtype_policy(config):
     if isinstance(config.get("dtype"), dict):
         config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
     return config
+
+
+def quantized_policy_map(model):
+    """The policies of `model`'s quantized layers by layer path, or None where none is.
+
+    Models rebuild their layers from constructor arguments in `from_config`,
+    so a quantized model's config holds this map as its "dtype" (as
+    keras-hub's backbones do): every layer is given the map and takes the
+    policy of its own path when it is built, creating the quantized
+    variables that the saved weights fill. Its default policy is the
+    model's own, which every other layer keeps.
+
+    Example:
+    >>> backbone = BertBackbone(vocabulary_size=10, num_layers=1, num_heads=2,
+    ...                         hidden_dim=8, intermediate_dim=16)
+    >>> quantized_policy_map(backbone) is None
+    True
+    >>> backbone.quantize("int8")
+    >>> policy_map = quantized_policy_map(backbone)
+    >>> policy_map["pooler_dense"].name, policy_map["embeddings/token_embedding"].name
+    ('int8_from_float32', 'int8_from_float32')
+    >>> policy_map["embeddings/layer_norm"].name
+    'float32'
+    """
+    default_policy = model.dtype_policy
+    if isinstance(default_policy, keras.dtype_policies.DTypePolicyMap):
+        default_policy = default_policy.default_policy
+    policy_map = keras.dtype_policies.DTypePolicyMap(default_policy=default_policy)
+    for layer in model._flatten_layers(include_self=False):
+        if layer.quantization_mode is not None and layer.path not in policy_map:
+            policy = layer.dtype_policy  # a loaded model's layers hold the map itself
+            if isinstance(policy, keras.dtype_policies.DTypePolicyMap):
+                policy = policy[layer.path]
+            policy_map[layer.path] = policy
+    return policy_map if len(policy_map) else None
+
+
+def serialized_dtype_policy(model):
+    """The "dtype" of `model`'s config: its policy, or `quantized_policy_map` once quantized.
+
+    Example:
+    >>> backbone = BertBackbone(vocabulary_size=10, num_layers=1, num_heads=2,
+    ...                         hidden_dim=8, intermediate_dim=16)
+    >>> serialized_dtype_policy(backbone)["config"]
+    {'name': 'float32'}
+    """
+    policy_map = quantized_policy_map(model)
+    return keras.dtype_policies.serialize(model.dtype_policy if policy_map is None else policy_map)
 
 
 def _check_architecture(hidden_dim, num_heads, activation):

@@ -15,6 +15,7 @@ from bert_keras.layers.dropout import Dropout
 from bert_keras.layers.initializers import bert_kernel_initializer
 from bert_keras.models.bert_backbone import INPUT_NAMES
 from bert_keras.models.bert_backbone import BertBackbone
+from bert_keras.models.bert_backbone import quantized_policy_map
 from bert_keras.models.checkpoint_weights import apply_checkpoint
 from bert_keras.models.dataset_release import without_autotuning_thread
 from bert_keras.models.input_checks import check_array_inputs
@@ -645,7 +646,7 @@ class BertTask(keras.Model):
         return without_autotuning_thread(validation_data)
 
     def get_config(self):
-        return {
+        config = {
             "name": self.name,
             "trainable": self.trainable,
             "backbone": keras.layers.serialize(self.backbone),
@@ -653,11 +654,23 @@ class BertTask(keras.Model):
                 None if self.preprocessor is None else keras.layers.serialize(self.preprocessor)
             ),
         }
+        policy_map = quantized_policy_map(self)
+        if policy_map is not None:
+            # The quantized layers of the backbone and of the head, by path.
+            config["dtype"] = keras.dtype_policies.serialize(policy_map)
+        return config
 
     @classmethod
     def from_config(cls, config):
         config = dict(config)
-        config["backbone"] = keras.layers.deserialize(config["backbone"])
+        backbone_config = config["backbone"]
+        if "dtype" in config:
+            # The heads take the backbone's policy, so it carries their paths too.
+            backbone_config = {
+                **backbone_config,
+                "config": {**backbone_config["config"], "dtype": config.pop("dtype")},
+            }
+        config["backbone"] = keras.layers.deserialize(backbone_config)
         if config.get("preprocessor") is not None:
             # Registers the class for Keras: task models import TensorFlow only for text.
             import bert_keras.text.preprocessor  # noqa: F401

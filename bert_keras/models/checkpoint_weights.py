@@ -103,6 +103,13 @@ def model_checkpoint(model, heads=None, backbone_config=None, **fields):
     >>> checkpoint.backbone_weights["pooler_dense/kernel"].shape, checkpoint.head_weights
     ((8, 8), {})
     """
+    quantized = [layer.path for layer in model._flatten_layers() if layer.quantization_mode]
+    if quantized:
+        raise ValueError(
+            f"{model.name} is quantized ({len(quantized)} layers, e.g. {quantized[0]}) but a "
+            "checkpoint holds float weights: write it before quantize(), or save the quantized "
+            "model with model.save('model.keras')."
+        )
     backbone = getattr(model, "backbone", model)
     return Checkpoint(
         backbone_config=backbone_config or backbone.get_config(),

@@ -95,6 +95,24 @@ class TestDense(TestCase):
         assert np.abs(after - before).max() > 0.1
         np.testing.assert_allclose(after, expected, atol=1e-4)
 
+    @pytest.mark.parametrize("mode", ["int8", "int4", "float8"])
+    def test_quantized_it_is_keras_dense_quantized(self, mode):
+        # Keras' Dense.quantize refuses subclasses unless told not to check.
+        reference, ours = _keras_dense_and_ours(activation="gelu")
+        expected_float = ops.convert_to_numpy(reference(INPUTS))
+        reference.quantize(mode)
+        ours.quantize(mode)
+        assert ours.quantization_mode == mode
+        assert ours.dtype_policy.name == reference.dtype_policy.name
+        for actual, expected in zip(ours.get_weights(), reference.get_weights(), strict=True):
+            np.testing.assert_array_equal(actual, expected)
+        # Keras' quantized call on every backend, not the float one of torch.
+        outputs = ops.convert_to_numpy(ours(INPUTS))
+        np.testing.assert_allclose(outputs, ops.convert_to_numpy(reference(INPUTS)), atol=1e-6)
+        # Outputs up to 8 here: int8 is off by 0.03, int4 by 0.5, float8 by 0.2.
+        tolerance = {"int8": 0.1, "int4": 1.5, "float8": 0.5}[mode]
+        assert 0 < np.abs(outputs - expected_float).max() < tolerance
+
 
 @pytest.mark.one_backend("torch")
 def test_torch_adds_the_bias_inside_the_matmul(monkeypatch):

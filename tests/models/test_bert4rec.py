@@ -38,6 +38,20 @@ class TestBert4Rec(TestCase):
         restored = self.run_saving_test(Bert4Rec(**TINY), INPUTS)
         assert restored.mask_id == MASK
 
+    def test_quantized_int8_ranks_as_the_float_model_and_round_trips(self):
+        model = Bert4Rec(**TINY)
+        expected = logits_of(model, INPUTS)[..., 1:MASK]  # the items' logits
+        model.quantize("int8")
+        # The output head is tied to the quantized item table.
+        assert model.embeddings.token_embedding.quantization_mode == "int8"
+        assert model.output_head.transform_dense.quantization_mode == "int8"
+        # Logits of about 0.1 (initial weights): int8 is off by about 1e-3.
+        error = np.abs(logits_of(model, INPUTS)[..., 1:MASK] - expected)
+        assert error.max() < 0.1 * np.abs(expected).max()
+        restored = self.run_saving_test(model, INPUTS)
+        assert restored.output_head.transform_dense.quantization_mode == "int8"
+        assert restored.get_config() == model.get_config()
+
     def test_logits_over_ids_with_pad_and_mask_never_likely(self):
         logits = logits_of(Bert4Rec(**TINY), INPUTS)
         assert logits.shape == (2, 2, MASK + 1)

@@ -1,3 +1,4 @@
+import keras
 import keras_hub
 import numpy as np
 import pytest
@@ -150,6 +151,32 @@ class TestBertBackbone(TestCase):
         with pytest.raises(ValueError, match="token_ids', 'segment_ids', 'padding_mask'"):
             backbone(inputs)
 
+    def test_quantize_int8_quantizes_every_dense_and_embedding_and_round_trips(self, tmp_path):
+        backbone = tiny_backbone()
+        expected = _numpy(backbone(INPUTS))
+        backbone.quantize("int8")
+        assert _quantized_paths(backbone) == QUANTIZED_BACKBONE_PATHS
+        outputs = _numpy(backbone(INPUTS))
+        for name, value in outputs.items():
+            # Layer-normed outputs of about 1, 8 wide: int8 is off by about 0.01.
+            assert np.abs(value - expected[name]).max() < 0.1, name
+        # The last block computing only [CLS] reads the quantized kernels too.
+        np.testing.assert_allclose(
+            ops.convert_to_numpy(backbone.pooled_output(INPUTS)),
+            outputs["pooled_output"],
+            atol=1e-5,
+        )
+        restored = self.run_saving_test(backbone, INPUTS)
+        assert _quantized_paths(restored) == QUANTIZED_BACKBONE_PATHS
+        revived = BertBackbone.from_config(backbone.get_config())
+        assert _quantized_paths(revived) == QUANTIZED_BACKBONE_PATHS
+        assert revived.get_config() == backbone.get_config()
+        with pytest.raises(ValueError, match="is quantized .* a checkpoint holds float weights"):
+            backbone.save_to_preset(tmp_path / "preset")
+
+    def test_a_float_backbone_config_names_its_policy_alone(self):
+        assert tiny_backbone().get_config()["dtype"]["config"] == {"name": "float32"}
+
     def test_hidden_dim_not_divisible_by_heads(self):
         with pytest.raises(
             ValueError, match=r"hidden_dim \(8\) must be divisible by num_heads \(3\)"
@@ -165,6 +192,36 @@ class TestBertBackbone(TestCase):
             BertBackbone.from_preset("bert_huge")
         for name in BACKBONE_PRESETS:
             assert name in str(error.value)
+
+
+# Every Dense and Embedding of `TINY_BACKBONE`, by path, with its quantized policy.
+QUANTIZED_BACKBONE_PATHS = {
+    "embeddings/token_embedding": "int8_from_float32",
+    "embeddings/segment_embedding": "int8_from_float32",
+    "pooler_dense": "int8_from_float32",
+    **{
+        f"transformer_layer_{index}/{name}": "int8_from_float32"
+        for index in range(2)
+        for name in (
+            "self_attention/query_key_value",
+            "self_attention/attention_output",
+            "intermediate_dense",
+            "output_dense",
+        )
+    },
+}
+
+
+def _quantized_paths(model):
+    """Path -> dtype policy name of each Dense and Embedding of `model`."""
+    paths = {}
+    for layer in model._flatten_layers():
+        if isinstance(layer, (keras.layers.Dense, keras.layers.Embedding)):
+            policy = layer.dtype_policy
+            if isinstance(policy, keras.dtype_policies.DTypePolicyMap):
+                policy = policy[layer.path]
+            paths[layer.path] = policy.name
+    return paths
 
 
 def _block_params(backbone):

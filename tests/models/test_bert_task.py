@@ -16,11 +16,17 @@ from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_classifier import BertClassifier
 from bert_keras.models.bert_masked_lm import BertMaskedLM
 from bert_keras.models.bert_multiple_choice import BertMultipleChoice
+from bert_keras.models.bert_pretrainer import BertPretrainer
 from bert_keras.models.bert_question_answerer import BertQuestionAnswerer
+from bert_keras.models.bert_sentence_encoder import BertSentenceEncoder
+from bert_keras.models.bert_token_classifier import BertTokenClassifier
 from bert_keras.text.preprocessor import BertPreprocessor
 from bert_keras.text.tokenizer import SPECIAL_TOKENS
 from bert_keras.text.tokenizer import BertTokenizer
+from tests.test_case import TINY_INPUTS
 from tests.test_case import TRAINING_BACKBONE
+from tests.test_case import TestCase
+from tests.test_case import tiny_backbone
 
 POSITIVE = ["good", "great", "fine", "nice", "happy", "glad", "best", "superb"]
 NEGATIVE = ["bad", "awful", "poor", "sad", "worst", "ugly", "grim", "dull"]
@@ -804,3 +810,61 @@ def test_from_preset_loads_backbone_head_and_preprocessor(vocabulary_file, tmp_p
     np.testing.assert_array_equal(np.asarray(inferred.get_layer("logits").bias), head["bias"])
     with pytest.raises(ValueError, match="has no classifier head to take the number of classes"):
         BertClassifier.from_preset(directory)
+
+
+WITH_MASKED_POSITIONS = dict(TINY_INPUTS, masked_positions=np.array([[1, 2]] * 4, "int32"))
+
+
+@pytest.mark.parametrize(
+    "build, inputs, head_paths",
+    [
+        (lambda backbone: BertClassifier(backbone, 3), TINY_INPUTS, ["logits"]),
+        (lambda backbone: BertTokenClassifier(backbone, 3), TINY_INPUTS, ["logits"]),
+        (BertQuestionAnswerer, TINY_INPUTS, ["span_logits"]),
+        (
+            lambda backbone: BertMultipleChoice(backbone, 2),
+            {name: value[None, :2].repeat(2, 0) for name, value in TINY_INPUTS.items()},
+            ["choice_score"],
+        ),
+        (BertSentenceEncoder, TINY_INPUTS, []),
+        (BertMaskedLM, WITH_MASKED_POSITIONS, ["masked_lm_head/transform_dense"]),
+        (
+            BertPretrainer,
+            WITH_MASKED_POSITIONS,
+            ["masked_lm_head/transform_dense", "next_sentence_head"],
+        ),
+    ],
+    ids=[
+        "classifier",
+        "token_classifier",
+        "question_answerer",
+        "multiple_choice",
+        "sentence_encoder",
+        "masked_lm",
+        "pretrainer",
+    ],
+)
+def test_a_quantized_task_model_saves_and_reloads_exactly(build, inputs, head_paths):
+    model = build(tiny_backbone())
+    float_config = model.get_config()
+    assert "dtype" not in float_config  # float models' configs stay as they were
+    model.quantize("int8")
+    paths = _quantized_policies(model)
+    # The backbone's 11 Dense and Embedding layers and the head's Dense layers.
+    assert len(paths) == 11 + len(head_paths) and set(head_paths) <= set(paths)
+    assert set(paths.values()) == {"int8_from_float32"}
+    restored = TestCase().run_saving_test(model, inputs)
+    assert _quantized_policies(restored) == paths
+    assert restored.get_config() == model.get_config()
+
+
+def _quantized_policies(model):
+    """Path -> policy name of every quantized layer of `model`."""
+    policies = {}
+    for layer in model._flatten_layers():
+        if layer.quantization_mode is not None:
+            policy = layer.dtype_policy
+            if isinstance(policy, keras.dtype_policies.DTypePolicyMap):
+                policy = policy[layer.path]
+            policies[layer.path] = policy.name
+    return policies
