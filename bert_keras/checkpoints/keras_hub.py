@@ -428,6 +428,8 @@ def read_preset(directory):
         backbone_table(config["num_layers"]),
         heads,
         ignored=IGNORED_PATTERNS,
+        config_file=(os.path.join(directory, CONFIG_FILE), raw.get("config") or {}),
+        config_table=[(name, name, default) for name, default in CONFIG_TABLE],
     )
     if heads and "classifier" not in checkpoint.head_weights:
         raise ValueError(

@@ -8,6 +8,7 @@ misshapen tensor is an error that names every one. Writing runs the same
 rows backwards, so loading and saving share one mapping.
 """
 
+import difflib
 import re
 
 import numpy as np
@@ -28,6 +29,16 @@ LAYOUTS = {
         lambda array, count: [part.T for part in np.split(array, count, axis=-1)],
     ),
 }
+
+
+# The sizes a backbone's weights show: (BertBackbone argument, weight path, axis).
+SIZE_AXES = (
+    ("vocabulary_size", "embeddings/token_embedding/embeddings", 0),
+    ("hidden_dim", "embeddings/token_embedding/embeddings", 1),
+    ("num_segments", "embeddings/segment_embedding/embeddings", 0),
+    ("max_sequence_length", "embeddings/position_embedding/embeddings", 0),
+    ("intermediate_dim", "transformer_layer_0/intermediate_dense/kernel", 1),
+)
 
 
 def expand_table(table, num_layers):
@@ -57,6 +68,8 @@ def read_tables(
     ignored=(),
     tied=None,
     pooler_optional=False,
+    config_file=None,
+    config_table=(),
 ):
     """Reads every tensor of `tensor_file` through the tables into a `Checkpoint`.
 
@@ -69,10 +82,14 @@ def read_tables(
         ignored: patterns (matched whole) of tensors that carry no weights.
         tied: dict tensor -> the tensor it must equal (tied decoders).
         pooler_optional: the checkpoint's class may lack the pooler.
+        config_file: `(path, JSON object)` of the file `config` was read
+            from, to name its keys in errors (see `check_config_sizes`).
+        config_table: its `(key, BertBackbone argument, default)` triples.
 
     Raises:
         ValueError: naming every missing or unexpected tensor, untied tied
-            tensors, and head tensors of the wrong shape.
+            tensors, a config size the weights contradict, and head tensors
+            of the wrong shape.
     """
     tied = tied or {}
     backbone_rows = expand_table(backbone_table, config["num_layers"])
@@ -91,12 +108,66 @@ def read_tables(
     checkpoint.backbone_weights = _convert_rows(
         tensor_file, names, backbone_rows, checkpoint.sources, source_prefix=""
     )
+    if config_file is not None:
+        check_config_sizes(checkpoint, *config_file, config_table)
     for head, rows in head_rows.items():
         checkpoint.head_weights[head] = _convert_rows(
             tensor_file, names, rows, checkpoint.sources, source_prefix=head + "/"
         )
     _check_head_shapes(checkpoint)
     return checkpoint
+
+
+def check_config_sizes(checkpoint, path, raw, table):
+    """Refuses a config whose sizes its backbone's weights contradict, naming the config key.
+
+    A missing or misspelt key leaves a default (transformers' hidden_size
+    768, say) that the weights do not have; this names the key, the weights'
+    size and a key of the file that looks like a misspelling of it, where a
+    model's long list of misfit tensors would not.
+
+    Args:
+        checkpoint: a `Checkpoint` with its backbone weights and sources.
+        path: the config file, for the message.
+        raw: its JSON object.
+        table: its `(key, BertBackbone argument, default)` triples.
+
+    Raises:
+        ValueError: naming each key whose size the weights contradict.
+
+    Example:
+    >>> import numpy as np
+    >>> checkpoint = Checkpoint(
+    ...     backbone_config={"vocabulary_size": 9, "hidden_dim": 768},
+    ...     backbone_weights={"embeddings/token_embedding/embeddings": np.zeros((9, 4))},
+    ...     sources={"embeddings/token_embedding/embeddings": ("word_embeddings",)})
+    >>> table = [("vocab_size", "vocabulary_size", 30522), ("hidden_size", "hidden_dim", 768)]
+    >>> check_config_sizes(checkpoint, "config.json", {"vocab_size": 9, "hiden_size": 4}, table)
+    Traceback (most recent call last):
+    ...
+    ValueError: config.json: no hidden_size, so 768 (the default), but the weights say 4 \
+(in word_embeddings); 'hiden_size' may be a misspelt hidden_size.
+    """
+    keys = {argument: key for key, argument, _ in table}
+    unknown = [key for key in raw if key not in keys.values()]
+    problems = []
+    for argument, weight_path, axis in SIZE_AXES:
+        weight = checkpoint.backbone_weights.get(weight_path)
+        if argument not in keys or weight is None:
+            continue
+        value, found = checkpoint.backbone_config[argument], weight.shape[axis]
+        if value == found:
+            continue
+        key = keys[argument]
+        said = f"{key} is {value}" if key in raw else f"no {key}, so {value} (the default)"
+        source = ", ".join(checkpoint.sources.get(weight_path, (weight_path,)))
+        problem = f"{said}, but the weights say {found} (in {source})"
+        if key not in raw:
+            for near in difflib.get_close_matches(key, unknown, n=1, cutoff=0.8):
+                problem += f"; {near!r} may be a misspelt {key}"
+        problems.append(problem)
+    if problems:
+        raise ValueError(f"{path}: " + ". ".join(problems) + ".")
 
 
 def checkpoint_tensors(checkpoint, tables, headed_prefix):

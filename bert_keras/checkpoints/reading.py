@@ -381,6 +381,8 @@ def _read_huggingface(directory):
         ignored=huggingface.IGNORED_TENSORS,
         tied=huggingface.TIED_TENSORS,
         pooler_optional=architecture in huggingface.ARCHITECTURES_WITHOUT_POOLER,
+        config_file=(os.path.join(directory, huggingface.CONFIG_FILE), raw),
+        config_table=huggingface.CONFIG_TABLE,
     )
     checkpoint.format, checkpoint.directory, checkpoint.extra_config = "huggingface", directory, raw
     checkpoint.label_names = _label_names(raw.get("id2label"), checkpoint.num_named_labels())
@@ -410,6 +412,7 @@ def _read_own(directory):
 
 def _read_original(directory):
     config = original.read_config(directory)
+    config_path = os.path.join(directory, original.CONFIG_FILE)
     tensor_file = original.TensorFile(directory)
     checkpoint = read_tables(
         tensor_file,
@@ -418,6 +421,8 @@ def _read_original(directory):
         original.BACKBONE_TABLE,
         original.HEAD_TABLES,
         ignored=original.IGNORED_PATTERNS,
+        config_file=(config_path, read_json(config_path)),
+        config_table=original.CONFIG_TABLE,
     )
     checkpoint.format, checkpoint.directory = "original", directory
     checkpoint.vocabulary_file = _existing(directory, original.VOCABULARY_FILE)

@@ -231,14 +231,24 @@ def test_missing_and_unexpected_variables_are_named(tmp_path):
 
 def test_wrong_shape_is_named(tmp_path):
     variables = _tiny_variables()
-    variables["bert/encoder/layer_0/intermediate/dense/kernel"] = np.zeros((4, 9), "float32")
+    variables["bert/encoder/layer_0/output/dense/kernel"] = np.zeros((9, 4), "float32")
     _write_tiny(str(tmp_path), variables)
     with pytest.raises(
         ValueError,
-        match=r"intermediate_dense/kernel \(from \['bert/encoder/layer_0/"
-        r"intermediate/dense/kernel'\]\): expected \[4, 8\], found \[4, 9\]",
+        match=r"output_dense/kernel \(from \['bert/encoder/layer_0/"
+        r"output/dense/kernel'\]\): expected \[8, 4\], found \[9, 4\]",
     ):
         BertBackbone.from_preset(tmp_path)
+
+
+def test_a_size_the_weights_contradict_names_its_config_key(tmp_path):
+    _write_tiny(str(tmp_path), _tiny_variables(), intermediate_size=12)
+    with pytest.raises(ValueError) as error:
+        BertBackbone.from_preset(tmp_path)
+    assert str(error.value) == (
+        f"{tmp_path / 'bert_config.json'}: intermediate_size is 12, but the weights say 8 "
+        "(in bert/encoder/layer_0/intermediate/dense/kernel)."
+    )
 
 
 def test_unknown_activation_is_refused(tmp_path):

@@ -156,3 +156,35 @@ def test_a_config_value_of_the_wrong_type_is_named_with_its_key(tmp_path, edit, 
     (tmp_path / "config.json").write_text("[1, 2]")
     with pytest.raises(ValueError, match="config.json holds a JSON list, not an object"):
         read_checkpoint(tmp_path, format="huggingface")
+
+
+@pytest.mark.parametrize("format", ["huggingface", "keras_hub"])
+def test_a_missing_or_misspelt_size_key_is_named_in_a_short_error(tmp_path, format):
+    # With heads, whose shapes would not fit the wrong hidden size either.
+    model_class = "BertForPreTraining" if format == "huggingface" else "BertModel"
+    save_tiny(model_class, tmp_path / "huggingface", hidden_size=12, hidden_act="gelu_new")
+    directory = tmp_path / "huggingface"
+    config_file = directory / "config.json"
+    config = json.loads(config_file.read_text())
+    config["hiden_size"] = config.pop("hidden_size")  # transformers' default, 768, is used
+    del config["intermediate_size"]  # 3072
+    if format == "keras_hub":
+        write_checkpoint(read_checkpoint(directory), tmp_path / "keras_hub", format="keras_hub")
+        directory = tmp_path / "keras_hub"
+        config_file = directory / "config.json"
+        config = json.loads(config_file.read_text())
+        config["config"]["hidden_dim"] = 768
+    config_file.write_text(json.dumps(config))
+    with pytest.raises(ValueError) as error:
+        BertBackbone.from_preset(directory)
+    message = str(error.value)
+    if format == "huggingface":
+        assert message == (
+            f"{config_file}: no hidden_size, so 768 (the default), but the weights say 12 "
+            "(in bert.embeddings.word_embeddings.weight); 'hiden_size' may be a misspelt "
+            "hidden_size. no intermediate_size, so 3072 (the default), but the weights say 16 "
+            "(in bert.encoder.layer.0.intermediate.dense.weight)."
+        )
+    else:
+        assert message.startswith(f"{config_file}: hidden_dim is 768, but the weights say 12 (")
+        assert len(message) < 300
