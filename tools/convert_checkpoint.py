@@ -19,19 +19,24 @@ Example:
         --source bert_base_uncased --output_dir bert_base_en_uncased_keras_hub
 """
 
+import os
 import sys
 
 from absl import app
 from absl import flags
 
+from bert_keras.atomic_files import file_in_the_way
 from bert_keras.checkpoints import FORMATS
 from bert_keras.checkpoints import OUTPUT_FORMATS
+from bert_keras.models.checkpoint_conversion import OutputDirectoryError
 from bert_keras.models.checkpoint_conversion import convert_checkpoint
 from bert_keras.training.garbage_collection import freeze_heap_at_exit
 
-_SOURCE = flags.DEFINE_string("source", None, "Checkpoint directory (or .keras file) to read.")
+_SOURCE = flags.DEFINE_string(
+    "source", None, "Checkpoint directory (or a BertBackbone's .keras file) to read."
+)
 _OUTPUT_DIR = flags.DEFINE_string(
-    "output_dir", None, "Directory to write; must not exist or be empty."
+    "output_dir", None, "Directory to write; must not exist or be empty, unless --overwrite."
 )
 _FORMAT = flags.DEFINE_enum(
     "format", "auto", ("auto",) + FORMATS, "Format of --source; auto detects it by its files."
@@ -45,9 +50,34 @@ _OUTPUT_FORMAT = flags.DEFINE_enum(
 _OVERWRITE = flags.DEFINE_bool("overwrite", False, "Replace a non-empty --output_dir.")
 
 
+def output_dir_problem(output_dir, overwrite):
+    """Why --output_dir cannot be written, naming the flag; None when it can.
+
+    Example:
+    >>> output_dir_problem("/", overwrite=False)
+    '--output_dir: / exists and is not empty; choose another, or pass --overwrite to replace it.'
+    """
+    if not output_dir:
+        return "--output_dir is empty; name the directory to write."
+    blocking = file_in_the_way(output_dir)
+    if blocking == os.path.abspath(output_dir):
+        return f"--output_dir: {output_dir} is a file; name a directory to write."
+    if blocking:
+        return f"--output_dir: {blocking} is a file, so {output_dir} cannot be made."
+    if os.path.isdir(output_dir) and os.listdir(output_dir) and not overwrite:
+        return (
+            f"--output_dir: {output_dir} exists and is not empty; choose another, or pass "
+            "--overwrite to replace it."
+        )
+    return None
+
+
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    problem = output_dir_problem(_OUTPUT_DIR.value, _OVERWRITE.value)
+    if problem:
+        sys.exit(f"convert_checkpoint: {problem}")
     try:
         checkpoint = convert_checkpoint(
             _SOURCE.value,
@@ -56,7 +86,9 @@ def main(argv):
             overwrite=_OVERWRITE.value,
             output_format=_OUTPUT_FORMAT.value,
         )
-    except (FileNotFoundError, FileExistsError, ValueError) as error:
+    except OutputDirectoryError as error:
+        sys.exit(f"convert_checkpoint: --output_dir: {error}")
+    except (OSError, ValueError) as error:
         sys.exit(f"convert_checkpoint: {error}")
     heads = sorted(checkpoint.head_weights) or "none"
     print(

@@ -2,11 +2,21 @@
 
 import os
 
+from bert_keras.atomic_files import PARTIAL_MARKER
 from bert_keras.atomic_files import check_output_directory
 from bert_keras.checkpoints import read_checkpoint
 from bert_keras.checkpoints import write_checkpoint
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.checkpoint_weights import apply_checkpoint
+
+
+class OutputDirectoryError(OSError):
+    """`convert_checkpoint`'s output directory cannot be written; the message says why.
+
+    Example:
+    >>> str(OutputDirectoryError("/proc/out cannot be written: ..."))
+    '/proc/out cannot be written: ...'
+    """
 
 
 def convert_checkpoint(
@@ -30,6 +40,14 @@ def convert_checkpoint(
     Returns:
         The `Checkpoint` that was written.
 
+    Raises:
+        FileExistsError: `output_dir` is a file or a non-empty directory
+            (without `overwrite`).
+        OutputDirectoryError: `output_dir` cannot be written, naming it
+            and the reason.
+        ValueError: a checkpoint that cannot be read or written in
+            `output_format`.
+
     Example:
     >>> import tempfile
     >>> directory = tempfile.mkdtemp() + "/tiny"
@@ -40,5 +58,30 @@ def convert_checkpoint(
     check_output_directory(os.fspath(output_dir), overwrite)
     checkpoint = read_checkpoint(source, format=format)
     apply_checkpoint(BertBackbone.from_config(checkpoint.backbone_config), checkpoint)
-    write_checkpoint(checkpoint, output_dir, overwrite=overwrite, format=output_format)
+    try:
+        write_checkpoint(checkpoint, output_dir, overwrite=overwrite, format=output_format)
+    except OSError as error:
+        if not _is_about(error, output_dir):
+            raise
+        raise OutputDirectoryError(f"{output_dir} cannot be written: {_reason(error)}.") from error
     return checkpoint
+
+
+def _is_about(error, output_dir):
+    """Whether an OSError of writing names a path on the way to `output_dir` or beside it."""
+    output = os.path.abspath(output_dir)
+    parent = os.path.dirname(output)
+    paths = [os.path.abspath(os.fspath(p)) for p in (error.filename, error.filename2) if p]
+    return any(
+        os.path.commonpath([path, output]) == path or os.path.dirname(path) == parent
+        for path in paths
+    )
+
+
+def _reason(error):
+    """The error's reason and path; the staging directory it names as the folder that holds it."""
+    path = os.fspath(error.filename)
+    name = os.path.basename(path)
+    if PARTIAL_MARKER in name:
+        return f"{error.strerror}, making a staging directory in {os.path.dirname(path)}"
+    return f"{error.strerror}: {path}"

@@ -139,7 +139,10 @@ def test_non_empty_output_is_refused_unless_overwrite(tmp_path):
     (tmp_path / "out" / "keep.txt").write_text("mine")
     arguments = (f"--source={tmp_path / 'source'}", f"--output_dir={tmp_path / 'out'}")
     message = run_in_process(*arguments)
-    assert f"Output directory {tmp_path / 'out'} exists and is not empty" in message
+    assert message == (
+        f"convert_checkpoint: --output_dir: {tmp_path / 'out'} exists and is not empty; "
+        "choose another, or pass --overwrite to replace it."
+    )
     assert os.listdir(tmp_path / "out") == ["keep.txt"]
     assert run_in_process(*arguments, "--overwrite") is None
     assert "keep.txt" not in os.listdir(tmp_path / "out")
@@ -169,3 +172,30 @@ def test_required_flags(tmp_path):
     )
     assert completed.returncode != 0
     assert "--source must have a value other than None" in completed.stderr
+
+
+def test_an_output_dir_that_cannot_be_made_is_named_with_the_flag(tmp_path):
+    save_tiny("BertModel", tmp_path / "source")
+    (tmp_path / "a_file").write_text("mine")
+    source = f"--source={tmp_path / 'source'}"
+    message = run_in_process(source, f"--output_dir={tmp_path / 'a_file' / 'out'}")
+    assert message == (
+        f"convert_checkpoint: --output_dir: {tmp_path / 'a_file'} is a file, so "
+        f"{tmp_path / 'a_file' / 'out'} cannot be made."
+    )
+    message = run_in_process(source, f"--output_dir={tmp_path / 'a_file'}")
+    assert message == (
+        f"convert_checkpoint: --output_dir: {tmp_path / 'a_file'} is a file; name a directory "
+        "to write."
+    )
+    assert (tmp_path / "a_file").read_text() == "mine"
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+def test_an_output_dir_where_nothing_can_be_written_is_named_with_the_flag(tmp_path):
+    save_tiny("BertModel", tmp_path / "source")
+    message = run_in_process(f"--source={tmp_path / 'source'}", "--output_dir=/proc/out")
+    assert message == (
+        "convert_checkpoint: --output_dir: /proc/out cannot be written: No such file or "
+        "directory, making a staging directory in /proc."
+    )
