@@ -3,14 +3,20 @@ r"""Converts a BERT checkpoint between formats.
 Reads a Hugging Face directory (config.json + safetensors), an original
 google-research release (bert_config.json + bert_model.ckpt.*), a keras-hub
 BERT preset (config.json + model.weights.h5), a `bert_keras` directory or a
-`.keras` file. Writes the project's format by default (config.json,
-model.safetensors with the heads, bert_keras.json and the tokenizer files;
-transformers loads it), with --output_format=original the google-research
-release's bert_config.json, bert_model.ckpt.* and vocab.txt, or with
+BertBackbone's `.keras` file (not a task model's: save its .backbone, or
+convert the fine-tuning run's OUTPUT_DIR/export, which keeps the head).
+Writes the project's format by default (config.json, model.safetensors with
+the heads, bert_keras.json and the tokenizer files; transformers loads it),
+with --output_format=original the google-research release's
+bert_config.json, bert_model.ckpt.* and vocab.txt, or with
 --output_format=keras_hub a keras-hub preset (`keras_hub.models.BertBackbone`,
 `BertTokenizer` and, with a classifier head, `BertTextClassifier` load it).
+Both compute GELU's tanh form only: a checkpoint whose config.json says
+"hidden_act": "gelu" (the exact erf form: Hugging Face's bert-base-uncased,
+MiniLM and most others) is refused there and stays in the project's format.
 
-Example:
+Example (bert_base_uncased is what the first command writes, from Google's
+release, so its GELU is the tanh form):
     python -m tools.convert_checkpoint \
         --source uncased_L-12_H-768_A-12 --output_dir bert_base_uncased
     python -m tools.convert_checkpoint --output_format=original \
