@@ -498,6 +498,9 @@ def test_from_preset_reads_tokenizer_config(tmp_path):
     tokenizer = BertTokenizer.from_preset(str(tmp_path))
     assert not tokenizer.lowercase and not tokenizer.tokenize_chinese_chars
     os.remove(tmp_path / "tokenizer_config.json")
+    # Without settings, as an original release: cased when the vocabulary is, else uncased.
+    assert not BertTokenizer.from_preset(str(tmp_path)).lowercase
+    (tmp_path / "vocab.txt").write_text("\n".join(SPECIAL_TOKENS + ("hi",)))
     assert BertTokenizer.from_preset(str(tmp_path)).lowercase
 
 
