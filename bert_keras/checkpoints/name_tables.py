@@ -92,6 +92,8 @@ def read_tables(
             of the wrong shape.
     """
     tied = tied or {}
+    if config_file is not None:
+        _check_layer_count(config, names, backbone_table, *config_file, config_table)
     backbone_rows = expand_table(backbone_table, config["num_layers"])
     if pooler_optional and not any(
         name in names for name in _row_names(backbone_rows, POOLER_PATHS)
@@ -149,7 +151,6 @@ def check_config_sizes(checkpoint, path, raw, table):
 (in word_embeddings); 'hiden_size' may be a misspelt hidden_size.
     """
     keys = {argument: key for key, argument, _ in table}
-    unknown = [key for key in raw if key not in keys.values()]
     problems = []
     for argument, weight_path, axis in SIZE_AXES:
         weight = checkpoint.backbone_weights.get(weight_path)
@@ -158,16 +159,45 @@ def check_config_sizes(checkpoint, path, raw, table):
         value, found = checkpoint.backbone_config[argument], weight.shape[axis]
         if value == found:
             continue
-        key = keys[argument]
-        said = f"{key} is {value}" if key in raw else f"no {key}, so {value} (the default)"
         source = ", ".join(checkpoint.sources.get(weight_path, (weight_path,)))
-        problem = f"{said}, but the weights say {found} (in {source})"
-        if key not in raw:
-            for near in difflib.get_close_matches(key, unknown, n=1, cutoff=0.8):
-                problem += f"; {near!r} may be a misspelt {key}"
-        problems.append(problem)
+        problems.append(
+            _contradiction(
+                keys[argument], value, raw, table, f"the weights say {found} (in {source})"
+            )
+        )
     if problems:
         raise ValueError(f"{path}: " + ". ".join(problems) + ".")
+
+
+def _contradiction(key, value, raw, table, weights_say):
+    """How config key `key` (`value`, or its default when absent) contradicts the weights.
+
+    An absent key may be misspelt: a key of `raw` that `table` does not know
+    and that looks like it is named.
+    """
+    unknown = [name for name in raw if name not in {row[0] for row in table}]
+    said = f"{key} is {value}" if key in raw else f"no {key}, so {value} (the default)"
+    problem = f"{said}, but {weights_say}"
+    if key not in raw:
+        for near in difflib.get_close_matches(key, unknown, n=1, cutoff=0.8):
+            problem += f"; {near!r} may be a misspelt {key}"
+    return problem
+
+
+def _check_layer_count(config, names, backbone_table, path, raw, table):
+    """Refuses a config whose number of layers the weights' blocks 0..N-1 contradict, naming its key."""
+    template = next((row[2][0] for row in backbone_table if "{i}" in row[0]), None)
+    key = next((key for key, argument, _ in table if argument == "num_layers"), None)
+    if template is None or key is None:
+        return
+    pattern = re.escape(template).replace(re.escape("{i}"), r"(\d+)")
+    indices = {int(match[1]) for name in names if (match := re.fullmatch(pattern, name))}
+    if indices == set(range(len(indices))) and len(indices) != config["num_layers"]:
+        weights_say = f"the weights hold {len(indices)} layers"
+        if indices:
+            weights_say += f" ({template.format(i=0)} to {template.format(i=len(indices) - 1)})"
+        problem = _contradiction(key, config["num_layers"], raw, table, weights_say)
+        raise ValueError(f"{path}: {problem}.")
 
 
 def checkpoint_tensors(checkpoint, tables, headed_prefix):

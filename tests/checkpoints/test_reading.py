@@ -188,3 +188,30 @@ def test_a_missing_or_misspelt_size_key_is_named_in_a_short_error(tmp_path, form
     else:
         assert message.startswith(f"{config_file}: hidden_dim is 768, but the weights say 12 (")
         assert len(message) < 300
+
+
+@pytest.mark.parametrize(
+    "edit, said",
+    [
+        (
+            lambda config: config.update(num_hiden_layers=config.pop("num_hidden_layers")),
+            "no num_hidden_layers, so 12 (the default)",
+        ),
+        (lambda config: config.update(num_hidden_layers=3), "num_hidden_layers is 3"),
+    ],
+    ids=["misspelt", "wrong"],
+)
+def test_a_layer_count_the_weights_contradict_is_named_with_its_key(tmp_path, edit, said):
+    save_tiny("BertModel", tmp_path)  # 2 layers
+    config = json.loads((tmp_path / "config.json").read_text())
+    edit(config)
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError) as error:
+        read_checkpoint(tmp_path)
+    expected = (
+        f"{tmp_path / 'config.json'}: {said}, but the weights hold 2 layers "
+        "(encoder.layer.0.attention.self.query.weight to "
+        "encoder.layer.1.attention.self.query.weight)"
+    )
+    misspelt = "; 'num_hiden_layers' may be a misspelt num_hidden_layers"
+    assert str(error.value) == expected + (misspelt if "default" in said else "") + "."
