@@ -335,7 +335,8 @@ def predict_by_length(
         predict_batch: a batch of features -> an array or a dict of arrays
             (e.g. `model.predict_on_batch`).
         features: dict of int32 arrays `[examples, ..., sequence_length]`
-            with `padding_mask`.
+            with `padding_mask`; others (`masked_positions`), which are
+            not per token, are batched uncut.
         batch_size: examples per batch.
         per_token_outputs: the outputs have a length axis after the batch
             axis (`[batch, length, ...]`: token logits, span logits); they
@@ -392,7 +393,10 @@ def predict_by_length(
         rows = filled[start : start + batch_size]
         width = int(widths[np.searchsorted(widths, lengths[rows].max())])
         outputs = predict_batch(
-            {name: array[rows, ..., :width] for name, array in features.items()}
+            {
+                name: array[rows, ..., :width] if name in PACKED_FEATURES else array[rows]
+                for name, array in features.items()
+            }
         )
         if per_token_outputs:
             outputs = _tree_map(
@@ -452,7 +456,10 @@ def length_sorted_dataset(
     def trimmed(batch):
         longest = tf.reduce_max(tf.reduce_sum(batch["padding_mask"], axis=-1))
         width = tf.gather(widths, tf.searchsorted(widths, [tf.cast(longest, widths.dtype)]))[0]
-        return {name: tensor[..., :width] for name, tensor in batch.items()}
+        return {
+            name: tensor[..., :width] if name in PACKED_FEATURES else tensor
+            for name, tensor in batch.items()
+        }
 
     sorted_features = {name: array[filled] for name, array in features.items()}
     if not columns:

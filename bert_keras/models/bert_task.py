@@ -351,8 +351,15 @@ class BertTask(keras.Model):
         batch_size = batch_size or DEFAULT_BATCH_SIZE
         features = self._packed_texts(self._first_batches(x, batch_size, kwargs))
         if not self._predicts_batch_by_batch:
-            return self._predict_in_keras_loop(features, batch_size, **kwargs)
-        return self._predict_batch_by_batch(features, batch_size, **kwargs)
+            predictions = self._predict_in_keras_loop(features, batch_size, **kwargs)
+        else:
+            predictions = self._predict_batch_by_batch(features, batch_size, **kwargs)
+        return self._text_predictions(features, predictions)
+
+    def _text_predictions(self, features, predictions):
+        """The predictions for texts packed into `features` (subclasses clear their padding)."""
+        del features
+        return predictions
 
     def _predict_batch_by_batch(self, features, batch_size, verbose="auto", callbacks=None):
         """Predictions for packed `features`, each length-sorted batch through `predict_on_batch`.
@@ -517,14 +524,25 @@ class BertTask(keras.Model):
             return text_dataset(self.preprocess_text, x, y, sample_weight, batch_size)
         from bert_keras.data.length_batching import length_sorted_dataset
 
+        features, y, sample_weight = self._labelled_features(
+            self._packed_texts(x), y, sample_weight
+        )
         _, dataset = length_sorted_dataset(
-            self._packed_texts(x),
+            features,
             batch_size or DEFAULT_BATCH_SIZE,
             **{**self.prediction_batching, "full_batches": False},
             compiled_widths=self.compiled_widths("test"),
             columns=_label_columns(y, sample_weight),
         )
         return dataset
+
+    def _labelled_features(self, features, y, sample_weight):
+        """`(features, y, sample_weight)` for texts packed into `features`, before Keras' loop.
+
+        Subclasses check array labels against the packed texts, or fill in
+        what the packing decides (see `BertMaskedLM`).
+        """
+        return features, y, sample_weight
 
     def compiled_widths(self, step):
         """The batch widths XLA compiled Keras' `step` function for, by batch shape without the width.
@@ -575,9 +593,10 @@ class BertTask(keras.Model):
         from bert_keras.data.length_batching import TRAINING_COMPILE_TOKENS
         from bert_keras.data.length_batching import batch_by_length
 
-        dataset = tf.data.Dataset.from_tensor_slices(
-            (self._packed_texts(x), *_label_columns(y, sample_weight))
+        features, y, sample_weight = self._labelled_features(
+            self._packed_texts(x), y, sample_weight
         )
+        dataset = tf.data.Dataset.from_tensor_slices((features, *_label_columns(y, sample_weight)))
         if shuffle:
             dataset = dataset.shuffle(dataset.cardinality(), reshuffle_each_iteration=True)
         batches = batch_by_length(

@@ -193,7 +193,9 @@ def packed_features(preprocess, x):
     `preprocess` packs the texts (see `text_dataset`) eagerly,
     `PACKING_CHUNK` at a time: a tf.data pipeline would trace it first,
     which takes longer than packing a dev set. Chunks it pads to
-    different widths are padded with zeros (masked) to the widest.
+    different widths are padded with zeros (masked) to the widest: the
+    per-token features (`PACKED_FEATURES`) to the most tokens, any other
+    (a masked LM's `masked_positions`) to its own widest chunk.
 
     Example:
     >>> from bert_keras.text.tokenizer import BertTokenizer
@@ -205,6 +207,8 @@ def packed_features(preprocess, x):
     """
     import tensorflow as tf
 
+    from bert_keras.data.length_batching import PACKED_FEATURES
+
     x = _map_arrays(_sliceable, x)
     count = int(next(array for array in _flat_arrays(x)).shape[0])
 
@@ -215,14 +219,19 @@ def packed_features(preprocess, x):
         return {name: tensor.numpy() for name, tensor in preprocess(texts).items()}
 
     batches = [chunk(start) for start in range(0, count, PACKING_CHUNK)]
-    width = max(batch["padding_mask"].shape[-1] for batch in batches)
+    tokens = max(batch["padding_mask"].shape[-1] for batch in batches)
 
-    def widened(array):
-        return np.pad(array, [(0, 0)] * (array.ndim - 1) + [(0, width - array.shape[-1])])
+    def stacked(name):
+        arrays = [batch[name] for batch in batches]
+        width = tokens if name in PACKED_FEATURES else max(array.shape[-1] for array in arrays)
+        return np.concatenate(
+            [
+                np.pad(array, [(0, 0)] * (array.ndim - 1) + [(0, width - array.shape[-1])])
+                for array in arrays
+            ]
+        )
 
-    return {
-        name: np.concatenate([widened(batch[name]) for batch in batches]) for name in batches[0]
-    }
+    return {name: stacked(name) for name in batches[0]}
 
 
 class TextPacker:

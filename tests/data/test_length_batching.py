@@ -113,6 +113,24 @@ def test_multiple_choice_examples_are_trimmed_to_their_longest_choice():
     assert one_width == [(1, 2, 12), (1, 2, 12)]
 
 
+def test_masked_positions_keep_their_width_in_predictions_and_length_sorted_batches():
+    features = dict(
+        _packed_examples([2, 6, 3]),
+        masked_positions=np.array([[1, 0, 0, 0], [1, 2, 3, 5], [1, 2, 0, 0]]),
+    )
+    shapes = []
+
+    def positions_of(batch):
+        shapes.append((batch["token_ids"].shape, batch["masked_positions"].shape))
+        return batch["masked_positions"]
+
+    predicted = predict_by_length(positions_of, features, batch_size=2, pad_to_multiple_of=1)
+    assert predicted.tolist() == features["masked_positions"].tolist()
+    assert shapes == [((2, 3), (2, 4)), ((1, 6), (1, 4))]
+    _, dataset = length_sorted_dataset(features, batch_size=2, pad_to_multiple_of=1)
+    assert [batch["masked_positions"].shape for batch in dataset] == [(2, 4), (1, 4)]
+
+
 def test_features_without_a_padding_mask_are_refused():
     dataset = tf.data.Dataset.from_tensor_slices({"token_ids": np.ones((2, 4), "int32")})
     with pytest.raises(ValueError, match="a dict with padding_mask"):
