@@ -264,7 +264,7 @@ def test_versions_and_bad_models_are_refused_with_nothing_written(classifier, tm
     shutil.copytree(classifier[1], larger)
     with open(larger / "vocab.txt", "a") as file:
         file.write("".join(f"extra{index}\n" for index in range(CONFIG["vocabulary_size"])))
-    with pytest.raises(ValueError, match="vocabulary holds .* tokens but its backbone has"):
+    with pytest.raises(ValueError, match="vocab.txt holds .* tokens but the checkpoint has"):
         export_saved_model(larger, base)
     assert sorted(os.listdir(base)) == ["1"]
 
