@@ -1,6 +1,9 @@
 """Masked-LM predictions on raw text: the tokens a checkpoint would put at each [MASK]."""
 
+import numbers
+
 import keras
+import numpy as np
 from keras import ops
 
 from bert_keras.checkpoints import read_checkpoint
@@ -12,6 +15,7 @@ from bert_keras.models.bert_task import backbone_inputs
 from bert_keras.models.bert_task import check_not_a_backbone_preset
 from bert_keras.models.bert_task import checkpoint_preprocessor
 from bert_keras.models.checkpoint_weights import apply_checkpoint
+from bert_keras.models.input_checks import check_positive_count
 from bert_keras.models.text_inputs import DEFAULT_BATCH_SIZE
 
 # The checkpoint head (`Checkpoint.head_weights`) this model needs, and its layer.
@@ -41,6 +45,18 @@ class BertMaskedLM(BertTask):
     token ids) and sample weights (0 for padded predictions); its loss is
     the cross-entropy over the vocabulary.
 
+    On raw text (with a preprocessor), `masked_positions` are each text's
+    [MASK]s, in order, padded with 0 to the most [MASK]s of the texts.
+    `predict(texts)` returns logits `[texts, most [MASK]s, vocabulary_size]`:
+    row j of a text scores its j-th [MASK], and the rows past its own
+    [MASK]s are padding, all 0 (`fill_mask` returns each text's [MASK]s
+    alone). `fit(texts, labels)` and `evaluate` take labels `[texts, n]`:
+    the token id each [MASK] stands for, in order, padded to at least the
+    most [MASK]s of the texts (a text with fewer labels than [MASK]s is
+    an error before training); without `sample_weight` each [MASK] weighs
+    1 and the padding 0. A `tf.data.Dataset` of `(texts, labels)` pads each
+    batch to its own most [MASK]s, so its labels must be as wide.
+
     Args:
         backbone: a `BertBackbone`.
         preprocessor: optional `BertPreprocessor` whose tokenizer keeps
@@ -56,6 +72,15 @@ class BertMaskedLM(BertTask):
     ...                 "padding_mask": np.ones((1, 4)), "masked_positions": np.array([[1]])})
     >>> tuple(logits.shape)
     (1, 1, 30)
+    >>> from bert_keras.text.preprocessor import BertPreprocessor
+    >>> from bert_keras.text.tokenizer import BertTokenizer
+    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi"],
+    ...                           special_tokens_in_strings=True)
+    >>> model = BertMaskedLM(BertBackbone(6, 1, 2, 8, 16),
+    ...                      preprocessor=BertPreprocessor(tokenizer, 8))
+    >>> logits = model.predict(["hi [MASK]", "[MASK] hi [MASK]"], verbose=0)
+    >>> logits.shape, bool((logits[0, 1] == 0).all())  # one [MASK], then padding
+    ((2, 2, 6), True)
     """
 
     checkpoint_head = MASKED_LM_HEAD
@@ -124,10 +149,17 @@ class BertMaskedLM(BertTask):
         check_not_a_backbone_preset(cls, preset)
         checkpoint = read_checkpoint(preset)
         if MASKED_LM_HEAD not in checkpoint.head_weights:
+            # Of a keras-hub preset, only a BertTextClassifier's head is read.
+            unread = (
+                " (of a keras-hub preset, a masked-LM head is not read)"
+                if checkpoint.format == "keras_hub"
+                else ""
+            )
             raise ValueError(
-                f"{checkpoint.directory or preset} has no masked-LM head weights (it holds the "
-                f"heads {sorted(checkpoint.head_weights)}); BertMaskedLM needs a checkpoint "
-                "with one, e.g. a Hugging Face BertForMaskedLM or BertForPreTraining directory."
+                f"{checkpoint.directory or preset} has no masked-LM head weights{unread} (it "
+                f"holds the heads {sorted(checkpoint.head_weights)}); BertMaskedLM needs a "
+                "checkpoint with one, e.g. a Hugging Face BertForMaskedLM or BertForPreTraining "
+                "directory."
             )
         backbone = BertBackbone.from_config(checkpoint.backbone_config)
         if "preprocessor" not in kwargs:
@@ -165,6 +197,38 @@ class BertMaskedLM(BertTask):
         features["masked_positions"] = tf.ragged.boolean_mask(positions, is_mask).to_tensor()
         return features
 
+    def _labelled_features(self, features, y, sample_weight):
+        """Labels per [MASK] of texts packed into `features`, checked; weights 0 on the padding."""
+        positions = features["masked_positions"]  # [texts, most masks], padded with 0
+        if y is None or isinstance(y, dict):
+            return features, y, sample_weight
+        labels = np.asarray(y)
+        most_masks = positions.shape[-1]
+        if labels.ndim != 2 or labels.shape[1] < most_masks:
+            index = int(np.argmax((positions != 0).sum(-1)))
+            per_text = labels.shape[1] if labels.ndim == 2 else "not"
+            raise ValueError(
+                f"y has {per_text} labels per text (shape {labels.shape}), but text {index} "
+                f"has {most_masks} [MASK] tokens: on texts, BertMaskedLM takes labels "
+                "[texts, n], the token id each [MASK] stands for, in order, padded to the "
+                "most [MASK]s of the texts."
+            )
+        if labels.shape[1] > most_masks:
+            features = dict(
+                features,
+                masked_positions=np.pad(positions, [(0, 0), (0, labels.shape[1] - most_masks)]),
+            )
+        if sample_weight is None:
+            # A [MASK] is never at position 0, which is [CLS].
+            sample_weight = (features["masked_positions"] != 0).astype("float32")
+        return features, labels, sample_weight
+
+    def _text_predictions(self, features, predictions):
+        """The logits of texts, 0 on the rows past each text's [MASK]s."""
+        real = features["masked_positions"] != 0  # [texts, most masks]
+        predictions = np.asarray(predictions)
+        return np.where(real[..., None], predictions, 0).astype(predictions.dtype)
+
     def fill_mask(self, texts, top_k=5, batch_size=None):
         """The `top_k` likeliest tokens at each [MASK] of each text, best first.
 
@@ -176,8 +240,8 @@ class BertMaskedLM(BertTask):
             texts: a string, or a list of strings, each with at least one
                 "[MASK]".
             top_k: how many tokens to return per [MASK].
-            batch_size: texts per forward pass (default 32); each batch is
-                padded to its longest text.
+            batch_size: texts per forward pass, a positive whole number
+                (default 32); each batch is padded to its longest text.
 
         Returns:
             For each text (for a single string, for it alone) a list with
@@ -186,9 +250,11 @@ class BertMaskedLM(BertTask):
             first.
 
         Raises:
-            ValueError: a text has no [MASK] (or its [MASK]s fall past the
-                packed length), there is no preprocessor, or its tokenizer
-                splits "[MASK]".
+            ValueError: `texts` is None, a text has no [MASK] (or its
+                [MASK]s fall past the packed length), `top_k` is not a whole
+                number from 1 to the vocabulary size, `batch_size` is not a
+                positive whole number, there is no preprocessor, or its
+                tokenizer splits "[MASK]".
 
         Example:
         >>> from bert_keras.text.preprocessor import BertPreprocessor
@@ -208,13 +274,26 @@ class BertMaskedLM(BertTask):
         Traceback (most recent call last):
         ...
         ValueError: Text 0 ('the cat') has no [MASK] token to fill.
+        >>> model.fill_mask(["the [MASK]"], top_k=2.0)
+        Traceback (most recent call last):
+        ...
+        ValueError: top_k must be a whole number from 1 to 8, got 2.0.
         """
+        if texts is None:
+            raise ValueError("texts is None; give a text with [MASK], or a list of such texts.")
+        check_positive_count("batch_size", batch_size)
+        vocabulary_size = self.backbone.vocabulary_size
+        if (
+            not isinstance(top_k, numbers.Integral)
+            or isinstance(top_k, bool)
+            or not 1 <= top_k <= vocabulary_size
+        ):
+            raise ValueError(
+                f"top_k must be a whole number from 1 to {vocabulary_size}, got {top_k!r}."
+            )
         single = isinstance(texts, (str, bytes))
         texts = [texts] if single else list(texts)
         tokenizer = self._fill_mask_tokenizer()
-        vocabulary_size = self.backbone.vocabulary_size
-        if not 1 <= top_k <= vocabulary_size:
-            raise ValueError(f"top_k is {top_k} but must be in [1, {vocabulary_size}].")
         batch_size = batch_size or DEFAULT_BATCH_SIZE
         results = []
         for start in range(0, len(texts), batch_size):

@@ -22,6 +22,7 @@ from bert_keras.checkpoints import read_checkpoint
 from bert_keras.checkpoints import write_checkpoint
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_classifier import BertClassifier
+from bert_keras.models.bert_masked_lm import BertMaskedLM
 from bert_keras.models.bert_task import checkpoint_tokenizer
 from bert_keras.models.checkpoint_weights import model_checkpoint
 from bert_keras.text.tokenizer import BertTokenizer
@@ -126,6 +127,11 @@ def test_backbone_preset_gives_keras_hub_outputs(backbone_preset):
     differences = max_difference(ours, inputs, _numpy(theirs(inputs)))
     print("keras-hub backbone preset, max |difference|:", differences)
     assert_close(differences)
+
+
+def test_a_masked_lm_on_a_keras_hub_preset_says_its_head_is_not_read(backbone_preset):
+    with pytest.raises(ValueError, match=r"of a keras-hub preset, a masked-LM head is not read"):
+        BertMaskedLM.from_preset(backbone_preset[0])
 
 
 def test_tokenizer_gives_keras_hub_ids(backbone_preset):

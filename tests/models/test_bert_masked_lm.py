@@ -6,6 +6,7 @@ import torch
 import transformers
 from keras import ops
 
+from bert_keras.models import text_inputs
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_masked_lm import BertMaskedLM
 from bert_keras.text.preprocessor import BertPreprocessor
@@ -135,6 +136,73 @@ def test_a_tokenizer_that_splits_mask_is_refused():
     model = BertMaskedLM(backbone, preprocessor=BertPreprocessor(tokenizer, 16))
     with pytest.raises(ValueError, match="special_tokens_in_strings=True"):
         model.fill_mask(["the [MASK] sat"])
+
+
+@pytest.mark.parametrize("batch_size", [0, -1, 2.0])
+def test_fill_mask_refuses_a_batch_size_that_is_not_a_positive_whole_number(masked_lm, batch_size):
+    with pytest.raises(ValueError, match=r"batch_size must be a positive whole number, got"):
+        masked_lm.fill_mask(TEXTS, batch_size=batch_size)
+
+
+@pytest.mark.parametrize("top_k", [0, 2.0, True, len(WORDS) + 1])
+def test_fill_mask_refuses_a_top_k_that_is_not_a_whole_number_in_the_vocabulary(masked_lm, top_k):
+    with pytest.raises(ValueError, match=rf"top_k must be a whole number from 1 to {len(WORDS)}"):
+        masked_lm.fill_mask(TEXTS, top_k=top_k)
+
+
+def test_fill_mask_refuses_none(masked_lm):
+    with pytest.raises(ValueError, match=r"texts is None; give a text with \[MASK\]"):
+        masked_lm.fill_mask(None)
+
+
+def test_predict_on_texts_gives_a_row_per_mask_on_every_backend(masked_lm):
+    # A batch of 3 pads to the most masks of all texts (2), not to the tokens.
+    logits = masked_lm.predict(TEXTS, batch_size=3, verbose=0)
+    assert logits.shape == (len(TEXTS), 2, len(WORDS))
+    best = masked_lm.fill_mask(TEXTS, top_k=1)
+    for text_logits, text_best in zip(logits, best):
+        assert text_logits[: len(text_best)].argmax(-1).tolist() == [
+            [candidate["token_id"] for candidate in mask][0] for mask in text_best
+        ]
+        # Rows past a text's masks are padding: 0, not a prediction at [CLS].
+        assert not text_logits[len(text_best) :].any()
+        assert text_logits[: len(text_best)].all()
+
+
+def test_texts_packed_in_chunks_keep_masked_positions_per_mask(masked_lm, monkeypatch):
+    monkeypatch.setattr(text_inputs, "PACKING_CHUNK", 2)  # chunks of 2 masks and of 1
+    features = text_inputs.packed_features(masked_lm.preprocess_text, TEXTS)
+    expected = masked_lm.preprocess_text(TEXTS)["masked_positions"].numpy()
+    assert features["masked_positions"].tolist() == expected.tolist()
+
+
+def test_fit_and_evaluate_take_texts_with_labels_per_mask(masked_lm_directory):
+    model = BertMaskedLM.from_preset(masked_lm_directory)
+    model.compile(optimizer="sgd")
+    labels = np.array([[WORDS.index("france"), 0], [5, 9], [8, 0], [33, 0]], "int32")
+    weights = np.array([[1, 0], [1, 1], [1, 0], [1, 0]], "float32")
+    features = {name: value.numpy() for name, value in model.preprocess_text(TEXTS).items()}
+    on_arrays = model.evaluate(features, labels, sample_weight=weights, verbose=0)
+    on_texts = model.evaluate(TEXTS, labels, sample_weight=weights, batch_size=3, verbose=0)
+    np.testing.assert_allclose(on_texts, on_arrays, rtol=1e-5)
+    # Without weights, each [MASK] weighs 1 and the padding 0.
+    unweighted = model.evaluate(TEXTS, labels, batch_size=3, verbose=0)
+    np.testing.assert_allclose(unweighted, on_arrays, rtol=1e-5)
+    # Labels padded wider than the most masks: the padding weighs 0 (Keras'
+    # loss still divides by every label: 3 a text for 2).
+    wider = np.pad(labels, [(0, 0), (0, 1)])
+    np.testing.assert_allclose(
+        model.evaluate(TEXTS, wider, verbose=0), [on_arrays[0] * 2 / 3, on_arrays[1]], rtol=1e-5
+    )
+    history = model.fit(TEXTS, labels, sample_weight=weights, batch_size=2, verbose=0)
+    assert np.isfinite(history.history["loss"]).all()
+
+
+def test_texts_with_fewer_labels_than_masks_are_refused_before_training(masked_lm_directory):
+    model = BertMaskedLM.from_preset(masked_lm_directory)
+    model.compile(optimizer="sgd")
+    with pytest.raises(ValueError, match=r"y has 1 labels per text .*, but text 1 has 2 \[MASK\]"):
+        model.fit(TEXTS, np.ones((4, 1), "int32"), verbose=0)
 
 
 class TestBertMaskedLM(TestCase):
