@@ -8,6 +8,33 @@ from bert_keras.models.bert_task import backbone_inputs
 
 # torch.nn.functional.normalize's floor on the norm, so a zero vector stays zero.
 _NORM_EPSILON = 1e-12
+# sentence-transformers' floor on the count of tokens, so a text of none pools to zeros.
+_TOKEN_COUNT_EPSILON = 1e-9
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class MaskedMeanPooling(keras.layers.GlobalAveragePooling1D):
+    """Keras' `GlobalAveragePooling1D` whose mean over no tokens is 0, not NaN.
+
+    sentence-transformers' mean pooling divides by the number of real
+    tokens clamped at 1e-9: an input whose `padding_mask` is all 0 (only
+    arrays can be: a text has [CLS] and [SEP]) pools to a zero vector.
+
+    Example:
+    >>> import numpy as np
+    >>> pooling = MaskedMeanPooling()
+    >>> vectors = np.array([[[1.0, 2.0], [3.0, 4.0]], [[5.0, 6.0], [7.0, 8.0]]])
+    >>> keras.ops.convert_to_numpy(pooling(vectors, mask=np.array([[1, 1], [0, 0]]))).tolist()
+    [[2.0, 3.0], [0.0, 0.0]]
+    """
+
+    def call(self, inputs, mask=None):
+        if mask is None or self.data_format != "channels_last":
+            return super().call(inputs, mask=mask)
+        mask = keras.ops.expand_dims(keras.ops.cast(mask, inputs.dtype), -1)  # [batch, seq, 1]
+        totals = keras.ops.sum(inputs * mask, axis=1, keepdims=self.keepdims)
+        counts = keras.ops.sum(mask, axis=1, keepdims=self.keepdims)
+        return totals / keras.ops.maximum(counts, _TOKEN_COUNT_EPSILON)
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")
@@ -19,7 +46,8 @@ class BertSentenceEncoder(BertTask):
     tokens, [CLS] and [SEP] included, padding excluded (`padding_mask`), then
     (in `encode`) scaled to unit length, so a dot product is a cosine
     similarity. The pooling is Keras' `GlobalAveragePooling1D` with the
-    padding mask, in float32 under any dtype policy.
+    padding mask (`MaskedMeanPooling`: no real tokens pool to zeros), in
+    float32 under any dtype policy.
 
     A Functional model: inputs the backbone's, output float32
     `[batch, hidden_dim]` (not normalised). With a preprocessor
@@ -47,7 +75,7 @@ class BertSentenceEncoder(BertTask):
 
     def __init__(self, backbone, **kwargs):
         # === Layers ===
-        mean_pooling = keras.layers.GlobalAveragePooling1D(dtype="float32", name="mean_pooling")
+        mean_pooling = MaskedMeanPooling(dtype="float32", name="mean_pooling")
 
         # === Functional graph ===
         inputs = backbone_inputs()

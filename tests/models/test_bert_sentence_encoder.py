@@ -76,6 +76,19 @@ def test_padding_does_not_change_an_embedding():
     )
 
 
+def test_an_all_padding_input_embeds_as_zeros():
+    encoder = BertSentenceEncoder(tiny_backbone(dropout=0.0))
+    inputs = dict(
+        TINY_INPUTS, padding_mask=TINY_INPUTS["padding_mask"] * np.array([[1], [0], [1], [1]])
+    )
+    embeddings = ops.convert_to_numpy(encoder(inputs))
+    # As sentence-transformers' mean pooling, whose count of tokens is at least 1e-9.
+    np.testing.assert_array_equal(embeddings[1], np.zeros(8, "float32"))
+    np.testing.assert_allclose(
+        embeddings[[0, 2, 3]], ops.convert_to_numpy(encoder(TINY_INPUTS))[[0, 2, 3]], atol=1e-6
+    )
+
+
 def test_text_without_a_preprocessor_is_refused():
     with pytest.raises(ValueError, match="needs a preprocessor"):
         BertSentenceEncoder(tiny_backbone()).encode(["hello"])
