@@ -2,7 +2,8 @@
 
 import math
 
-WHOLE_NUMBER_ARGUMENTS = (
+# The backbone's sizes: whole numbers, which fix its weights' shapes.
+SIZE_ARGUMENTS = (
     "vocabulary_size",
     "num_layers",
     "num_heads",
@@ -50,7 +51,7 @@ def config_arguments(raw, path, table):
 
 def _check_value(value, argument, where):
     is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if argument in WHOLE_NUMBER_ARGUMENTS:
+    if argument in SIZE_ARGUMENTS:
         if not (is_number and isinstance(value, int) and value >= 1):
             raise ValueError(f"{where} is {value!r} but must be a whole number, at least 1.")
     elif argument in PROBABILITY_ARGUMENTS:

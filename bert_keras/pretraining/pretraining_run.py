@@ -40,6 +40,7 @@ from bert_keras.checkpoints import original
 from bert_keras.checkpoints import read_checkpoint
 from bert_keras.checkpoints import tokenizer_settings
 from bert_keras.checkpoints import write_checkpoint
+from bert_keras.checkpoints.config_arguments import SIZE_ARGUMENTS
 from bert_keras.checkpoints.vocabulary import read_vocabulary
 from bert_keras.data.pretraining_corpus import resolve_input_files
 from bert_keras.data.pretraining_records import pretraining_dataset
@@ -69,16 +70,8 @@ CHECKPOINT_DIR = "checkpoints"
 HISTORY_FILE = "history.jsonl"
 TENSORBOARD_DIR = "tensorboard"
 EXPORT_DIR = "export"
-# What makes two backbones' weights interchangeable.
-ARCHITECTURE_KEYS = (
-    "vocabulary_size",
-    "num_layers",
-    "num_heads",
-    "hidden_dim",
-    "intermediate_dim",
-    "max_sequence_length",
-    "num_segments",
-)
+# What makes two backbones' weights interchangeable: their sizes.
+ARCHITECTURE_KEYS = SIZE_ARGUMENTS
 
 
 def resolve_backbone_config(preset=None, bert_config_file=None):
