@@ -124,6 +124,8 @@ class BertPretrainer(BertTask):
             name="next_sentence_accuracy"
         )
 
+    computes_its_own_loss = True
+
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         masked_lm_loss, next_sentence_loss = self._pretraining_losses(y, y_pred)
         # Tracked here, where they are computed: compute_metrics would compute

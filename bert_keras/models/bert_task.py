@@ -108,6 +108,7 @@ class BertTask(keras.Model):
         self._text_packer = (None, None)  # (id of the preprocessor it packs with, TextPacker)
 
     default_learning_rate = 5e-5
+    computes_its_own_loss = False  # True where `compute_loss` needs no compiled loss
 
     def compile(
         self,
@@ -269,6 +270,7 @@ class BertTask(keras.Model):
         The optimizer is built before the first step (`build_optimizer`), so
         that TensorFlow traces the training step once.
         """
+        self._check_a_loss_to_train_on()
         x = _generator_without_text(x)
         self._check_array_inputs(x, y, sample_weight, batch_size)
         y = self._labels_as_read(y)
@@ -296,6 +298,20 @@ class BertTask(keras.Model):
             validation_split=validation_split,
             shuffle=shuffle,
             **kwargs,
+        )
+
+    def _check_a_loss_to_train_on(self):
+        """Refuses to train without a loss, before Keras' loop (jax's fails in it unrestored).
+
+        Keras refuses it on tensorflow and torch, but on jax trains on a loss
+        of 0 (only weight decay moves the weights).
+        """
+        if self.computes_its_own_loss or getattr(self, "_compile_loss", None) or self.losses:
+            return
+        raise ValueError(
+            f"{type(self).__name__} has no loss to train on: it was compiled with loss=None"
+            + ("" if self.default_loss() is None else " (loss='auto' gives the task's)")
+            + "; pass compile(loss=...)."
         )
 
     def evaluate(self, x=None, y=None, batch_size=None, *, sample_weight=None, **kwargs):

@@ -868,3 +868,15 @@ def _quantized_policies(model):
                 policy = policy[layer.path]
             policies[layer.path] = policy.name
     return policies
+
+
+def test_fit_without_a_loss_is_refused_on_every_backend(vocabulary_file):
+    """Keras trains jax on a loss of 0 where a model has none; tensorflow and torch refuse."""
+    classifier = _classifier(vocabulary_file)
+    texts, labels = _toy_sentiment(4)
+    classifier.compile(loss=None, metrics=["accuracy"])
+    with pytest.raises(ValueError, match=r"BertClassifier has no loss to train on: .*loss='auto'"):
+        classifier.fit(texts, labels, epochs=1, verbose=0)
+    classifier.compile()
+    history = classifier.fit(texts, labels, epochs=1, verbose=0)
+    assert history.history["loss"][0] > 0
