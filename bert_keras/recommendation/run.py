@@ -202,47 +202,25 @@ class RecommendationRun:
         steps_per_epoch = math.ceil(len(windows) / batch_size)
         steps = steps_per_epoch * num_epochs
         num_warmup_steps = min(num_warmup_steps, steps // 10 or 1)
-        settings = {
-            "model": {**self.config, "num_items": self.sequences.num_items},
-            "data order": {
-                "seed": self.seed,
+        settings = self._training_settings(
+            windows,
+            data_order={
                 "batch_size": batch_size,
                 "sliding_window": sliding_window,
                 "mask_last_rate": mask_last_rate,
-                "windows": len(windows),
-                # Another log, or the same one read with other settings, cuts other windows.
-                "windows_sha256": _windows_digest(windows),
             },
-            "learning-rate schedule": {
+            schedule={
                 "num_epochs": num_epochs,
                 "learning_rate": learning_rate,
                 "num_warmup_steps": num_warmup_steps,
             },
-        }
-        settings = json.loads(json.dumps(settings))  # as a checkpoint's metadata reads back
+        )
         checkpoints = CheckpointManager(
             os.path.join(self.output_dir, CHECKPOINT_DIR), KEEP_CHECKPOINTS
         )
         best_weights = os.path.join(checkpoints.directory, BEST_WEIGHTS_FILE)
-        if os.path.isdir(checkpoints.directory):
-            checkpoints.remove_partial_files()
-            if os.path.exists(partial_path(best_weights)):  # left by a kill while it was written
-                os.remove(partial_path(best_weights))
-        resumed = checkpoints.latest()
-        if resumed is None:
-            if os.path.exists(best_weights):  # another run's, whose checkpoints were deleted
-                os.remove(best_weights)
-            if os.path.exists(os.path.join(self.output_dir, MODEL_FILE)):
-                logging.warning(
-                    "%s holds a %s but no checkpoints: training anew replaces it.",
-                    self.output_dir,
-                    MODEL_FILE,
-                )
-            initial_epoch, history, stopping = 0, {}, None
-        else:
-            _check_resumable(resumed, settings)
-            initial_epoch = resumed.step
-            history, stopping = resumed.metadata["history"], resumed.metadata["early_stopping"]
+        resumed, history, stopping = self._resume_point(checkpoints, best_weights, settings)
+        initial_epoch = 0 if resumed is None else resumed.step
         finished = resumed is not None and (
             initial_epoch >= num_epochs or _stopped_early(stopping, patience, initial_epoch)
         )
@@ -286,17 +264,9 @@ class RecommendationRun:
                 early_stopping,
                 EpochCheckpoint(checkpoints, settings, early_stopping, history),
             ]
-            dataset = cloze_epochs(
-                windows,
-                batch_size,
-                range(initial_epoch, num_epochs),
-                mask_id=self.sequences.num_items + 1,
-                max_sequence_length=length,
-                mask_probability=self.config["mask_probability"],
-                max_predictions=max(1, round(length * self.config["mask_probability"])),
-                mask_last_rate=mask_last_rate,
-                seed=self.seed,
-            ).prefetch(2)
+            dataset = self._training_epochs(
+                windows, batch_size, range(initial_epoch, num_epochs), mask_last_rate
+            )
             self.model.fit(
                 without_autotuning_thread(dataset),
                 initial_epoch=initial_epoch,
@@ -306,6 +276,65 @@ class RecommendationRun:
                 verbose=verbose,
                 shuffle=False,  # cloze_epochs shuffles
             )
+        self._save_trained_model(best_weights, history)
+        return history
+
+    def _training_settings(self, windows, data_order, schedule):
+        """What a checkpoint must have been written with to resume, as its metadata reads back."""
+        settings = {
+            "model": {**self.config, "num_items": self.sequences.num_items},
+            "data order": {
+                "seed": self.seed,
+                **data_order,
+                "windows": len(windows),
+                # Another log, or the same one read with other settings, cuts other windows.
+                "windows_sha256": _windows_digest(windows),
+            },
+            "learning-rate schedule": schedule,
+        }
+        return json.loads(json.dumps(settings))
+
+    def _resume_point(self, checkpoints, best_weights, settings):
+        """The latest whole checkpoint (or None), its history and early-stopping state.
+
+        Files a kill left half written are removed, and so are best weights
+        that no checkpoint goes with (another run's).
+        """
+        if os.path.isdir(checkpoints.directory):
+            checkpoints.remove_partial_files()
+            if os.path.exists(partial_path(best_weights)):  # left by a kill while it was written
+                os.remove(partial_path(best_weights))
+        resumed = checkpoints.latest()
+        if resumed is not None:
+            _check_resumable(resumed, settings)
+            return resumed, resumed.metadata["history"], resumed.metadata["early_stopping"]
+        if os.path.exists(best_weights):  # another run's, whose checkpoints were deleted
+            os.remove(best_weights)
+        if os.path.exists(os.path.join(self.output_dir, MODEL_FILE)):
+            logging.warning(
+                "%s holds a %s but no checkpoints: training anew replaces it.",
+                self.output_dir,
+                MODEL_FILE,
+            )
+        return None, {}, None
+
+    def _training_epochs(self, windows, batch_size, epochs, mask_last_rate):
+        """The cloze batches of `epochs`, one epoch after the other."""
+        length = self.config["max_sequence_length"]
+        return cloze_epochs(
+            windows,
+            batch_size,
+            epochs,
+            mask_id=self.sequences.num_items + 1,
+            max_sequence_length=length,
+            mask_probability=self.config["mask_probability"],
+            max_predictions=max(1, round(length * self.config["mask_probability"])),
+            mask_last_rate=mask_last_rate,
+            seed=self.seed,
+        ).prefetch(2)
+
+    def _save_trained_model(self, best_weights, history):
+        """Saves the best epoch's model, its item ids, the history and its plot."""
         if os.path.exists(best_weights):
             self.model.load_weights(best_weights)
             logging.info("Restored the weights of the best epoch from %s.", best_weights)
@@ -317,7 +346,6 @@ class RecommendationRun:
             )
         self._write(HISTORY_FILE, json.dumps(history, indent=2))
         write_history_plot(self.output_dir)
-        return history
 
     def load_model(self):
         """The trained model: this run's, else OUTPUT_DIR/model.keras (safe mode).
