@@ -7,7 +7,6 @@ program defines and checks its flags with `bert_keras.finetuning.flags`
 builds its run from `run_arguments` and hands it to `run_steps`.
 """
 
-import contextlib
 import functools
 import json
 import math
@@ -416,9 +415,10 @@ class FineTuningRun:
         ]
         if self.replicas.is_chief:
             history_file = os.path.join(self.output_dir, HISTORY_FILE)
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(history_file)
-            callbacks += [JsonLinesHistory(history_file), HistoryPlot(self.output_dir)]
+            callbacks += [
+                JsonLinesHistory(history_file, replace=True),
+                HistoryPlot(self.output_dir),
+            ]
         with self.replicas.scope():
             model.compile(
                 optimizer=create_optimizer(

@@ -12,6 +12,7 @@ import time
 
 import keras
 
+from bert_keras.atomic_files import write_text
 from bert_keras.training.history_plots import write_history_plot
 from bert_keras.training.history_records import read_history
 
@@ -89,6 +90,8 @@ class JsonLinesHistory(keras.callbacks.Callback):
 
     Args:
         path: the history file (created when missing).
+        replace: start a history of this run's own: an earlier run's file
+            stays whole until this run's first record replaces it.
 
     Example:
     >>> import numpy as np, tempfile
@@ -102,12 +105,15 @@ class JsonLinesHistory(keras.callbacks.Callback):
     [(2, 0.0), (4, 0.0)]
     """
 
-    def __init__(self, path):
+    def __init__(self, path, replace=False):
         super().__init__()
         self.path = os.fspath(path)
+        self.replace = replace
         self._written_steps = set()
 
     def on_train_begin(self, logs=None):
+        if self.replace:
+            return
         self._written_steps = {record["step"] for record in read_history(self.path)}
         if os.path.exists(self.path) and os.path.getsize(self.path):
             with open(self.path, "rb") as file:
@@ -129,7 +135,10 @@ class JsonLinesHistory(keras.callbacks.Callback):
             "step": step,
             **{name: float(value) for name, value in logs.items() if name != "step"},
         }
-        self._append(json.dumps(record) + "\n")
+        if self.replace and not self._written_steps:
+            write_text(self.path, json.dumps(record) + "\n")
+        else:
+            self._append(json.dumps(record) + "\n")
         self._written_steps.add(step)
 
     def _append(self, text):

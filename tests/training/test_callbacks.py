@@ -100,6 +100,27 @@ def test_history_appends_each_step_once_across_resumptions(tmp_path):
     assert open(path).read().count("\n") == 4  # 3 records + the cut-off line, kept
 
 
+class _KilledAtTheFirstBatch(keras.callbacks.Callback):
+    def on_train_batch_end(self, batch, logs=None):
+        raise KeyboardInterrupt
+
+
+def test_a_replacing_history_keeps_the_earlier_file_until_its_first_record(tmp_path):
+    path = tmp_path / "history.jsonl"
+    earlier = '{"step": 100, "loss": 0.5}\n'
+    path.write_text(earlier)
+    with pytest.raises(KeyboardInterrupt):
+        fit(
+            compiled_model(),
+            [TrainingProgress(batch_size=2), JsonLinesHistory(path, replace=True)]
+            + [_KilledAtTheFirstBatch()],
+        )
+    assert path.read_text() == earlier
+    fit(compiled_model(), [TrainingProgress(batch_size=2), JsonLinesHistory(path, replace=True)])
+    assert [record["step"] for record in read_history(path)] == [3, 6]
+    assert os.listdir(tmp_path) == ["history.jsonl"]
+
+
 def test_history_needs_the_step():
     with pytest.raises(ValueError, match="put TrainingProgress first"):
         fit(compiled_model(), [JsonLinesHistory(os.devnull + ".jsonl")])
