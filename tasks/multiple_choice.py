@@ -39,7 +39,11 @@ def main(argv):
 
     # The dev and test files asked for are checked before training, not after it.
     check_splits = [split for split in _FLAGS.splits() if split != "train"]
-    run_steps(functools.partial(MultipleChoiceRun, check_splits=check_splits), _FLAGS)
+    scores_only = "train" not in _FLAGS.splits()
+    run_steps(
+        functools.partial(MultipleChoiceRun, check_splits=check_splits, scores_only=scores_only),
+        _FLAGS,
+    )
 
 
 if __name__ == "__main__":

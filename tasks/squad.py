@@ -94,6 +94,7 @@ def main(argv):
                 bucket_by_length=_BUCKET_BY_LENGTH.value,
                 max_batch_widths=_MAX_BATCH_WIDTHS.value,
                 freeze_backbone=_FREEZE_BACKBONE.value,
+                scores_only=not _DO_TRAIN.value,
             )
         except (OutputLockedError, FileNotFoundError, ValueError) as error:
             raise app.UsageError(str(error)) from error

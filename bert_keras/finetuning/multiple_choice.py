@@ -40,6 +40,8 @@ class MultipleChoiceRun(FineTuningRun):
             endings per example, labels for "dev") when the run is built, so
             that a bad file is an error before training, not after it;
             `evaluate` and `predict` then use what was read.
+        scores_only: the run will not train: a checkpoint without a
+            multiple-choice head is refused (it would score random weights).
 
     Example:
     >>> from bert_keras.models.bert_backbone import BertBackbone
@@ -64,6 +66,7 @@ class MultipleChoiceRun(FineTuningRun):
         output_dir,
         max_seq_length=None,
         check_splits=(),
+        scores_only=False,
         **options,
     ):
         super().__init__(data_dir, init_checkpoint, output_dir, max_seq_length, **options)
@@ -77,6 +80,9 @@ class MultipleChoiceRun(FineTuningRun):
             "classifier",
             output_layer="choice_score",
         )
+        self._trained = False
+        if scores_only:
+            self.refuse_untrained_head("multiple-choice (classifier, 1 output)")
 
     def _num_choices(self):
         """The choices of the first split that has examples, or those a fine-tuned checkpoint recorded."""
@@ -111,6 +117,7 @@ class MultipleChoiceRun(FineTuningRun):
         task config naming the task and the number of choices.
         """
         examples = self._checked(self._read("train", limit=limit), "train")
+        self._trained = True
         features = self._features(examples)
         dataset = batch_by_length(
             tf.data.Dataset.from_tensor_slices(
@@ -143,6 +150,7 @@ class MultipleChoiceRun(FineTuningRun):
         examples = self._read_checked(split)
         if None in examples.labels:
             raise InputFileError(f"The {split} file in {self.data_dir} has no label column.")
+        self.warn_if_head_untrained("multiple-choice")
         predictions = self._predict_examples(examples, batch_size)
         results = {
             "accuracy": accuracy(examples.labels, predictions),
@@ -156,6 +164,7 @@ class MultipleChoiceRun(FineTuningRun):
     def predict(self, split, batch_size):
         """Writes OUTPUT_DIR/predictions_{split}.tsv: each example's chosen ending."""
         examples = self._read_checked(split)
+        self.warn_if_head_untrained("multiple-choice")
         self._write_predictions(split, self._predict_examples(examples, batch_size))
 
     def _checked(self, examples, split, labelled=True):

@@ -324,13 +324,14 @@ class FineTuningRun:
             output_layer: name of the task model's output `Dense` layer.
 
         Returns:
-            The task model.
+            The task model; `head_loaded` says whether the head was loaded.
         """
         config = {**self.checkpoint.backbone_config, "dtype": self.execution.dtype_policy}
         with self.replicas.scope():
             model = build_task(BertBackbone.from_config(config))
         heads = {} if head_name is None else {head_name: output_layer}
-        apply_checkpoint(model, self.checkpoint, heads=heads, skip_mismatched_heads=True)
+        loaded = apply_checkpoint(model, self.checkpoint, heads=heads, skip_mismatched_heads=True)
+        self.head_loaded = bool(loaded)
         if self.freeze_backbone:
             model.backbone.trainable = False
         self.replicas.prepare(model)
@@ -542,6 +543,15 @@ class FineTuningRun:
                 "this run has not trained one.",
                 head_name,
                 self.checkpoint.directory,
+            )
+
+    def refuse_untrained_head(self, head_name):
+        """Raises where the task model's head is new and the run is not to train it."""
+        if not self.head_loaded:
+            raise ValueError(
+                f"{self.checkpoint.directory} has no {head_name} head that fits, so --do_eval "
+                "and --do_predict without --do_train would score one with random weights; "
+                "--do_train trains one, or give a fine-tuned checkpoint."
             )
 
     def write_file(self, name, text):

@@ -253,6 +253,7 @@ class SquadRun(FineTuningRun):
         doc_stride=128,
         max_query_length=64,
         version_2_with_negative=False,
+        scores_only=False,
         **options,
     ):
         super().__init__(None, init_checkpoint, output_dir, max_seq_length, **options)
@@ -262,6 +263,9 @@ class SquadRun(FineTuningRun):
         self.model = self.build_model(
             BertQuestionAnswerer, "question_answering", output_layer="span_logits"
         )
+        self._trained = False
+        if scores_only:
+            self.refuse_untrained_head("question-answering")
 
     def features(self, examples, is_training=False):
         """`squad_features` of `examples` with this run's tokenizer and lengths."""
@@ -291,6 +295,7 @@ class SquadRun(FineTuningRun):
         task config holding the windowing flags.
         """
         examples = read_squad(train_file, self.version_2_with_negative, is_training=True)
+        self._trained = True
         features = self.features(examples[:limit], is_training=True)
         if not len(features):  # before the shuffle, which refuses an empty buffer
             raise InputFileError(f"No training examples in {train_file} (limit {limit}).")
@@ -334,6 +339,7 @@ class SquadRun(FineTuningRun):
         """
         start = time.perf_counter()
         examples = read_squad(predict_file, self.version_2_with_negative)
+        self.warn_if_head_untrained("question-answering")
         features = self.features(examples)
         logits = self.predict_features(
             self.model,

@@ -128,6 +128,21 @@ def test_dev_and_test_files_asked_for_are_checked_before_training(tiny_checkpoin
     assert not (tmp_path / "output" / "history.jsonl").exists()
 
 
+def test_scoring_a_head_of_random_weights_is_refused_by_the_program(tiny_checkpoint, tmp_path):
+    _swag_file(tmp_path / "val.csv", 4, seed=1)
+    arguments = [
+        f"--data_dir={tmp_path}",
+        f"--init_checkpoint={tiny_checkpoint}",
+        f"--output_dir={tmp_path / 'output'}",
+        "--max_seq_length=16",
+        "--do_eval",
+    ]
+    completed = program("tasks.multiple_choice")(*arguments)
+    assert completed.returncode == 1, completed.stderr[-2000:]
+    assert "has no multiple-choice (classifier, 1 output) head that fits" in completed.stderr
+    assert not (tmp_path / "output" / "eval_results.json").exists()
+
+
 def test_a_test_file_labelled_minus_one_is_predicted(tiny_checkpoint, tmp_path):
     _swag_file(tmp_path / "train.csv", 4, seed=0)
     _swag_file(tmp_path / "test.csv", 3, seed=1)

@@ -8,6 +8,8 @@ import random
 import numpy as np
 import pytest
 
+from bert_keras.checkpoints import read_checkpoint
+from bert_keras.checkpoints import write_checkpoint
 from bert_keras.data.squad import SquadExample
 from bert_keras.data.squad import squad_features
 from bert_keras.export.saved_model import export_saved_model
@@ -228,6 +230,15 @@ def _tiny_checkpoint(tmp_path):
     return str(tmp_path / "checkpoint")
 
 
+def _tiny_checkpoint_with_a_head(tmp_path):
+    """`_tiny_checkpoint` with a question-answering head (of zeros), as a fine-tuned one has."""
+    checkpoint = read_checkpoint(_tiny_checkpoint(tmp_path))
+    head = {"kernel": np.zeros((32, 2), "float32"), "bias": np.zeros(2, "float32")}
+    checkpoint.head_weights["question_answering"] = head
+    write_checkpoint(checkpoint, str(tmp_path / "fine_tuned"))
+    return str(tmp_path / "fine_tuned")
+
+
 _run_program = program("tasks.squad")
 
 
@@ -363,8 +374,23 @@ def test_a_file_without_questions_or_a_zero_limit_is_named(tmp_path):
         run.train(train_file, batch_size=2, learning_rate=1e-3, num_epochs=1, limit=0)
 
 
+def test_program_refuses_to_answer_with_a_head_of_random_weights(tmp_path):
+    predict_file = _synthetic_squad(tmp_path / "dev.json", 2, seed=2)
+    shape = ["--max_seq_length=32", "--max_query_length=8", "--do_predict"]
+    completed = _run_program(
+        *shape,
+        f"--init_checkpoint={_tiny_checkpoint(tmp_path)}",
+        f"--predict_file={predict_file}",
+        f"--output_dir={tmp_path}/output",
+    )
+    assert completed.returncode == 1, completed.stderr[-2000:]
+    assert "has no question-answering head that fits" in completed.stderr
+    assert "Traceback" not in completed.stderr
+    assert not (tmp_path / "output" / "predictions.json").exists()
+
+
 def test_program_names_an_unreadable_file_of_any_step_without_a_traceback(tmp_path):
-    checkpoint = _tiny_checkpoint(tmp_path)
+    checkpoint = _tiny_checkpoint_with_a_head(tmp_path)
     empty = tmp_path / "empty.json"
     empty.write_text(json.dumps({"data": []}))
     shape = ["--max_seq_length=32", "--max_query_length=8", f"--init_checkpoint={checkpoint}"]
