@@ -14,6 +14,7 @@ import os
 import re
 
 from bert_keras.data import split_files
+from bert_keras.data.delimited_text import utf8_records
 from bert_keras.data.input_file_error import InputFileError
 
 DOCUMENT_START = "-DOCSTART-"
@@ -58,7 +59,8 @@ def read_conll(path, limit=None, tagged=True):
 
     Raises:
         InputFileError: `tagged` and a line has fewer than two columns, naming
-            the file and the line; or the file holds no sentence.
+            the file and the line; a line is not UTF-8; or the file holds no
+            sentence.
 
     Example:
     >>> import os, tempfile
@@ -74,7 +76,7 @@ def read_conll(path, limit=None, tagged=True):
     sentences, current = [], []
     # utf-8-sig: a byte-order mark (Windows editors write one) would join the first word.
     with open(path, encoding="utf-8-sig") as file:
-        for line_number, line in enumerate(file, start=1):
+        for line_number, line in enumerate(utf8_records(file, path), start=1):
             line = line.rstrip("\r\n")
             columns = line.split()
             if columns and columns[0] == DOCUMENT_START:

@@ -59,8 +59,10 @@ class TaggingRun(FineTuningRun):
             for --do_train, --do_eval, --do_predict). Without "train" the
             checkpoint's head is kept (train.txt, if there, is not read),
             and a checkpoint without a head naming its tags is refused: it
-            would score random weights. None: "train" where train.txt is
-            there, and scoring random weights is only warned about.
+            would score random weights. The dev and test files among them are
+            read and checked at once, before any training. None: "train"
+            where train.txt is there, and scoring random weights is only
+            warned about.
 
     Example:
     >>> from bert_keras.models.bert_backbone import BertBackbone
@@ -85,13 +87,18 @@ class TaggingRun(FineTuningRun):
         self, data_dir, init_checkpoint, output_dir, max_seq_length=None, splits=None, **options
     ):
         super().__init__(data_dir, init_checkpoint, output_dir, max_seq_length, **options)
-        self._sentences = {}  # split -> its sentences, read whole (`_read`)
+        self._sentences = {}  # split, or (split, "words") -> its sentences (`_read`, `_read_words`)
         for split in splits or ():
             if not has_split(data_dir, split):
                 raise ValueError(
                     f"{STEP_FLAGS[split]} reads {' or '.join(SPLIT_FILES[split])}, but {data_dir} "
                     "has none of them."
                 )
+        for split in splits or ():  # a bad file is an error before training, not after it
+            if split == "dev":
+                self._read(split)
+            elif split == "test":
+                self._read_words(split)
         checkpoint_tags = self.checkpoint_label_names(HEAD_NAME)
         if splits is None:
             trains = has_split(data_dir, "train")
@@ -143,6 +150,13 @@ class TaggingRun(FineTuningRun):
         if split not in self._sentences:
             self._sentences[split] = read_conll(split_path(self.data_dir, split))
         return self._sentences[split]
+
+    def _read_words(self, split):
+        """A split's sentences as words, tags ignored (text to tag); read once."""
+        if (split, "words") not in self._sentences:
+            sentences = read_conll(split_path(self.data_dir, split), tagged=False)
+            self._sentences[split, "words"] = sentences
+        return self._sentences[split, "words"]
 
     def train(
         self, batch_size, learning_rate, num_epochs, warmup_proportion=0.1, limit=None, verbose=2
@@ -245,7 +259,7 @@ class TaggingRun(FineTuningRun):
         tagged as train's: its words are read, any tags ignored.
         """
         self.warn_if_head_untrained(HEAD_NAME)
-        sentences = read_conll(split_path(self.data_dir, split), tagged=False)
+        sentences = self._read_words(split)
         self._write_predictions(split, sentences, self._predict_tags(sentences, batch_size))
 
     def _windows(self, sentences, word_labels=None):

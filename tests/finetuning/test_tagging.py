@@ -14,6 +14,7 @@ import pytest
 
 from bert_keras.checkpoints import read_checkpoint
 from bert_keras.data.conll import read_conll
+from bert_keras.data.input_file_error import InputFileError
 from bert_keras.evaluation.conll_metrics import entity_scores
 from bert_keras.finetuning.tagging import HEAD_NAME
 from bert_keras.finetuning.tagging import TaggingRun
@@ -152,6 +153,32 @@ def test_prediction_tags_words_alone(tiny_checkpoint, tmp_path):
     predicted = read_conll(str(output / "predictions_test.txt"))
     assert [s.words for s in predicted] == [("Alice", "met", "Bob"), ("Rome",)]
     assert {tag for s in predicted for tag in s.tags} <= {"O", "B-PER"}
+
+
+@pytest.mark.parametrize(
+    "split, name, content, message",
+    [
+        ("dev", "valid.txt", b"Alice B-PER\nmet\n", r"valid.txt:2: expected a word and a tag"),
+        (
+            "dev",
+            "valid.txt",
+            b"M\xfcller B-PER\n",
+            r"valid.txt:1: b'M\\xfcller B-PER' is not UTF-8",
+        ),
+        ("test", "test.txt", b"Alice\n\nM\xfcller\n", r"test.txt:3: .* is not UTF-8"),
+    ],
+)
+def test_the_dev_and_test_files_asked_for_are_checked_before_training(
+    tiny_checkpoint, tmp_path, split, name, content, message
+):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "train.txt").write_text("Alice B-PER\nmet O\n")
+    (data / name).write_bytes(content)
+    with pytest.raises(InputFileError, match=message):
+        TaggingRun(
+            str(data), tiny_checkpoint, str(tmp_path / "output"), 16, splits=("train", split)
+        )
 
 
 def test_predictions_keep_the_input_separator(tiny_checkpoint, tmp_path):
