@@ -12,6 +12,7 @@ positions alone.
 
 import dataclasses
 import json
+import re
 import unicodedata
 
 import numpy as np
@@ -67,7 +68,8 @@ def read_squad(path, version_2_with_negative=False, is_training=False):
     """Reads a SQuAD JSON file (`{"data": [{"paragraphs": [...]}]}`).
 
     As the original run_squad.py, a training question whose (first) answer
-    is not at its answer_start is skipped with a warning; prediction reads
+    is not in the words at its answer_start is skipped with a warning (one
+    a few characters off, within its words, is kept); prediction reads
     only the answers' texts (what the official scoring scripts use), so
     there answer_start is neither needed nor checked.
 
@@ -116,6 +118,7 @@ def read_squad(path, version_2_with_negative=False, is_training=False):
             context = paragraph.get("context")
             if not isinstance(context, str):
                 raise InputFileError(f'{where} has no "context" string.')
+            _check_unicode(context, f"{where}: its context")
             for qa_index, qa in enumerate(_list_field(paragraph, "qas", where)):
                 _object(qa, f"{where}.qas[{qa_index}]", "a question")
                 example = _read_question(qa, context, where, version_2_with_negative, is_training)
@@ -152,6 +155,7 @@ def _read_question(qa, context, where, version_2_with_negative, is_training):
     where = f"{where}, question {question_id!r}"
     if not isinstance(qa.get("question"), str):
         raise InputFileError(f'{where} has no "question" string.')
+    _check_unicode(qa["question"], f"{where}: its question")
     is_impossible = qa.get("is_impossible", False)
     if not isinstance(is_impossible, bool):
         raise InputFileError(
@@ -208,22 +212,78 @@ def _read_answer(answer, context, where, checked):
     if not isinstance(text, str) or (checked and not isinstance(start, int)):
         needs = ' and an "answer_start" int' if checked else ""
         raise InputFileError(f'{where}: answer {answer} needs a "text" string{needs}.')
+    _check_unicode(text, f"{where}: its answer")
     if not checked:
         return SquadAnswer(text, start if isinstance(start, int) else None)
     if not text.strip():
         raise InputFileError(f"{where}: answer at {start} is empty or whitespace.")
-    found = context[start : start + len(text)] if start >= 0 else None
-    if found != text:
+    if start >= 0 and context[start : start + len(text)] == text:
+        return SquadAnswer(text, start)
+    answer = _answer_in_its_words(context, text, start)
+    if answer is None:
         logging.warning(
-            "%s: answer %r is not at answer_start %d (the context there reads %r); "
-            "skipping the question, as the original run_squad.py does.",
+            "%s: answer %r is not in the words at answer_start %d (the context there reads "
+            "%r); skipping the question, as the original run_squad.py does.",
             where,
             text,
             start,
-            found,
+            context[max(start, 0) : max(start, 0) + len(text)],
         )
+    return answer
+
+
+def _answer_in_its_words(context, text, start):
+    """The answer where the original run_squad.py finds one that is not at its answer_start.
+
+    The original takes the whitespace-separated words holding the answer's
+    first and last characters by its offsets, and trains on the answer's
+    words (whitespace collapsed) where they are among them; else the
+    question is skipped (None).
+
+    Example:
+    >>> _answer_in_its_words("They met in Paris today.", "Paris", 13)
+    SquadAnswer(text='Paris', start=12)
+    >>> _answer_in_its_words("They met in  Paris today.", "in Paris", 10)
+    SquadAnswer(text='in  Paris', start=9)
+    >>> _answer_in_its_words("They met in Paris today.", "Rome", 12) is None
+    True
+    """
+    end = start + len(text) - 1
+    if not 0 <= start <= end < len(context):
         return None
-    return SquadAnswer(text, start)
+    first, last = _word_bounds(context, start), _word_bounds(context, end)
+    if first is None:  # whitespace before the context's first word
+        return None
+    words = context[first[0] : last[1]]
+    pattern = r"\s+".join(re.escape(word) for word in text.split())
+    match = re.search(pattern, words)
+    return None if match is None else SquadAnswer(match.group(), first[0] + match.start())
+
+
+def _word_bounds(context, index):
+    """(start, end) of the word at character `index`; whitespace belongs to the word before it."""
+    while index >= 0 and context[index].isspace():
+        index -= 1
+    if index < 0:
+        return None
+    start = index
+    while start > 0 and not context[start - 1].isspace():
+        start -= 1
+    end = index + 1
+    while end < len(context) and not context[end].isspace():
+        end += 1
+    return start, end
+
+
+def _check_unicode(text, where):
+    """Refuses a string JSON can hold but UTF-8 cannot: half of a surrogate pair ("\\ud83d")."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise InputFileError(
+            f"{where} holds {text[error.start : error.end]!r} at character {error.start}, "
+            "half of a surrogate pair (an emoji cut in two?), which is not text."
+        ) from None
 
 
 @dataclasses.dataclass

@@ -323,9 +323,9 @@ def test_malformed_files_are_named_with_the_question(tmp_path, content, is_train
 
 
 def _bad_start_file(tmp_path):
-    """q1's answer is not at its answer_start (nor is any answer at a negative one); q2 is fine."""
+    """q1's answer is not in the words at its answer_start (nor at a negative one); q2 is fine."""
     qas = [
-        {"id": "q1", "question": "Where?", "answers": [{"text": "Paris", "answer_start": 1}]},
+        {"id": "q1", "question": "Where?", "answers": [{"text": "Paris", "answer_start": 13}]},
         {"id": "q2", "question": "Who?", "answers": [{"text": "Ada", "answer_start": 13}]},
         {"id": "q3", "question": "Where?", "answers": [{"text": "Paris", "answer_start": -23}]},
     ]
@@ -340,13 +340,34 @@ def test_training_skips_an_answer_not_at_its_answer_start_as_the_original(tmp_pa
     path = _bad_start_file(tmp_path)
     examples = read_squad(path, is_training=True)
     assert [example.question_id for example in examples] == ["q2"]
-    assert "answer 'Paris' is not at answer_start 1" in caplog.text
+    assert "answer 'Paris' is not in the words at answer_start 13" in caplog.text
     assert "question 'q1'" in caplog.text and "question 'q3'" in caplog.text
     assert "skipped 2 training questions" in caplog.text
 
 
+@pytest.mark.parametrize(
+    "context, text, start, kept",
+    [
+        ("In Paris, by Ada Lovelace.", "Paris", 1, ("Paris", 3)),  # "In Paris," holds it
+        ("In Paris, by Ada Lovelace.", "Paris", 5, ("Paris", 3)),
+        ("In Paris, by Ada Lovelace.", "Ada  Lovelace", 12, ("Ada Lovelace", 13)),
+        ("In Paris, by Ada Lovelace.", "Ada", 9, None),  # "by": its words are "Paris, by"
+        ("In Paris, by Ada Lovelace.", "Lovelace.", 20, None),  # past the context's end
+    ],
+)
+def test_training_keeps_an_answer_off_its_start_within_its_words_as_the_original(
+    tmp_path, context, text, start, kept
+):
+    """run_squad.py joins the words at the answer's first and last characters and finds it there."""
+    qas = [{"id": "q1", "question": "Who?", "answers": [{"text": text, "answer_start": start}]}]
+    qas.append({"id": "q2", "question": "Who?", "answers": [{"text": "Ada", "answer_start": 13}]})
+    examples = read_squad(_write(tmp_path, _paragraph_of(qas, context)), is_training=True)
+    answers = [(example.answers[0].text, example.answers[0].start) for example in examples]
+    assert answers == ([kept] if kept else []) + [("Ada", 13)]
+
+
 def test_a_training_file_of_only_misplaced_answers_holds_no_questions(tmp_path):
-    qa = {"id": "q1", "question": "Where?", "answers": [{"text": "Paris", "answer_start": 1}]}
+    qa = {"id": "q1", "question": "Where?", "answers": [{"text": "Paris", "answer_start": 13}]}
     path = _write(tmp_path, _paragraph_of([qa]))
     with pytest.raises(ValueError, match="holds no questions to train on: all 1 are skipped"):
         read_squad(path, is_training=True)
@@ -426,4 +447,17 @@ def test_a_file_that_is_not_utf8_names_its_line(tmp_path):
     path = tmp_path / "dev.json"
     path.write_bytes(b'{"data": [\n{"paragraphs": [{"context": "Caf\xe9"}]}]}')
     with pytest.raises(ValueError, match=f"{path}:2: .* is not UTF-8; save the file as UTF-8"):
+        read_squad(str(path))
+
+
+@pytest.mark.parametrize("field", ["context", "question", "answer"])
+def test_half_a_surrogate_pair_is_named_where_it_is(tmp_path, field):
+    """JSON may escape half of an emoji's pair ("\\ud83d"); it is not text, and TensorFlow refuses it."""
+    texts = {"context": "In Paris.", "question": "Where?", "answer": "Paris"}
+    texts[field] = texts[field].replace("P", "P\ud83d").replace("?", "?\ud83d")
+    qa = {"id": "q1", "question": texts["question"]}
+    qa["answers"] = [{"text": texts["answer"], "answer_start": 3}]
+    path = tmp_path / "squad.json"
+    path.write_text(json.dumps(_paragraph_of([qa], texts["context"])))  # "\ud83d" escaped
+    with pytest.raises(ValueError, match=rf"its {field} holds '\\ud83d' at character \d+, half of"):
         read_squad(str(path))
