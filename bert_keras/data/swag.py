@@ -136,7 +136,7 @@ def _join(start, ending):
 def _label(value, num_choices, labelled, where):
     if not labelled and value.strip() in ("", "-1"):
         return None
-    if not value.strip().isdigit() or int(value) >= num_choices:
+    if not value.strip().isdecimal() or int(value) >= num_choices:
         unlabelled = (
             " (-1 or empty marks an unlabelled row, read only when predicting)"
             if value.strip() in ("", "-1")

@@ -74,6 +74,7 @@ def test_a_byte_order_mark_is_not_part_of_the_header(tmp_path):
             r":2: label '4' is not a choice index in \[0, 4\)",
         ),
         (HEADER + "v,0,s,a,b,g,e0,e1,e2,e3,\n", ":2: label ''"),
+        (HEADER + "v,0,s,a,b,g,e0,e1,e2,e3,\u00b2\n", ":2: label '\u00b2' is not a choice"),
     ],
 )
 def test_malformed_rows_name_the_file_and_line(tmp_path, text, message):
