@@ -389,14 +389,12 @@ class FineTuningRun:
                 )
             dataset = dataset.filter(lambda *batch: _batch_size(batch) == batch_size)
             dataset = self.replicas.local_share(dataset)
-        epochs, steps_per_epoch, total_steps = fit_plan(
-            num_examples,
-            batch_size,
-            num_epochs,
-            history_points_per_epoch,
-            self.execution.steps_per_execution,
-        )
         asked = max(1, int(batches_per_pass(num_examples, batch_size) * num_epochs))
+        # A call of more batches than the run has would stretch the run to fill it.
+        steps_per_execution = min(self.execution.steps_per_execution, asked)
+        epochs, steps_per_epoch, total_steps = fit_plan(
+            num_examples, batch_size, num_epochs, history_points_per_epoch, steps_per_execution
+        )
         if total_steps != asked:
             logging.warning(
                 "%d steps (%s passes of %d examples) round up to %d: steps_per_execution=%d "
@@ -405,7 +403,7 @@ class FineTuningRun:
                 f"{num_epochs:g}",
                 num_examples,
                 total_steps,
-                self.execution.steps_per_execution,
+                steps_per_execution,
                 total_steps / batches_per_pass(num_examples, batch_size),
             )
         callbacks = [
@@ -428,7 +426,7 @@ class FineTuningRun:
                     num_warmup_steps=int(warmup_proportion * total_steps),
                     global_clipnorm=self.replicas.clipnorm(GLOBAL_CLIPNORM),
                 ),
-                steps_per_execution=self.execution.steps_per_execution,
+                steps_per_execution=steps_per_execution,
                 jit_compile=self.jit_compile,
             )
             history = model.fit(

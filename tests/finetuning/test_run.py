@@ -503,10 +503,16 @@ def test_steps_rounded_up_to_whole_compiled_calls_are_logged(
 ):
     with caplog.at_level(logging.WARNING):  # 4 examples in batches of 2: 2 steps a pass
         _, history, _ = _trained(
-            sentiment_data, checkpoint, tmp_path / "three", Execution(steps_per_execution=3)
+            sentiment_data, checkpoint, tmp_path / "three", Execution(steps_per_execution=3), 2
         )
-    assert history["step"][-1] == 3
-    assert "2 steps (1 passes of 4 examples) round up to 3: steps_per_execution=3" in caplog.text
+    assert history["step"][-1] == 6
+    assert "4 steps (2 passes of 4 examples) round up to 6: steps_per_execution=3" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):  # calls of more steps than the run: one of its 2
+        _, history, _ = _trained(
+            sentiment_data, checkpoint, tmp_path / "many", Execution(steps_per_execution=100)
+        )
+    assert history["step"][-1] == 2 and "round up" not in caplog.text
 
 
 @pytest.mark.every_backend
