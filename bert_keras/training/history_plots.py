@@ -18,7 +18,10 @@ dashed. matplotlib is imported when a plot is drawn, with its file-only
 "Agg" backend, so nothing here needs a display.
 """
 
+import math
 import os
+
+from absl import logging
 
 from bert_keras.atomic_files import atomic_file
 from bert_keras.training.history_records import read_history_records
@@ -37,7 +40,11 @@ def panels(records):
     """  # noqa: E501
     names = []
     for record in records:
-        names += [name for name in record if name not in names and name not in _NOT_PLOTTED]
+        names += [
+            name
+            for name, value in record.items()
+            if name not in names and name not in _NOT_PLOTTED and _is_number(value)
+        ]
     grouped = {
         "loss": [name for name in names if name.endswith("loss")],
         "accuracy and ranking": [
@@ -49,6 +56,10 @@ def panels(records):
         "examples per second": [name for name in names if name == "examples_per_second"],
     }
     return {title: sorted(group, key=_validation_last) for title, group in grouped.items() if group}
+
+
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _validation_last(name):
@@ -78,8 +89,13 @@ def plot_history(records, path, title=None):
         if not isinstance(record, dict) or "step" not in record:
             raise ValueError(f"Cannot plot {path}: record {index} is not a dict with a step.")
     groups = panels(records)
-    if not groups:
+    if not records:
         raise ValueError(f"No metrics to plot for {path}: the history has no records.")
+    if not groups:
+        raise ValueError(
+            f"No metrics to plot for {path}: its records hold no numbers besides "
+            f"{', '.join(sorted(_NOT_PLOTTED))}."
+        )
     import matplotlib
 
     matplotlib.use("Agg")
@@ -98,19 +114,31 @@ def plot_history(records, path, title=None):
 
 
 def _draw_panel(axis, panel, names, records):
+    """Draws each metric's finite values; a dotted line marks where one first is NaN or infinite."""
+    values = []
     for name in names:
-        points = [(r["step"], r[name]) for r in records if isinstance(r.get(name), (int, float))]
-        if points:
-            steps, values = zip(*points)
-            style = "--" if name.startswith("val_") else "-"
-            axis.plot(steps, values, style, marker="." if len(points) < 30 else None, label=name)
-    values = [r[name] for r in records for name in names if isinstance(r.get(name), (int, float))]
+        points = [(r["step"], r[name]) for r in records if _is_number(r.get(name))]
+        finite = [(step, value) for step, value in points if math.isfinite(value)]
+        style = "--" if name.startswith("val_") else "-"
+        if finite:
+            steps, finite_values = zip(*finite)
+            marker = "." if len(finite) < 30 else None
+            axis.plot(steps, finite_values, style, marker=marker, label=name)
+            values += finite_values
+        not_finite = [(step, value) for step, value in points if not math.isfinite(value)]
+        if not_finite:
+            step, value = not_finite[0]
+            label = f"{name} {value} at step {step:g} ({len(not_finite)} steps)"
+            axis.axvline(step, color="red", linestyle=":", label=label)
+            logging.warning(
+                "%s is %s at step %g and %d steps in all.", name, value, step, len(not_finite)
+            )
     if panel == "loss" and values and min(values) > 0 and max(values) > 10 * min(values):
         axis.set_yscale("log")
     axis.set_title(panel, fontsize=10)
     axis.set_xlabel("step")
     axis.grid(alpha=0.3)
-    if len(names) > 1:
+    if len(axis.get_legend_handles_labels()[0]) > 1 or len(names) > 1:
         axis.legend(fontsize=7)
 
 

@@ -20,7 +20,8 @@ def read_history(path):
 
     Raises:
         ValueError: a line holds JSON that is not an object with a numeric
-            `step`; the message names the file and line.
+            `step` (the message names the file and line), or the file is
+            not UTF-8.
 
     Example:
     >>> read_history("/no/such/history.jsonl")
@@ -28,19 +29,24 @@ def read_history(path):
     """
     if not os.path.exists(path):
         return []
+    try:
+        with open(path, encoding="utf-8") as file:
+            return _records(file, path)
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{path} is not UTF-8 text ({error.reason}).") from None
+
+
+def _records(lines, path):
     records = []
-    with open(path, encoding="utf-8") as file:
-        for number, line in enumerate(file, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                logging.warning(
-                    "%s:%d is not a JSON record (a cut-off write?); skipped.", path, number
-                )
-                continue
-            records.append(_checked_record(record, f"{path}:{number}"))
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            logging.warning("%s:%d is not a JSON record (a cut-off write?); skipped.", path, number)
+            continue
+        records.append(_checked_record(record, f"{path}:{number}"))
     return records
 
 
@@ -96,6 +102,8 @@ def _read_columns(path):
             columns = json.load(file)
         except json.JSONDecodeError as error:
             raise ValueError(f"{path}:{error.lineno}: not JSON ({error.msg}).") from None
+        except UnicodeDecodeError as error:
+            raise ValueError(f"{path} is not UTF-8 text ({error.reason}).") from None
     if not isinstance(columns, dict):
         raise ValueError(
             f"{path}: must hold a JSON object of lists, one value per epoch, "

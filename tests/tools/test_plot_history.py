@@ -61,8 +61,16 @@ def test_the_tool_redraws_each_directory_and_names_one_without_history(tmp_path)
             ":2: a record must be a JSON object",
         ),
         ("history.json", "[1.0, 0.5]", ": must hold a JSON object of lists"),
+        ("history.jsonl", b'\xff\xfe{"step": 1}\n', " is not UTF-8 text (invalid start byte)."),
+        ("history.json", b'{"loss": [1.0, \xe9]}', " is not UTF-8 text"),
     ],
-    ids=["a record without a step", "a record not an object", "history.json of a list"],
+    ids=[
+        "a record without a step",
+        "a record not an object",
+        "history.json of a list",
+        "history.jsonl not UTF-8",
+        "history.json not UTF-8",
+    ],
 )
 def test_a_malformed_history_is_named_and_the_other_directories_drawn(
     file_name, text, problem, tmp_path
@@ -70,7 +78,10 @@ def test_a_malformed_history_is_named_and_the_other_directories_drawn(
     malformed, good = tmp_path / "malformed", tmp_path / "good"
     malformed.mkdir()
     good.mkdir()
-    (malformed / file_name).write_text(text)
+    if isinstance(text, bytes):
+        (malformed / file_name).write_bytes(text)
+    else:
+        (malformed / file_name).write_text(text)
     (good / "history.jsonl").write_text('{"step": 1, "loss": 2.0}\n')
     completed = plot_history_tool(str(malformed), str(good))
     assert completed.returncode == 1
@@ -103,4 +114,22 @@ def test_a_bert4rec_history_plots_its_epochs_as_steps(tmp_path):
 def test_a_history_without_numbers_is_refused(tmp_path):
     with pytest.raises(ValueError, match="no records"):
         plot_history([], tmp_path / "history.png")
+    records = [{"step": 1, "seconds": 3.0, "loss": "0.5", "diverged": True}]
+    with pytest.raises(ValueError, match="its records hold no numbers besides epoch, seconds, s"):
+        plot_history(records, tmp_path / "history.png")
     assert not (tmp_path / "history.png").exists()
+
+
+def test_nan_and_infinite_values_are_marked_where_they_first_are(tmp_path, monkeypatch):
+    """Keras logs a diverged loss as NaN; matplotlib would leave it out without a word."""
+    from matplotlib import axes
+
+    marked = []
+    monkeypatch.setattr(
+        axes.Axes, "axvline", lambda self, x, **style: marked.append((x, style["label"]))
+    )
+    records = [{"step": 1, "loss": 1.0}, {"step": 2, "loss": float("inf")}]
+    records += [{"step": 3, "loss": float("nan"), "accuracy": 0.5}, {"step": 4, "loss": 0.5}]
+    plot_history(records, tmp_path / "history.png")
+    assert marked == [(2, "loss inf at step 2 (2 steps)")]
+    assert (tmp_path / "history.png").read_bytes()[:8] == PNG_SIGNATURE
