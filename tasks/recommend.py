@@ -56,7 +56,9 @@ _PATIENCE = flags.DEFINE_integer(
     "patience", 10, "Epochs without a better validation NDCG@10 before training stops."
 )
 _NUM_NEGATIVES = flags.DEFINE_integer(
-    "num_negatives", 100, "Popularity-sampled negatives per evaluated user."
+    "num_negatives",
+    100,
+    "Popularity-sampled negatives per evaluated user; 0 reports the full-ranking metrics alone.",
 )
 _SAMPLED_NEGATIVES = flags.DEFINE_integer(
     "sampled_negatives",
@@ -75,10 +77,12 @@ def check_flags():
             raise app.UsageError(f"--{flag.name} is required.")
     if not (_DO_TRAIN.value or _DO_EVAL.value or _DO_PREDICT.value):
         raise app.UsageError("At least one of --do_train, --do_eval, --do_predict must be set.")
-    positive = (_NUM_TRAIN_EPOCHS, _TRAIN_BATCH_SIZE, _NUM_NEGATIVES, _TOP_K, _MIN_INTERACTIONS)
+    positive = (_NUM_TRAIN_EPOCHS, _TRAIN_BATCH_SIZE, _TOP_K, _MIN_INTERACTIONS)
     for flag in (*positive, _SAMPLED_NEGATIVES):
         if flag.value is not None and flag.value < 1:
             raise app.UsageError(f"--{flag.name} must be positive, got {flag.value}.")
+    if _NUM_NEGATIVES.value < 0:
+        raise app.UsageError(f"--num_negatives must be 0 or more, got {_NUM_NEGATIVES.value}.")
     if _MIN_INTERACTIONS.value < 3:
         raise app.UsageError(
             f"--min_interactions must be at least 3 (train, validation and test items), "

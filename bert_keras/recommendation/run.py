@@ -46,7 +46,7 @@ from bert_keras.models.bert4rec import Bert4Rec
 from bert_keras.models.dataset_release import without_autotuning_thread
 from bert_keras.models.presets import bert4rec_preset_config
 from bert_keras.training.checkpoint_manager import CheckpointManager
-from bert_keras.training.checkpoint_manager import check_same
+from bert_keras.training.checkpoint_manager import differing_values
 from bert_keras.training.history_plots import write_history_plot
 from bert_keras.training.optimizers import create_optimizer
 
@@ -74,7 +74,8 @@ class RecommendationRun:
             probability.
         min_interactions: users with fewer interactions are dropped.
         max_sequence_length: overrides the preset's.
-        num_negatives: popularity-sampled negatives per evaluated user.
+        num_negatives: popularity-sampled negatives per evaluated user; 0
+            reports the full-ranking metrics alone.
         seed: seeds weights, masks, shuffling and the negatives.
         **model_overrides: `Bert4Rec` arguments replacing the preset's
             (e.g. `hidden_dim=32`).
@@ -129,12 +130,19 @@ class RecommendationRun:
         """
         unseen = self._unseen_items()
         user = int(np.argmin(unseen))
-        if unseen[user] < self.num_negatives:
+        if unseen[user] >= self.num_negatives:
+            return
+        who = f"user {self.sequences.user_ids[user]!r}, who"
+        message = f"num_negatives={self.num_negatives} negatives cannot be drawn for {who}"
+        if unseen[user]:
             raise ValueError(
-                f"num_negatives={self.num_negatives} negatives cannot be drawn for user "
-                f"{self.sequences.user_ids[user]!r}, who has not seen only {unseen[user]} of the "
-                f"{self.sequences.num_items} items: lower --num_negatives to at most {unseen[user]}."
+                f"{message} leaves only {unseen[user]} of the {self.sequences.num_items} items "
+                f"unseen: lower --num_negatives to at most {unseen[user]}."
             )
+        raise ValueError(
+            f"{message} has seen all {self.sequences.num_items} items: --num_negatives=0 "
+            "reports the full-ranking metrics alone."
+        )
 
     def most_negatives(self):
         """The most popularity-sampled negatives every user leaves unseen items for."""
@@ -423,8 +431,9 @@ class RecommendationRun:
             full.append(ranks[0])
             sampled.append(ranks[1])
         results = {f"full/{k}": v for k, v in ranking_metrics(np.concatenate(full)).items()}
-        for name, value in ranking_metrics(np.concatenate(sampled)).items():
-            results[f"pop{self.num_negatives}/{name}"] = value
+        if self.num_negatives:
+            for name, value in ranking_metrics(np.concatenate(sampled)).items():
+                results[f"pop{self.num_negatives}/{name}"] = value
         return results
 
     def predict(self, top_k=10, batch_size=256):
@@ -585,15 +594,24 @@ class EpochCheckpoint(keras.callbacks.Callback):
 
 
 def _check_resumable(checkpoint, settings):
-    """Refuses to resume `checkpoint` under settings other than its own."""
+    """Refuses to resume `checkpoint` under settings other than its own, naming each that differs."""
+    problems = []
     for what, values in settings.items():
-        try:
-            check_same(checkpoint.metadata["settings"][what], values, what, checkpoint.weights_path)
-        except ValueError as error:
-            raise ValueError(
-                f"{error} Resuming needs the same settings; choose another output_dir, or delete "
-                f"{os.path.dirname(checkpoint.weights_path)}, to train anew."
-            ) from None
+        saved = checkpoint.metadata["settings"][what]
+        differences = differing_values(saved, values)
+        if differences:
+            problems.append(f"another {what}: " + "; ".join(differences))
+        if what == "data order" and saved["windows_sha256"] != values["windows_sha256"]:
+            problems[-1] += (
+                " (other training windows: the log, --min_interactions, --max_sequence_length "
+                "or --sliding_window changed)"
+            )
+    if problems:
+        raise ValueError(
+            f"{checkpoint.weights_path} was written with " + "; and ".join(problems) + ". "
+            "Resuming needs the same settings; choose another output_dir, or delete "
+            f"{os.path.dirname(checkpoint.weights_path)}, to train anew."
+        )
 
 
 def _stopped_early(state, patience, epochs_done):

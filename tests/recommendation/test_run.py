@@ -158,6 +158,26 @@ def test_too_many_negatives_are_refused_before_training(tmp_path):
         run.check_negatives()
 
 
+def test_a_user_who_has_seen_every_item_is_ranked_in_full_alone(tmp_path):
+    log = tmp_path / "log.csv"
+    lines = ["user,item,timestamp"] + [f"all,item{item},{item}" for item in range(6)]
+    lines += [
+        f"user{user},item{(user + step) % 6},{step}" for user in range(4) for step in range(5)
+    ]
+    log.write_text("\n".join(lines) + "\n")
+    run = RecommendationRun(str(log), "csv", str(tmp_path / "run"), num_negatives=1)
+    with pytest.raises(
+        ValueError, match=r"user 'all', who has seen all 6 items: --num_negatives=0"
+    ):
+        run.check_negatives()
+    run.num_negatives = 0
+    run.check_negatives()
+    results = run.test_metrics(lambda histories: np.zeros((len(histories), 7)))
+    assert sorted(name for name in results if "/" in name) == [
+        f"test/full/{metric}" for metric in ("hr@1", "hr@10", "hr@5", "mrr", "ndcg@10", "ndcg@5")
+    ]
+
+
 TINY_MODEL = {
     "num_layers": 1,
     "hidden_dim": 16,
@@ -260,6 +280,12 @@ def test_a_finished_run_is_loaded_not_trained_again(resumed, monkeypatch):
         ({"hidden_dim": 24}, {}, "another model: hidden_dim is 16 there but 24 here"),
         ({}, {"batch_size": 8}, "another data order: batch_size is 16 there but 8 here"),
         ({}, {"num_epochs": 5}, "another learning-rate schedule: num_epochs is 3 there but 5 here"),
+        (
+            {"hidden_dim": 24},
+            {"batch_size": 8},
+            "another model: hidden_dim is 16 there but 24 here; and another data order: "
+            "batch_size is 16 there but 8 here",
+        ),
     ],
 )
 def test_a_checkpoint_refuses_other_settings_and_names_them(
