@@ -22,6 +22,10 @@ names, dtypes and shapes):
   `words`, `tags`, byte `start`/`end`, `mask`);
 - a question answerer ("question_answering" head): `serving_default`
   (`question`, `context` -> `answer`, `score`, byte `start`/`end`);
+- a regression (a "classifier" head of one output, `tasks.classify`'s
+  STS-B): `serving_default` (`text`, and `text_pair` for pairs -> `score`,
+  `logits`) and `regress` (method `tensorflow/serving/regress`,
+  serialized `tf.Example`s in -> `outputs`);
 - a multiple-choice model (a one-output "classifier" head whose task says
   "multiple_choice"): `serving_default` (`context`, `choices` ->
   `choice`, `probabilities`, `logits`);
@@ -52,6 +56,7 @@ from tensorflow_serving.apis import input_pb2
 from tensorflow_serving.apis import model_pb2
 from tensorflow_serving.apis import predict_pb2
 from tensorflow_serving.apis import prediction_log_pb2
+from tensorflow_serving.apis import regression_pb2
 
 from bert_keras.atomic_files import atomic_directory
 from bert_keras.checkpoints import Checkpoint
@@ -83,7 +88,13 @@ RECOMMENDER_ITEM_IDS_FILE = "item_ids.json"
 _BACKBONE_HEADS = {"masked_lm", "next_sentence"}
 # tasks.squad's default, for a question answerer whose checkpoint does not say.
 DEFAULT_MAX_QUERY_LENGTH = 64
-TASKS = ("classifier", "multiple_choice", "tagger", "question_answering", "backbone")
+# Signatures of TF Serving's classify and regress APIs (the others are "predict").
+_METHOD_NAMES = {
+    "classify": signatures_lib.CLASSIFY_METHOD,
+    "regress": signatures_lib.REGRESS_METHOD,
+}
+_TEXT_PAIR_TASKS = ("classifier", "regression")
+TASKS = ("classifier", "regression", "multiple_choice", "tagger", "question_answering", "backbone")
 
 
 @dataclasses.dataclass
@@ -195,9 +206,9 @@ def export_saved_model(
     if top_k is not None:
         raise ValueError("top_k applies to recommenders (Bert4Rec) only.")
     served = load_served_model(model, sequence_length)
-    if text_pair and served.task != "classifier":
+    if text_pair and served.task not in _TEXT_PAIR_TASKS:
         raise ValueError(f"text_pair applies to classifiers only, not to a {served.task}.")
-    if text_pair is not None and served.task == "classifier":
+    if text_pair is not None and served.task in _TEXT_PAIR_TASKS:
         served.task_config["text_pair"] = text_pair
     if null_score_diff_threshold is not None:
         if not served.task_config.get("version_2_with_negative"):
@@ -211,8 +222,9 @@ def export_saved_model(
     with atomic_directory(directory, overwrite) as staging:
         archive, signatures = _export_archive(served)
         archive.write_out(staging, verbose=False)
-        if "classify" in signatures:
-            _set_method_name(staging, "classify", signatures_lib.CLASSIFY_METHOD)
+        for name, method_name in _METHOD_NAMES.items():
+            if name in signatures:
+                _set_method_name(staging, name, method_name)
         _write_vocabulary(served.preprocessor.tokenizer, os.path.join(staging, "assets"))
         requests = {
             name: _warmup_inputs(served.preprocessor, function)
@@ -347,6 +359,8 @@ def load_served_model(path, sequence_length=None):
         label_names, task_config = checkpoint.label_names, checkpoint.task_config
         default_length = task_config.get("max_seq_length")
     task = _task_of(model)
+    if task == "classifier" and model.num_classes == 1:
+        task, label_names = "regression", None  # its one logit is the predicted value
     if task in ("classifier", "tagger") and label_names is None:
         label_names = [str(index) for index in range(model.num_classes)]
     backbone = getattr(model, "backbone", model)
@@ -500,6 +514,10 @@ def _signatures(served):
         return signatures_lib.classifier_signatures(
             model, preprocessor, served.label_names, bool(config.get("text_pair"))
         )
+    if served.task == "regression":
+        return signatures_lib.regression_signatures(
+            model, preprocessor, bool(config.get("text_pair"))
+        )
     if served.task == "tagger":
         return tagger_signatures(model, preprocessor, served.label_names)
     if served.task == "multiple_choice":
@@ -572,13 +590,18 @@ def _warmup_example():
 
 
 def _prediction_log(model_name, signature, inputs):
-    """A `PredictionLog` holding a PredictRequest, or a ClassificationRequest for classify."""
+    """A `PredictionLog` holding a PredictRequest, or a Classification/RegressionRequest."""
     model_spec = model_pb2.ModelSpec(name=model_name, signature_name=signature)
+    if signature == "regress":
+        request = regression_pb2.RegressionRequest(
+            model_spec=model_spec, input=_example_list(inputs)
+        )
+        return prediction_log_pb2.PredictionLog(
+            regress_log=prediction_log_pb2.RegressLog(request=request)
+        )
     if signature == "classify":
-        examples = [tf.train.Example.FromString(value) for value in inputs["inputs"].numpy()]
         request = classification_pb2.ClassificationRequest(
-            model_spec=model_spec,
-            input=input_pb2.Input(example_list=input_pb2.ExampleList(examples=examples)),
+            model_spec=model_spec, input=_example_list(inputs)
         )
         return prediction_log_pb2.PredictionLog(
             classify_log=prediction_log_pb2.ClassifyLog(request=request)
@@ -589,6 +612,12 @@ def _prediction_log(model_name, signature, inputs):
     return prediction_log_pb2.PredictionLog(
         predict_log=prediction_log_pb2.PredictLog(request=request)
     )
+
+
+def _example_list(inputs):
+    """The serialized `tf.Example`s of `inputs["inputs"]` as a request's `Input`."""
+    examples = [tf.train.Example.FromString(value) for value in inputs["inputs"].numpy()]
+    return input_pb2.Input(example_list=input_pb2.ExampleList(examples=examples))
 
 
 def _set_method_name(directory, signature, method_name):

@@ -26,6 +26,7 @@ import tensorflow as tf
 # The Keras backend the models must run on to be traced into a TensorFlow graph.
 REQUIRED_BACKEND = "tensorflow"
 CLASSIFY_METHOD = "tensorflow/serving/classify"
+REGRESS_METHOD = "tensorflow/serving/regress"
 # Rows per forward pass of `by_length`: enough for efficient matrix products
 # on a CPU, few enough that lengths within a pass stay close.
 PASS_ROWS = 8
@@ -79,11 +80,7 @@ def classifier_signatures(model, preprocessor, label_names, text_pair=False):
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="inputs")])
     def classify(inputs):
-        inputs = checked_shape(inputs, [None])
-        examples = tf.io.parse_example(
-            inputs, {name: tf.io.FixedLenFeature([], tf.string) for name in feature_names}
-        )
-        texts = [examples[name] for name in feature_names]
+        texts = _example_texts(checked_shape(inputs, [None]), feature_names)
         scores = tf.nn.softmax(logits_of(texts))
         classes = tf.tile(names[tf.newaxis], [tf.shape(scores)[0], 1])
         return {"classes": classes, "scores": scores}
@@ -93,6 +90,65 @@ def classifier_signatures(model, preprocessor, label_names, text_pair=False):
         "serve_ids": ids_signature(model, lambda logits: {"logits": logits}),
         "classify": classify,
     }
+
+
+def regression_signatures(model, preprocessor, text_pair=False):
+    """`serving_default`, `serve_ids` and `regress` of a `BertClassifier` with one output.
+
+    A one-output classifier head is a regression (`tasks.classify`'s STS-B,
+    say): its logit is the predicted value, so nothing is softmaxed.
+    `serving_default` takes `text` (and `text_pair`) strings `[batch]` and
+    gives `score` float32 `[batch]` and `logits` float32 `[batch, 1]`.
+    `regress` (method `REGRESS_METHOD`, TF Serving's `:regress`) takes
+    serialized `tf.Example`s with the bytes features "text" (and
+    "text_pair") and gives `outputs` float32 `[batch]`. `serve_ids` gives
+    `logits`.
+
+    Example:
+    >>> import tensorflow as tf
+    >>> from bert_keras.models.bert_backbone import BertBackbone
+    >>> from bert_keras.models.bert_classifier import BertClassifier
+    >>> from bert_keras.text.preprocessor import BertPreprocessor
+    >>> from bert_keras.text.tokenizer import BertTokenizer
+    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi"])
+    >>> preprocessor = BertPreprocessor(tokenizer, sequence_length=8, padding="longest")
+    >>> model = BertClassifier(BertBackbone(6, 1, 2, 8, 16), num_classes=1)
+    >>> signatures = regression_signatures(model, preprocessor)
+    >>> signatures["serving_default"](tf.constant(["hi", "hi hi"]))["score"].shape.as_list()
+    [2]
+    """
+    check_backend()
+    feature_names = ("text", "text_pair") if text_pair else ("text",)
+
+    def logits_of(texts):
+        features = _packed(preprocessor, texts)
+        return by_length(lambda features: model(features, training=False), features)
+
+    @tf.function(input_signature=text_specs(*feature_names), autograph=False)
+    def serve_text(*texts):
+        texts = [checked_shape(text, [None]) for text in texts]
+        with tf.control_dependencies(same_batch_size(**dict(zip(feature_names, texts)))):
+            logits = logits_of(texts)
+        return {"score": logits[:, 0], "logits": logits}
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="inputs")])
+    def regress(inputs):
+        texts = _example_texts(checked_shape(inputs, [None]), feature_names)
+        return {"outputs": logits_of(texts)[:, 0]}
+
+    return {
+        "serving_default": serve_text,
+        "serve_ids": ids_signature(model, lambda logits: {"logits": logits}),
+        "regress": regress,
+    }
+
+
+def _example_texts(serialized, feature_names):
+    """The bytes features `feature_names` of serialized `tf.Example`s, each `[batch]`."""
+    examples = tf.io.parse_example(
+        serialized, {name: tf.io.FixedLenFeature([], tf.string) for name in feature_names}
+    )
+    return [examples[name] for name in feature_names]
 
 
 def backbone_signatures(model, preprocessor):

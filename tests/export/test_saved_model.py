@@ -189,8 +189,8 @@ def test_a_classifier_of_pairs_takes_text_pair_as_its_checkpoint_records(
 
 def _replayed_request(log):
     """The `serve_export` request of a warmup `PredictionLog`."""
-    if log.HasField("classify_log"):
-        request = log.classify_log.request
+    if log.HasField("classify_log") or log.HasField("regress_log"):
+        request = getattr(log, log.WhichOneof("log_type")).request
         examples = [example.SerializeToString() for example in request.input.example_list.examples]
         return request.model_spec.signature_name, {"inputs": transported(examples)}
     request = log.predict_log.request
@@ -199,6 +199,34 @@ def _replayed_request(log):
         value = tf.make_ndarray(proto)
         inputs[name] = transported(value.tolist()) if value.dtype == object else value.tolist()
     return request.model_spec.signature_name, inputs
+
+
+def test_a_one_output_classifier_exports_as_a_regression(vocabulary_file, tmp_path):
+    model = BertClassifier(BertBackbone(**CONFIG), num_classes=1)  # STS-B's head, say
+    checkpoint = model_checkpoint(
+        model,
+        heads={"classifier": "logits"},
+        vocabulary_file=vocabulary_file,
+        tokenizer_settings=tokenizer_settings(),
+    )
+    write_checkpoint(checkpoint, tmp_path / "stsb")
+    exported = export_saved_model(tmp_path / "stsb", tmp_path / "base", sequence_length=12)
+    values = model.predict(_packed(vocabulary_file, TEXTS), verbose=0)[:, 0]
+    warmup = tf.data.TFRecordDataset(
+        os.path.join(exported, "assets.extra", "tf_serving_warmup_requests")
+    )
+    logs = [prediction_log_pb2.PredictionLog.FromString(record.numpy()) for record in warmup]
+    requests = dict(_replayed_request(log) for log in logs)
+    assert sorted(requests) == ["regress", "serve_ids", "serving_default"]
+    requests["serving_default"] = {"text": transported(TEXTS)}
+    requests["regress"] = {"inputs": _examples(TEXTS)}
+    answers = serve(exported, requests)
+    assert answers["methods"]["regress"] == "tensorflow/serving/regress"
+    for path in ("eager", "session"):
+        served = answers[path]
+        assert sorted(served["serving_default"]) == ["logits", "score"]
+        np.testing.assert_allclose(served["serving_default"]["score"], values, atol=1e-5)
+        np.testing.assert_allclose(served["regress"]["outputs"], values, atol=1e-5)
 
 
 def test_warmup_records_are_one_real_request_per_signature(classifier_export):
