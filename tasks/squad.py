@@ -27,6 +27,7 @@ whose answer is not at its answer_start is skipped with a warning.
 
 import contextlib
 import json
+import os
 
 from absl import app
 from absl import flags
@@ -105,6 +106,8 @@ def main(argv):
 
 
 def _run_steps(run):
+    if _DO_PREDICT.value:  # a bad file is an error before training, not after it
+        run.predict_examples(_PREDICT_FILE.value)
     if _DO_TRAIN.value:
         run.train(
             _TRAIN_FILE.value,
@@ -123,6 +126,7 @@ def _run_steps(run):
         )
         if results is not None:
             print(json.dumps(results))
+    run.warn_of_earlier_files_kept()
 
 
 def _check_flags():
@@ -157,6 +161,10 @@ def _check_flags():
         )
     if _NUM_TRAIN_EPOCHS.value <= 0:
         raise app.UsageError(f"--num_train_epochs must be positive, got {_NUM_TRAIN_EPOCHS.value}.")
+    for flag, step in ((_TRAIN_FILE, _DO_TRAIN), (_PREDICT_FILE, _DO_PREDICT)):
+        if step.value and not os.path.isfile(flag.value):
+            what = "a directory" if os.path.isdir(flag.value) else "no file"
+            raise app.UsageError(f"--{flag.name}={flag.value} is {what}; expected SQuAD JSON.")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ import json
 
 from absl import app
 from absl import flags
-from absl import logging
 
 from bert_keras.data.input_file_error import InputFileError
 from bert_keras.training.execution import ExecutionFlags
@@ -304,12 +303,5 @@ def _steps(run, program_flags):
         print(json.dumps(results))
     if program_flags.do_predict.value:
         run.predict("test", program_flags.eval_batch_size.value)
-    kept = run.earlier_files_kept()
-    if kept and run.replicas.is_chief:
-        logging.warning(
-            "%s: %s %s an earlier run's, not this run's.",
-            program_flags.output_dir.value,
-            ", ".join(kept),
-            "is" if len(kept) == 1 else "are",
-        )
+    run.warn_of_earlier_files_kept()
     return results

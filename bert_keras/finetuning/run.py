@@ -489,6 +489,17 @@ class FineTuningRun:
             name for name, version in self.earlier_files.items() if now.get(name) == version
         )
 
+    def warn_of_earlier_files_kept(self):
+        """Logs `earlier_files_kept` (the programs do at their end), where there are some."""
+        kept = self.earlier_files_kept()
+        if kept and self.replicas.is_chief:
+            logging.warning(
+                "%s: %s %s an earlier run's, not this run's.",
+                self.output_dir,
+                ", ".join(kept),
+                "is" if len(kept) == 1 else "are",
+            )
+
     def export(self, model, head_name, output_layer="logits", label_names=None, task_config=None):
         """Writes the fine-tuned model to OUTPUT_DIR/export, a checkpoint directory.
 

@@ -192,16 +192,23 @@ def _nbest(example, candidates, n_best_size, version_2_with_negative, null):
     return nbest
 
 
-def gold_answers(examples):
+def gold_answers(examples, version_2_with_negative=False):
     """question id -> gold answer texts ([] for unanswerable), or None when any is unlabelled.
+
+    A question without answers is unlabelled, but in SQuAD 2.0 where some
+    question has answers or is marked is_impossible: there, as in
+    evaluate-v2.0.py, it is unanswerable.
 
     Example:
     >>> from bert_keras.data.squad import SquadAnswer
     >>> from bert_keras.data.squad import SquadExample
-    >>> gold_answers([SquadExample("q1", "?", "Paris.", (SquadAnswer("Paris", 0),))])
-    {'q1': ['Paris']}
+    >>> examples = [SquadExample("q1", "?", "Paris.", (SquadAnswer("Paris", 0),)),
+    ...             SquadExample("q2", "?", "Paris.")]
+    >>> gold_answers(examples) is None, gold_answers(examples, version_2_with_negative=True)
+    (True, {'q1': ['Paris'], 'q2': []})
     """
-    if any(not example.answers and not example.is_impossible for example in examples):
+    unlabelled = [not example.answers and not example.is_impossible for example in examples]
+    if any(unlabelled) and not (version_2_with_negative and not all(unlabelled)):
         return None
     return {
         example.question_id: [answer.text for answer in example.answers] for example in examples
@@ -264,6 +271,7 @@ class SquadRun(FineTuningRun):
             BertQuestionAnswerer, "question_answering", output_layer="span_logits"
         )
         self._trained = False
+        self._predict_examples = {}  # path -> its questions (`predict_examples`)
         if scores_only:
             self.refuse_untrained_head("question-answering")
 
@@ -323,6 +331,13 @@ class SquadRun(FineTuningRun):
         )
         return history
 
+    def predict_examples(self, predict_file):
+        """The questions of `predict_file`, read and checked once (a program does before training)."""
+        if predict_file not in self._predict_examples:
+            examples = read_squad(predict_file, self.version_2_with_negative)
+            self._predict_examples[predict_file] = examples
+        return self._predict_examples[predict_file]
+
     def predict(
         self,
         predict_file,
@@ -338,7 +353,7 @@ class SquadRun(FineTuningRun):
             question has gold answers, else None.
         """
         start = time.perf_counter()
-        examples = read_squad(predict_file, self.version_2_with_negative)
+        examples = self.predict_examples(predict_file)
         self.warn_if_head_untrained("question-answering")
         features = self.features(examples)
         logits = self.predict_features(
@@ -362,14 +377,14 @@ class SquadRun(FineTuningRun):
         self.write_file(NBEST_FILE, _json(predictions.nbest))
         if self.version_2_with_negative:
             self.write_file(NULL_ODDS_FILE, _json(predictions.null_odds))
-        gold = gold_answers(examples)
+        gold = gold_answers(examples, self.version_2_with_negative)
         if gold is None:
             unlabelled = sum(
                 not example.answers and not example.is_impossible for example in examples
             )
             logging.warning(
                 "%s: %d of %d questions have no answers (and are not is_impossible), so the "
-                "predictions are not scored.",
+                "predictions are not scored (in SQuAD 2.0 they would count as unanswerable).",
                 predict_file,
                 unlabelled,
                 len(examples),

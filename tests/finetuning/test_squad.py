@@ -298,8 +298,9 @@ def test_program_learns_a_synthetic_set_far_above_chance(tmp_path):
 def test_version_2_prediction_writes_null_odds_and_scores_has_and_no_answer(tmp_path):
     predict_file = _synthetic_squad(tmp_path / "dev.json", 6, seed=2)
     dataset = json.loads(open(predict_file).read())
-    for paragraph in dataset["data"][0]["paragraphs"][:2]:
-        paragraph["qas"][0].update(answers=[], is_impossible=True)
+    paragraphs = dataset["data"][0]["paragraphs"]
+    paragraphs[0]["qas"][0].update(answers=[], is_impossible=True)
+    paragraphs[1]["qas"][0].update(answers=[])  # unanswerable to evaluate-v2.0.py too
     (tmp_path / "dev.json").write_text(json.dumps(dataset))
     run = SquadRun(
         _tiny_checkpoint(tmp_path),
@@ -396,13 +397,54 @@ def test_program_names_an_unreadable_file_of_any_step_without_a_traceback(tmp_pa
     shape = ["--max_seq_length=32", "--max_query_length=8", f"--init_checkpoint={checkpoint}"]
     for step, message in [
         (["--do_train", f"--train_file={empty}"], f"{empty} holds no questions"),
-        (["--do_predict", f"--predict_file={tmp_path}/absent.json"], "absent.json"),
+        (["--do_predict", f"--predict_file={tmp_path}/absent.json"], "absent.json is no file"),
+        (["--do_train", f"--train_file={tmp_path}"], f"--train_file={tmp_path} is a directory"),
     ]:
         completed = _run_program(*shape, *step, f"--output_dir={tmp_path}/output")
         assert completed.returncode == 1, completed.stderr[-2000:]
         assert message in completed.stderr and "Traceback" not in completed.stderr, (
             completed.stderr[-2000:]
         )
+
+
+def test_program_checks_the_predict_file_before_training(tmp_path):
+    train_file = _synthetic_squad(tmp_path / "train.json", 4, seed=3)
+    predict_file = tmp_path / "dev.json"
+    predict_file.write_text('{"data": [')
+    completed = _run_program(
+        "--max_seq_length=32",
+        "--max_query_length=8",
+        f"--init_checkpoint={_tiny_checkpoint(tmp_path)}",
+        f"--output_dir={tmp_path}/output",
+        "--do_train",
+        f"--train_file={train_file}",
+        "--do_predict",
+        f"--predict_file={predict_file}",
+    )
+    assert completed.returncode == 1, completed.stderr[-2000:]
+    assert f"{predict_file} is not valid JSON" in completed.stderr
+    assert not (tmp_path / "output" / "history.jsonl").exists()  # no training ran
+
+
+def test_program_names_the_earlier_runs_results_it_leaves(tmp_path):
+    output = tmp_path / "output"
+    output.mkdir()
+    (output / "eval_results.json").write_text('{"exact_match": 100.0}')
+    dataset = json.loads(open(_synthetic_squad(tmp_path / "dev.json", 2, seed=2)).read())
+    for paragraph in dataset["data"][0]["paragraphs"]:
+        paragraph["qas"][0]["answers"] = []  # questions to answer, not to score
+    (tmp_path / "dev.json").write_text(json.dumps(dataset))
+    completed = _run_program(
+        "--max_seq_length=32",
+        "--max_query_length=8",
+        f"--init_checkpoint={_tiny_checkpoint_with_a_head(tmp_path)}",
+        f"--output_dir={output}",
+        "--do_predict",
+        f"--predict_file={tmp_path / 'dev.json'}",
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert f"{output}: eval_results.json is an earlier run's, not this run's." in completed.stderr
+    assert (output / "predictions.json").exists()
 
 
 @pytest.mark.parametrize(
