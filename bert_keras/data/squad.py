@@ -136,7 +136,8 @@ def read_squad(path, version_2_with_negative=False, is_training=False):
         raise InputFileError(f"{path} holds no questions{note}.")
     if skipped:
         logging.warning(
-            "%s: skipped %d training questions whose answer is not at its answer_start.",
+            "%s: skipped %d training questions whose answer is blank or not in the words at "
+            "its answer_start.",
             path,
             skipped,
         )
@@ -216,7 +217,8 @@ def _read_answer(answer, context, where, checked):
     if not checked:
         return SquadAnswer(text, start if isinstance(start, int) else None)
     if not text.strip():
-        raise InputFileError(f"{where}: answer at {start} is empty or whitespace.")
+        logging.warning("%s: answer %r at %d is blank; skipping the question.", where, text, start)
+        return None
     if start >= 0 and context[start : start + len(text)] == text:
         return SquadAnswer(text, start)
     answer = _answer_in_its_words(context, text, start)
@@ -394,6 +396,8 @@ def squad_features(
         answer_tokens = None
         if is_training and example.answers:
             answer_tokens = _answer_token_span(example, doc_starts, doc_ends)
+            if answer_tokens is None:
+                continue
         spans = _window_spans(len(doc_ids), max_seq_length - len(query) - 3, doc_stride)
         for span_index in range(len(spans)):
             rows.append(
@@ -453,15 +457,18 @@ def _over_combining_marks(text, ends):
 
 
 def _answer_token_span(example, token_starts, token_ends):
-    """First and last context token overlapping the first answer's characters."""
+    """First and last context token overlapping the first answer's characters; None, warned, if none."""
     answer = example.answers[0]
     overlapping = np.flatnonzero((token_starts < answer.end) & (token_ends > answer.start))
     if not len(overlapping):
-        raise InputFileError(
-            f"Question {example.question_id!r}: answer {answer.text!r} at character "
-            f"{answer.start} covers no token of the context (only characters the "
-            "tokenizer drops)."
+        logging.warning(
+            "Question %r: answer %r at character %d covers no token of the context (only "
+            "characters the tokenizer drops); skipping the question.",
+            example.question_id,
+            answer.text,
+            answer.start,
         )
+        return None
     return int(overlapping[0]), int(overlapping[-1])
 
 
