@@ -3,7 +3,8 @@
 Two protocols rank each user's held-out target item:
 
 - full ranking: against every item of the catalogue, the user's history
-  (other than the target itself) excluded;
+  excluded (recommendations never repeat it, so a target already in the
+  history ranks after every item: a miss);
 - popularity-sampled: against `num_negatives` (100 in BERT4Rec's paper)
   distinct items drawn in proportion to their frequency, none of them in the
   user's history or the target.
@@ -24,7 +25,7 @@ def target_ranks(scores, targets, excluded=None):
         scores: float array `[rows, candidates]`.
         targets: int array `[rows]`, the target's column in each row.
         excluded: optional list of int arrays, per row the columns that are
-            not candidates (the target's own column is kept).
+            not candidates; a target among them ranks after every column.
 
     Example:
     >>> scores = np.array([[0.1, 0.9, 0.5], [0.2, 0.2, 0.2]])
@@ -32,16 +33,17 @@ def target_ranks(scores, targets, excluded=None):
     [2, 3]
     >>> target_ranks(scores, np.array([2, 0]), excluded=[np.array([1]), np.array([])]).tolist()
     [1, 3]
+    >>> target_ranks(scores, np.array([1, 0]), excluded=[np.array([1]), np.array([])]).tolist()
+    [4, 3]
     """
     scores = np.array(scores, dtype="float64", copy=True)
-    rows = np.arange(len(scores))
-    target_scores = scores[rows, targets]
     if excluded is not None:
         for row, columns in enumerate(excluded):
             scores[row, np.asarray(columns, dtype="int64")] = -np.inf
-    beaten_or_tied = (scores >= target_scores[:, None]).sum(axis=1)
-    # The target itself was counted unless it was excluded.
-    return beaten_or_tied + (scores[rows, targets] == -np.inf)
+    target_scores = scores[np.arange(len(scores)), targets]
+    beaten_or_tied = (scores >= target_scores[:, None]).sum(axis=1)  # the target's own included
+    # An excluded target ties with every column: it ranks after them all.
+    return beaten_or_tied + (target_scores == -np.inf)
 
 
 def ranking_metrics(ranks, cutoffs=DEFAULT_CUTOFFS):

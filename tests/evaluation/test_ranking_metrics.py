@@ -23,11 +23,19 @@ def test_ranks_count_better_and_tied_candidates_against_the_target():
     assert target_ranks(scores, np.array([0, 1, 0, 0])).tolist() == [2, 4, 4, 2]
 
 
-def test_excluded_columns_do_not_count_but_the_target_always_does():
+def test_excluded_columns_do_not_count_and_an_excluded_target_ranks_last():
     scores = np.array([[0.9, 0.8, 0.7, 0.1]])
     assert target_ranks(scores, np.array([2]), [np.array([0, 1])]).tolist() == [1]
-    # The target in its own exclusion list is still ranked, as the best here.
-    assert target_ranks(scores, np.array([2]), [np.array([0, 1, 2])]).tolist() == [1]
+    # A target already in the history is never recommended (as in RecBole's full
+    # ranking, where it scores -inf): a miss at every cut-off, not a hit among fewer items.
+    assert target_ranks(scores, np.array([2]), [np.array([0, 1, 2])]).tolist() == [5]
+
+
+def test_a_constant_model_hits_no_target_the_user_has_seen_before():
+    scores = np.zeros((2, 7))  # ids 0 (padding) .. 6
+    histories = [np.array([1, 2, 3, 4, 5, 6]), np.array([1, 2, 3, 4, 5])]
+    full, _ = next_item_ranks(scores, histories, np.array([3, 6]), np.zeros((2, 0), "int64"))
+    assert full.tolist() == [7, 1]  # a repeat ranks after all 6 items; a new one is the only one
 
 
 def test_metrics_from_ranks_by_hand():
