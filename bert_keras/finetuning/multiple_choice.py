@@ -1,5 +1,6 @@
 """One fine-tuning run for multiple choice (SWAG): data, model, accuracy, files."""
 
+import os
 import time
 
 import numpy as np
@@ -7,6 +8,7 @@ import tensorflow as tf
 
 from bert_keras.data.input_file_error import InputFileError
 from bert_keras.data.length_batching import batch_by_length
+from bert_keras.data.swag import SPLIT_FILES
 from bert_keras.data.swag import read_swag
 from bert_keras.data.swag import split_path
 from bert_keras.evaluation.glue_metrics import accuracy
@@ -96,6 +98,10 @@ class MultipleChoiceRun(FineTuningRun):
         recorded = self.checkpoint.task_config.get("num_choices")
         if recorded:
             return recorded
+        names = [name for split_names in SPLIT_FILES.values() for name in split_names]
+        if not any(os.path.isfile(os.path.join(self.data_dir, name)) for name in names):
+            what = "holds none of" if os.path.isdir(self.data_dir) else "is no directory holding"
+            raise InputFileError(f"{self.data_dir} {what} {', '.join(names)}.")
         raise InputFileError(f"No examples in {self.data_dir} to count the choices from.")
 
     def _read(self, split, limit=None, labelled=True):

@@ -79,6 +79,17 @@ def test_split_files_by_their_usual_names(tmp_path):
         split_path(str(tmp_path), "train")
 
 
+def test_a_split_under_two_names_reads_the_first_and_warns_once(tmp_path, caplog):
+    _write(tmp_path, "a O\n", "valid.txt")
+    _write(tmp_path, "b O\n", "dev.txt")
+    for _ in range(2):
+        assert split_path(str(tmp_path), "dev").endswith("valid.txt")
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warnings == [
+        f"{tmp_path} holds valid.txt and dev.txt: the dev split reads the first, valid.txt."
+    ]
+
+
 def test_tag_schemes_are_told_apart():
     # IOB1: I- opens an entity; B- only splits two adjacent entities of a type.
     assert tag_scheme([["I-PER", "I-PER", "B-PER", "O"], ["I-LOC"]]) == "IOB1"

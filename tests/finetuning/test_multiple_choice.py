@@ -143,6 +143,14 @@ def test_scoring_a_head_of_random_weights_is_refused_by_the_program(tiny_checkpo
     assert not (tmp_path / "output" / "eval_results.json").exists()
 
 
+def test_a_directory_without_swag_files_is_named_with_the_names_looked_for(
+    tiny_checkpoint, tmp_path
+):
+    for data_dir, what in [(tmp_path, "holds none of"), (tmp_path / "absent", "is no directory")]:
+        with pytest.raises(ValueError, match=f"{data_dir} {what} .*train.csv, val.csv, dev.csv"):
+            MultipleChoiceRun(str(data_dir), tiny_checkpoint, str(tmp_path / "output"), 16)
+
+
 def test_a_test_file_labelled_minus_one_is_predicted(tiny_checkpoint, tmp_path):
     _swag_file(tmp_path / "train.csv", 4, seed=0)
     _swag_file(tmp_path / "test.csv", 3, seed=1)
