@@ -20,6 +20,7 @@ that finished training loads its model.keras instead of training again.
 """
 
 import json
+import os
 import sys
 
 from absl import app
@@ -77,6 +78,8 @@ def check_flags():
             raise app.UsageError(f"--{flag.name} is required.")
     if not (_DO_TRAIN.value or _DO_EVAL.value or _DO_PREDICT.value):
         raise app.UsageError("At least one of --do_train, --do_eval, --do_predict must be set.")
+    if os.path.isdir(_INPUT_FILE.value):
+        raise app.UsageError(f"--input_file={_INPUT_FILE.value} is a directory, not a log file.")
     positive = (_NUM_TRAIN_EPOCHS, _TRAIN_BATCH_SIZE, _TOP_K, _MIN_INTERACTIONS)
     for flag in (*positive, _SAMPLED_NEGATIVES):
         if flag.value is not None and flag.value < 1:

@@ -93,6 +93,7 @@ DATA = ["--input_file=f", "--input_format=csv", "--output_dir=o"]
         ([*DATA, "--do_eval", "--min_interactions=2"], "--min_interactions must be at least 3"),
         ([*DATA, "--do_eval", "--sampled_negatives=0"], "--sampled_negatives must be positive"),
         ([*DATA, "--do_eval", "--num_negatives=-1"], "--num_negatives must be 0 or more, got -1"),
+        (["--input_file=.", *DATA[1:], "--do_eval"], "--input_file=. is a directory, not a log"),
         ([*DATA, "--do_train", "--num_warmup_steps=-5"], "--num_warmup_steps must not be negative"),
         ([*DATA, "--do_train", "--seed=-1"], "--seed must be in 0..2**32 - 1"),
     ],
