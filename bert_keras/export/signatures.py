@@ -315,10 +315,34 @@ def ids_signature(model, outputs_of, shape=(None, None)):
             "segment_ids": checked_shape(segment_ids, shape),
             "padding_mask": checked_shape(padding_mask, shape),
         }
-        with tf.control_dependencies(_ids_in_range(getattr(model, "backbone", model), features)):
+        checks = _ids_agree(features) + _ids_in_range(getattr(model, "backbone", model), features)
+        with tf.control_dependencies(checks):
             return outputs_of(model(features, training=False))
 
     return serve_ids
+
+
+def _ids_agree(features):
+    """Assert ops naming the id inputs whose shapes differ, or a padding_mask not of 0s and 1s."""
+    token_ids = features["token_ids"]
+    checks = [
+        tf.debugging.assert_equal(
+            tf.shape(features[name]),
+            tf.shape(token_ids),
+            message=f"token_ids and {name} must have the same shape (batch and length); "
+            f"their shapes are (first {name}, then token_ids)",
+        )
+        for name in ("segment_ids", "padding_mask")
+    ]
+    mask = features["padding_mask"]
+    checks.append(
+        tf.debugging.assert_equal(
+            tf.reduce_all((mask == 0) | (mask == 1)),
+            True,
+            message="padding_mask must hold only 0 (padding) and 1 (a token)",
+        )
+    )
+    return checks
 
 
 def _ids_in_range(backbone, features):

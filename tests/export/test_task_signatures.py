@@ -221,3 +221,20 @@ def test_serve_ids_names_ids_and_lengths_the_backbone_has_no_embedding_for(
     ones = np.ones((1, length), "int32")
     with pytest.raises(tf.errors.InvalidArgumentError, match=message):
         serve(ones * token_id, ones * segment_id, ones)
+
+
+@pytest.mark.parametrize(
+    "segment_shape, mask_shape, mask_value, message",
+    [
+        ((2, 3), (1, 3), 1, r"token_ids and segment_ids must have the same shape"),  # batch
+        ((1, 2), (1, 3), 1, r"token_ids and segment_ids must have the same shape"),  # length
+        ((1, 3), (2, 3), 1, r"token_ids and padding_mask must have the same shape"),
+        ((1, 3), (1, 3), 2, r"padding_mask must hold only 0 \(padding\) and 1"),
+    ],
+)
+def test_serve_ids_names_inputs_that_disagree(segment_shape, mask_shape, mask_value, message):
+    serve = ids_signature(BertBackbone(6, 1, 2, 8, 16), lambda outputs: outputs)
+    token_ids = np.ones((1, 3), "int32")
+    segment_ids, padding_mask = np.zeros(segment_shape, "int32"), np.full(mask_shape, mask_value)
+    with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+        serve(token_ids, segment_ids, padding_mask.astype("int32"))
