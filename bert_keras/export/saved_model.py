@@ -8,7 +8,8 @@ which stock TF Serving links; each batch is padded only to its longest text.
 The tokens are constants of the graph and `assets/vocab.txt` holds them for
 clients that tokenise themselves, so the directory is relocatable. It is
 written as `EXPORT_BASE/<version>/`, the numbered layout TF Serving watches,
-atomically.
+atomically; exports to one base started together take turns (see
+`versions_lock`), each writing a version of its own.
 
 Signatures, by the task the checkpoint holds (see `bert_keras.export.signatures`,
 `bert_keras.export.tagging` and `bert_keras.export.question_answering` for
@@ -40,7 +41,9 @@ the top-k next `items` and `scores`) and `serve_ids` (model ids); see
 `bert_keras.export.recommendation`.
 """
 
+import contextlib
 import dataclasses
+import fcntl
 import json
 import os
 import re
@@ -59,6 +62,7 @@ from tensorflow_serving.apis import prediction_log_pb2
 from tensorflow_serving.apis import regression_pb2
 
 from bert_keras.atomic_files import atomic_directory
+from bert_keras.atomic_files import file_in_the_way
 from bert_keras.checkpoints import Checkpoint
 from bert_keras.checkpoints import read_checkpoint
 from bert_keras.checkpoints import read_tokenizer_settings
@@ -158,7 +162,8 @@ def export_saved_model(
 
     Raises:
         ValueError: a model this exporter cannot serve, a bad version or
-            sequence length, an `export_base` that is a file.
+            sequence length, an `export_base` that is a file or lies below
+            one.
         FileExistsError: the version exists and not `overwrite`.
 
     Example:
@@ -188,11 +193,9 @@ def export_saved_model(
     if not arguments["export_base"]:
         raise ValueError("export_base is empty; name the directory of the model's versions.")
     _check_argument_types(arguments)
-    if os.path.isfile(export_base):
-        raise ValueError(
-            f"export_base {export_base} is a file; it is the directory that holds the model's "
-            "numbered versions."
-        )
+    if version is not None:
+        _checked_version(version)
+    _check_export_base(arguments["export_base"])
     if keras.backend.backend() != "tensorflow":
         return _export_in_tensorflow_process(arguments)
     recommender_file = _recommender_file(os.fspath(model))
@@ -217,10 +220,9 @@ def export_saved_model(
                 f"2.0 (--version_2_with_negative), not to {model}."
             )
         served.task_config["null_score_diff_threshold"] = null_score_diff_threshold
-    version = next_version(export_base) if version is None else _checked_version(version)
-    directory = os.path.join(os.fspath(export_base), str(version))
-    with atomic_directory(directory, overwrite) as staging:
-        archive, signatures = _export_archive(served)
+    archive, signatures = _export_archive(served)
+
+    def write(staging):
         archive.write_out(staging, verbose=False)
         for name, method_name in _METHOD_NAMES.items():
             if name in signatures:
@@ -231,7 +233,62 @@ def export_saved_model(
             for name, function in signatures.items()
         }
         _write_warmup_requests(staging, export_base, requests)
+
+    return _write_version(export_base, version, overwrite, write)
+
+
+def _write_version(export_base, version, overwrite, write):
+    """Calls `write(staging)` and moves the staging directory to `export_base/<version>`.
+
+    The version is picked (the next free one when None) and written while
+    this process holds `versions_lock(export_base)`, so exports to the same
+    base started together get versions of their own, one after the other.
+
+    Returns:
+        The version directory written.
+    """
+    with versions_lock(export_base):
+        version = next_version(export_base) if version is None else _checked_version(version)
+        directory = os.path.join(os.fspath(export_base), str(version))
+        with atomic_directory(directory, overwrite) as staging:
+            write(staging)
     return directory
+
+
+@contextlib.contextmanager
+def versions_lock(export_base):
+    """Holds an exclusive `flock` on the directory `export_base` (made if missing) while the block runs.
+
+    Another process that asks for it waits until this one is done. The
+    operating system releases it when its holder exits in any way, and it
+    leaves no file among the versions that TF Serving watches.
+
+    Example:
+    >>> import os, tempfile
+    >>> base = os.path.join(tempfile.mkdtemp(), "sst2")
+    >>> with versions_lock(base):
+    ...     os.listdir(base)
+    []
+    """
+    os.makedirs(export_base, exist_ok=True)
+    descriptor = os.open(export_base, os.O_RDONLY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)  # releases the lock
+
+
+def _check_export_base(export_base):
+    """Raises ValueError naming the file that stands at `export_base` or above it."""
+    blocking = file_in_the_way(export_base)
+    if blocking is None:
+        return
+    where = "" if blocking == os.path.abspath(export_base) else f" lies below {blocking}, which"
+    raise ValueError(
+        f"export_base {export_base}{where} is a file; it is the directory that holds the model's "
+        "numbered versions."
+    )
 
 
 def _recommender_file(path):
@@ -258,18 +315,18 @@ def _export_recommender(path, export_base, version, overwrite, top_k):
         )
     item_ids = load_item_ids(item_ids_file, model_file=path)
     signatures = recommender_signatures(model, item_ids, top_k=top_k or DEFAULT_TOP_K)
-    version = next_version(export_base) if version is None else _checked_version(version)
-    directory = os.path.join(os.fspath(export_base), str(version))
-    with atomic_directory(directory, overwrite) as staging:
-        archive = _archive(signatures)
-        archive.track(signatures["serving_default"].item_table)
+    archive = _archive(signatures)
+    archive.track(signatures["serving_default"].item_table)
+
+    def write(staging):
         archive.write_out(staging, verbose=False)
         requests = {
             "serving_default": {"items": tf.constant([[item_ids[0]]])},
             "serve_ids": {"item_ids": tf.constant([[1]], tf.int32)},
         }
         _write_warmup_requests(staging, export_base, requests)
-    return directory
+
+    return _write_version(export_base, version, overwrite, write)
 
 
 def _export_in_tensorflow_process(arguments):

@@ -12,6 +12,7 @@ from tensorflow_serving.apis import prediction_log_pb2
 
 from bert_keras.checkpoints import tokenizer_settings
 from bert_keras.checkpoints import write_checkpoint
+from bert_keras.export import saved_model
 from bert_keras.export.saved_model import export_saved_model
 from bert_keras.export.saved_model import next_version
 from bert_keras.models.bert_backbone import BertBackbone
@@ -282,6 +283,8 @@ def test_versions_and_bad_models_are_refused_with_nothing_written(classifier, tm
     (tmp_path / "a_file").write_text("")
     with pytest.raises(ValueError, match="a_file is a file; it is the directory that holds"):
         export_saved_model(classifier[1], tmp_path / "a_file")
+    with pytest.raises(ValueError, match="sub lies below .*a_file, which is a file; it is the"):
+        export_saved_model(classifier[1], tmp_path / "a_file" / "sub")
     with pytest.raises(ValueError, match="export_base is empty"):  # an unset $VARIABLE, say
         export_saved_model(classifier[1], "")
     with pytest.raises(TypeError, match=r"sequence_length is '64' \(str\); expected int"):
@@ -295,6 +298,25 @@ def test_versions_and_bad_models_are_refused_with_nothing_written(classifier, tm
     with pytest.raises(ValueError, match="vocab.txt holds .* tokens but the checkpoint has"):
         export_saved_model(larger, base)
     assert sorted(os.listdir(base)) == ["1"]
+
+
+def test_exports_to_one_base_started_together_each_write_a_version(
+    classifier, tmp_path, monkeypatch
+):
+    base = tmp_path / "base"
+    trace = saved_model._export_archive
+
+    def traced_while_another_export_runs(served):
+        monkeypatch.setattr(saved_model, "_export_archive", trace)
+        other = export_saved_model(classifier[1], base, sequence_length=SEQUENCE_LENGTH)
+        (tmp_path / "other").write_text(other)
+        return trace(served)
+
+    monkeypatch.setattr(saved_model, "_export_archive", traced_while_another_export_runs)
+    this = export_saved_model(classifier[1], base, sequence_length=SEQUENCE_LENGTH)
+    assert (tmp_path / "other").read_text() == str(base / "1") and this == str(base / "2")
+    assert sorted(os.listdir(base)) == ["1", "2"]
+    assert all("saved_model.pb" in os.listdir(base / version) for version in ("1", "2"))
 
 
 def test_the_committed_op_list_is_tensorflow_2_17_core():
