@@ -36,6 +36,7 @@ from bert_keras.data.input_file_error import InputFileError
 from bert_keras.finetuning.flags import define_bucket_by_length_flag
 from bert_keras.finetuning.flags import define_freeze_backbone_flag
 from bert_keras.finetuning.flags import define_max_batch_widths_flag
+from bert_keras.finetuning.training_diverged import TrainingDivergedError
 from bert_keras.training.execution import define_execution_flags
 from bert_keras.training.garbage_collection import freeze_heap_at_exit
 from bert_keras.training.garbage_collection import long_lived_objects
@@ -101,7 +102,7 @@ def main(argv):
             raise app.UsageError(str(error)) from error
         try:
             _run_steps(run)
-        except (InputFileError, FileNotFoundError) as error:
+        except (InputFileError, FileNotFoundError, TrainingDivergedError) as error:
             raise app.UsageError(str(error)) from error
 
 

@@ -16,6 +16,7 @@ from absl import app
 from absl import flags
 
 from bert_keras.data.input_file_error import InputFileError
+from bert_keras.finetuning.training_diverged import TrainingDivergedError
 from bert_keras.training.execution import ExecutionFlags
 from bert_keras.training.execution import define_execution_flags
 from bert_keras.training.output_lock import OutputLockedError
@@ -284,7 +285,7 @@ def run_steps(build_run, program_flags):
             raise app.UsageError(str(error)) from error
         try:
             return _steps(run, program_flags)
-        except (InputFileError, FileNotFoundError) as error:
+        except (InputFileError, FileNotFoundError, TrainingDivergedError) as error:
             raise app.UsageError(str(error)) from error
 
 

@@ -29,6 +29,7 @@ from bert_keras.data.length_batching import TRAINING_COMPILE_TOKENS
 from bert_keras.data.length_batching import precision_width_multiple
 from bert_keras.data.length_batching import predict_by_length
 from bert_keras.data.length_batching import prediction_width_multiple
+from bert_keras.finetuning.training_diverged import TrainingDivergedError
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_task import checkpoint_tokenizer
 from bert_keras.models.checkpoint_weights import apply_checkpoint
@@ -411,6 +412,7 @@ class FineTuningRun:
             TrainingProgress(
                 batch_size, batches_per_epoch=batches_per_pass(num_examples, batch_size)
             ),
+            keras.callbacks.TerminateOnNaN(),
         ]
         if self.replicas.is_chief:
             history_file = os.path.join(self.output_dir, HISTORY_FILE)
@@ -437,6 +439,7 @@ class FineTuningRun:
                 verbose=verbose,
                 callbacks=callbacks,
             )
+        _check_finite_loss(history.history)
         _log_first_interval_overhead(history.history)
         return history.history
 
@@ -611,6 +614,17 @@ def fit_plan(num_examples, batch_size, num_epochs, points_per_epoch, steps_per_e
     interval = min(steps_per_pass, total_steps) / max(1, points_per_epoch)
     interval = max(1, math.ceil(interval / steps_per_execution)) * steps_per_execution
     return math.ceil(total_steps / interval), interval, total_steps
+
+
+def _check_finite_loss(history):
+    """Raises `TrainingDivergedError` where a history interval's loss is NaN or infinite."""
+    for step, loss in zip(history.get("step", []), history.get("loss", [])):
+        if not math.isfinite(loss):
+            raise TrainingDivergedError(
+                f"The training loss is {loss} by step {step:g}: the run diverged, so its model "
+                "is neither scored nor exported. A lower --learning_rate (or bfloat16 in place "
+                "of float16) may train."
+            )
 
 
 def _log_first_interval_overhead(history):

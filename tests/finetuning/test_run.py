@@ -17,6 +17,7 @@ from bert_keras.finetuning.flags import define_flags
 from bert_keras.finetuning.run import FineTuningRun
 from bert_keras.finetuning.run import fit_plan
 from bert_keras.finetuning.tagging import TaggingRun
+from bert_keras.finetuning.training_diverged import TrainingDivergedError
 from bert_keras.models.bert_classifier import BertClassifier
 from bert_keras.models.bert_token_classifier import BertTokenClassifier
 from bert_keras.training.execution import Execution
@@ -557,3 +558,13 @@ def test_a_frozen_backbone_keeps_the_checkpoints_weights_while_the_head_trains(
         np.testing.assert_array_equal(exported[path], value, path)
     head_after = keras.ops.convert_to_numpy(run.model.get_layer("logits").kernel)
     assert np.abs(head_after - head_before).max() > 1e-4
+
+
+@pytest.mark.every_backend
+def test_a_run_whose_loss_diverges_stops_unexported(checkpoint, sentiment_data, tmp_path):
+    run = ClassificationRun("csv", sentiment_data, checkpoint, str(tmp_path / "out"), 8)
+    with pytest.raises(TrainingDivergedError, match=r"The training loss is (nan|inf) by step \d"):
+        run.train(batch_size=2, learning_rate=1e30, num_epochs=20, verbose=0)
+    history = read_history(tmp_path / "out" / "history.jsonl")
+    assert len(history) < 20 * 2  # Keras' TerminateOnNaN stopped it where the loss first was
+    assert not (tmp_path / "out" / "export").exists()
