@@ -22,7 +22,8 @@ and, for v2.0, null_odds.json; when --predict_file has answers (a dev set) it
 also scores them as the official scripts do (evaluate-v1.1.py, or
 evaluate-v2.0.py with --version_2_with_negative), from the answer texts alone,
 into OUTPUT_DIR/eval_results.json. As in the original, a training question
-whose answer is not at its answer_start is skipped with a warning.
+whose answer is not in the words at its answer_start is skipped with a
+warning. --predict_file is read and checked before training.
 """
 
 import contextlib

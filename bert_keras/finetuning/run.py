@@ -633,6 +633,8 @@ def _log_first_interval_overhead(history):
         return
     steps = [history["step"][0], *np.diff(history["step"])]
     later = statistics.median(s / n for s, n in zip(seconds[1:], steps[1:]))
+    if seconds[0] <= later * steps[0]:  # nothing compiled (torch), or noise
+        return
     logging.info(
         "The first %d steps took %.1f s, later steps %.3f s each: %.1f s of compiling and "
         "first-batch work.",
