@@ -70,6 +70,8 @@ CHECKPOINT_DIR = "checkpoints"
 HISTORY_FILE = "history.jsonl"
 TENSORBOARD_DIR = "tensorboard"
 EXPORT_DIR = "export"
+# The precision whose optimizer (loss scaling) holds more variables than the others'.
+LOSS_SCALED_PRECISION = "float16"
 # What makes two backbones' weights interchangeable: their sizes.
 ARCHITECTURE_KEYS = SIZE_ARGUMENTS
 
@@ -367,6 +369,7 @@ class PretrainingRun:
             "data order (resuming needs the same records and batching)",
             source,
         )
+        self._check_precision(source)
         changed = differing_values(self.resumed.metadata.get("schedule", {}), self._schedule())
         if "schedule" in self.resumed.metadata and changed:
             logging.warning(
@@ -375,6 +378,33 @@ class PretrainingRun:
                 self.resumed.step,
                 "; ".join(changed),
             )
+
+    def _check_precision(self, source):
+        """Refuses a change to or from float16: its loss-scaling optimizer holds other variables.
+
+        Keras would skip the checkpoint's optimizer state, restarting the
+        moments and the step count (so the learning-rate schedule). Between
+        "none" and "bfloat16" the optimizer state is the same and carries
+        over. Checkpoints written before the setting was recorded are
+        checked as they load (`CheckpointManager.restore`).
+        """
+        saved = self.resumed.metadata.get("mixed_precision")
+        current = self.config.mixed_precision
+        if saved is None or saved == current:
+            return
+        change = f"mixed_precision is {saved!r} there but {current!r} here"
+        if LOSS_SCALED_PRECISION in (saved, current):
+            raise ValueError(
+                f"{source} was written with another mixed_precision: {change}. float16's "
+                "loss-scaling optimizer holds other variables, so the optimizer state (moments, "
+                f"step, learning-rate schedule) would restart: resume with mixed_precision={saved}."
+            )
+        logging.warning(
+            "Resuming %s with another precision from step %d on: %s.",
+            source,
+            self.resumed.step,
+            change,
+        )
 
     def _schedule(self):
         """The settings of the learning rate at each step, which a resumed run may change."""
@@ -483,6 +513,7 @@ class PretrainingRun:
             "backbone_config": self.model.backbone.get_config(),
             "data_order": self._data_order(),
             "schedule": self._schedule(),
+            "mixed_precision": config.mixed_precision,
         }
         callbacks = [
             TrainingProgress(

@@ -21,6 +21,7 @@ import json
 import os
 import re
 import tempfile
+import warnings
 
 import keras
 import numpy as np
@@ -32,6 +33,8 @@ from bert_keras.atomic_files import write_text
 from bert_keras.training.optimizer_build import build_optimizer
 
 _NAME = re.compile(r"^ckpt-(\d{8})\.json$")
+# How Keras says it left an optimizer's state unloaded (its variables and the file's differ).
+_SKIPPED_OPTIMIZER = "Skipping variable loading for optimizer"
 
 
 @dataclasses.dataclass
@@ -142,15 +145,42 @@ class CheckpointManager:
 
         Returns:
             The `SavedCheckpoint` loaded, or None when there is none.
+
+        Raises:
+            ValueError: the checkpoint's optimizer state does not fit the
+                model's optimizer (another optimizer, or float16's loss
+                scaling on one side only), which Keras would skip with a
+                warning, restarting the moments and the step count.
         """
         checkpoint = checkpoint or self.latest()
         if checkpoint is None:
             return None
         build_optimizer(model)
-        model.load_weights(checkpoint.weights_path)
+        _load_weights_with_optimizer_state(model, checkpoint.weights_path)
         restore_random_states(model, checkpoint.metadata.get("random_states", []))
         logging.info("Restored %s (step %d).", checkpoint.weights_path, checkpoint.step)
         return checkpoint
+
+
+def _load_weights_with_optimizer_state(model, weights_path):
+    """`model.load_weights`, raising where Keras skips an optimizer's saved variables."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.load_weights(weights_path)
+    skipped = []
+    for warning in caught:
+        if str(warning.message).startswith(_SKIPPED_OPTIMIZER):
+            skipped.append(str(warning.message).strip())
+        else:
+            warnings.warn_explicit(
+                warning.message, warning.category, warning.filename, warning.lineno
+            )
+    if skipped:
+        raise ValueError(
+            f"{weights_path} holds another optimizer state than this run's optimizer "
+            f"(Keras: {skipped[0]}): resuming would restart the moments and the step count. "
+            "Resume with the optimizer settings it was written with (mixed_precision, optimizer)."
+        )
 
 
 def random_states(model):

@@ -302,6 +302,18 @@ def test_resuming_with_another_architecture_or_batching_is_refused(finished_run)
         PretrainingRun(dataclasses.replace(config, num_train_steps=4))
 
 
+def test_resuming_with_or_without_float16_loss_scaling_is_refused(finished_run, caplog):
+    config = dataclasses.replace(finished_run.config, num_train_steps=8)
+    with pytest.raises(
+        ValueError, match="mixed_precision is 'none' there but 'float16' here.*resume with"
+    ):
+        PretrainingRun(dataclasses.replace(config, mixed_precision="float16"))
+    with caplog.at_level(logging.WARNING, logger="absl"):
+        resumed = PretrainingRun(dataclasses.replace(config, mixed_precision="bfloat16"))
+    assert "mixed_precision is 'none' there but 'bfloat16' here" in caplog.text
+    assert int(resumed.model.optimizer.iterations) == 5
+
+
 def test_resuming_on_records_made_again_is_refused_and_a_new_schedule_logged(
     records, tmp_path, caplog
 ):

@@ -53,6 +53,17 @@ def test_restore_brings_back_weights_and_optimizer_moments(tmp_path):
         np.testing.assert_array_equal(ours, theirs)
 
 
+def test_an_optimizer_state_keras_would_skip_is_refused(tmp_path):
+    manager = CheckpointManager(tmp_path)
+    manager.save(trained_model(seed=1, steps=2), 2, {})
+    loss_scaled = trained_model(seed=2, steps=0)
+    loss_scaled.compile(
+        optimizer=keras.optimizers.LossScaleOptimizer(keras.optimizers.AdamW(1e-2)), loss="mse"
+    )
+    with pytest.raises(ValueError, match="ckpt-00000002.weights.h5 holds another optimizer state"):
+        manager.restore(loss_scaled)
+
+
 def test_keeps_the_newest_and_ignores_incomplete_ones(tmp_path):
     manager = CheckpointManager(tmp_path, keep_checkpoint_max=2)
     model = trained_model(seed=1, steps=1)
