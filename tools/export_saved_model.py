@@ -42,7 +42,9 @@ _TEXT_PAIR = flags.DEFINE_bool(
     "checkpoint recorded (tasks.classify records it).",
 )
 _OVERWRITE = flags.DEFINE_bool("overwrite", False, "Replace an existing version directory.")
-_TOP_K = flags.DEFINE_integer("top_k", None, "Items a recommender returns per history (10).")
+_TOP_K = flags.DEFINE_integer(
+    "top_k", None, "Items a recommender returns per history (10, or its number of items if fewer)."
+)
 _NULL_SCORE_DIFF_THRESHOLD = flags.DEFINE_float(
     "null_score_diff_threshold",
     None,

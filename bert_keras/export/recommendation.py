@@ -12,7 +12,7 @@
 Both append [MASK] after each history's last `max_sequence_length - 1` items,
 as `Bert4Rec.recommend` does, and never return an item of the history: where
 fewer than `top_k` items are unseen, the rest of the row is "" (id 0) with
-score -inf.
+score -inf. An empty batch gets empty answers, `[0, top_k]`.
 
 Example:
 >>> import tensorflow as tf
@@ -36,13 +36,14 @@ __all__ = ["DEFAULT_TOP_K", "REQUIRED_BACKEND", "recommender_signatures"]
 DEFAULT_TOP_K = 10
 
 
-def recommender_signatures(model, item_ids, top_k=DEFAULT_TOP_K):
+def recommender_signatures(model, item_ids, top_k=None):
     """`serving_default` (raw item ids) and `serve_ids` (model ids) of a `Bert4Rec`.
 
     Args:
         model: a `Bert4Rec` on Keras' TensorFlow backend.
         item_ids: the raw id of each model id: `item_ids[i - 1]` is item `i`.
-        top_k: items returned per history.
+        top_k: items returned per history; when None, `DEFAULT_TOP_K` or
+            the number of items if that is fewer.
 
     Raises:
         ValueError: `item_ids` does not match the model's items, or `top_k`
@@ -53,8 +54,12 @@ def recommender_signatures(model, item_ids, top_k=DEFAULT_TOP_K):
         raise ValueError(
             f"The model has {model.num_items} items but the item id list {len(item_ids)}."
         )
+    if top_k is None:
+        top_k = min(DEFAULT_TOP_K, model.num_items)
     if not 1 <= top_k <= model.num_items:
-        raise ValueError(f"top_k must be in 1..{model.num_items}, got {top_k}.")
+        raise ValueError(
+            f"top_k must be in 1..{model.num_items} (the model's number of items), got {top_k}."
+        )
     ids_of_items = tf.lookup.StaticHashTable(
         tf.lookup.KeyValueTensorInitializer(
             tf.constant(list(item_ids)), tf.range(1, model.num_items + 1, dtype=tf.int32)
@@ -63,12 +68,20 @@ def recommender_signatures(model, item_ids, top_k=DEFAULT_TOP_K):
     )
     items_of_ids = tf.constant([""] + list(item_ids))
 
-    def top_items(ids):
+    def ranked(ids):
         kept = _compacted(ids)  # [batch, (items)], known ids only
         scores = _next_item_scores(model, kept)  # [batch, num_items + 1]
         best_scores, best_ids = tf.math.top_k(scores, k=top_k)
         # Past a history's unseen items: [PAD], as `Bert4Rec.recommend` returns.
         return tf.where(tf.math.is_inf(best_scores), PAD_ID, best_ids), best_scores
+
+    def top_items(ids):
+        # An empty batch gets empty answers; the model's gathers refuse 0 rows.
+        return tf.cond(
+            tf.shape(ids)[0] > 0,
+            lambda: ranked(ids),
+            lambda: (tf.zeros([0, top_k], tf.int32), tf.zeros([0, top_k], tf.float32)),
+        )
 
     @tf.function(
         input_signature=[tf.TensorSpec([None, None], tf.int32, name="item_ids")],

@@ -69,7 +69,6 @@ from bert_keras.checkpoints import read_tokenizer_settings
 from bert_keras.data.interactions import load_item_ids
 from bert_keras.export import signatures as signatures_lib
 from bert_keras.export.question_answering import question_answering_signatures
-from bert_keras.export.recommendation import DEFAULT_TOP_K
 from bert_keras.export.recommendation import recommender_signatures
 from bert_keras.export.tagging import tagger_signatures
 from bert_keras.models.bert4rec import Bert4Rec
@@ -148,7 +147,8 @@ def export_saved_model(
             None follows the checkpoint (`Checkpoint.task_config`, which
             `tasks.classify` writes).
         overwrite: replace an existing version directory.
-        top_k: items a recommender returns per history (default 10).
+        top_k: items a recommender returns per history (default 10, or
+            its number of items if fewer).
         null_score_diff_threshold: for a question answerer fine-tuned with
             `version_2_with_negative`, how much the null score must beat
             the best span by for no answer (`tasks.squad`'s flag; 0.0 when
@@ -314,7 +314,7 @@ def _export_recommender(path, export_base, version, overwrite, top_k):
             "item ids (tasks.recommend writes them to its output directory)."
         )
     item_ids = load_item_ids(item_ids_file, model_file=path)
-    signatures = recommender_signatures(model, item_ids, top_k=top_k or DEFAULT_TOP_K)
+    signatures = recommender_signatures(model, item_ids, top_k=top_k)
     archive = _archive(signatures)
     archive.track(signatures["serving_default"].item_table)
 

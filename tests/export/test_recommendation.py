@@ -5,7 +5,9 @@ import os
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
+from bert_keras.export.recommendation import recommender_signatures
 from bert_keras.export.saved_model import export_saved_model
 from bert_keras.models.bert4rec import Bert4Rec
 from tests.export import serve
@@ -92,5 +94,25 @@ def test_refusals_name_the_problem(run_directory, tmp_path):
     (lonely / "model.keras").write_bytes((directory / "model.keras").read_bytes())
     with pytest.raises(ValueError, match="no item_ids.json beside it"):
         export_saved_model(lonely / "model.keras", tmp_path / "b")
-    with pytest.raises(ValueError, match=r"top_k must be in 1..12, got 13"):
+    with pytest.raises(
+        ValueError, match=r"top_k must be in 1..12 \(the model.s number of items\), got 13"
+    ):
         export_saved_model(directory, tmp_path / "c", top_k=13)
+
+
+@pytest.mark.parametrize("length", [0, 3])
+def test_an_empty_batch_gets_empty_answers(length):
+    model = Bert4Rec(num_items=12, max_sequence_length=6, hidden_dim=8, intermediate_dim=16)
+    signatures = recommender_signatures(model, ITEMS, top_k=4)
+    answer = signatures["serving_default"](tf.zeros([0, length], tf.string))
+    assert answer["items"].shape == answer["scores"].shape == (0, 4)
+    answer = signatures["serve_ids"](tf.zeros([0, length], tf.int32))
+    assert answer["item_ids"].shape == answer["scores"].shape == (0, 4)
+
+
+def test_by_default_a_small_catalogue_is_ranked_whole():
+    model = Bert4Rec(num_items=6, max_sequence_length=6, hidden_dim=8, intermediate_dim=16)
+    signatures = recommender_signatures(model, ITEMS[:6])  # fewer items than the default 10
+    answer = signatures["serve_ids"](tf.constant([[1, 2]], tf.int32))
+    assert answer["item_ids"].shape == (1, 6)
+    assert sorted(answer["item_ids"].numpy()[0, :4]) == [3, 4, 5, 6]
