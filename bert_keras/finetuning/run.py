@@ -310,11 +310,15 @@ class FineTuningRun:
             **self._chosen_widths(self.jit_compile, TRAINING_COMPILE_TOKENS / num_epochs),
         }
 
-    def build_model(self, build_task, head_name, output_layer="logits"):
+    def build_model(self, build_task, head_name, output_layer="logits", reads_pooler=True):
         """The task model on the checkpoint's backbone, with its head when one fits.
 
         With `freeze_backbone`, the backbone is made non-trainable: the
-        optimizer then sees only the head's weights.
+        optimizer then sees only the head's weights. A task whose head does
+        not read the pooler (`reads_pooler` False: tagging, question
+        answering) keeps it as the checkpoint has it: not trained, so
+        neither decayed (jax) nor warned of as getting no gradient
+        (tensorflow, torch).
 
         Args:
             build_task: backbone -> task model (e.g. a `BertTokenClassifier`).
@@ -323,6 +327,7 @@ class FineTuningRun:
                 shapes match it; otherwise, or when None, the layer keeps its
                 fresh weights.
             output_layer: name of the task model's output `Dense` layer.
+            reads_pooler: whether the task's head reads the pooled output.
 
         Returns:
             The task model; `head_loaded` says whether the head was loaded.
@@ -335,6 +340,8 @@ class FineTuningRun:
         self.head_loaded = bool(loaded)
         if self.freeze_backbone:
             model.backbone.trainable = False
+        if not reads_pooler:
+            model.backbone.pooler_dense.trainable = False
         self.replicas.prepare(model)
         return model
 

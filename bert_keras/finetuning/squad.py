@@ -268,7 +268,10 @@ class SquadRun(FineTuningRun):
         self.max_query_length = max_query_length
         self.version_2_with_negative = version_2_with_negative
         self.model = self.build_model(
-            BertQuestionAnswerer, "question_answering", output_layer="span_logits"
+            BertQuestionAnswerer,
+            "question_answering",
+            output_layer="span_logits",
+            reads_pooler=False,
         )
         self._trained = False
         self._predict_examples = {}  # path -> its questions (`predict_examples`)

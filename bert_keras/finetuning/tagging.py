@@ -138,6 +138,7 @@ class TaggingRun(FineTuningRun):
         self.model = self.build_model(
             lambda backbone: BertTokenClassifier(backbone, num_classes=num_classes),
             HEAD_NAME if self.head_loaded else None,
+            reads_pooler=False,
         )
 
     def _tags(self, split):

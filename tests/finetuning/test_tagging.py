@@ -7,6 +7,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import warnings
 
 import keras
 import numpy as np
@@ -371,3 +372,27 @@ def test_minilm_fine_tuned_on_part_of_conll_dev_finds_entities_in_the_rest(tmp_p
     # 0.407 entity F1 measured (P 0.394, R 0.421; tag accuracy 0.912); an untrained head finds
     # almost no entity, and the all-"O" tagger none.
     assert results["f1"] > 0.25, results
+
+
+@pytest.mark.every_backend
+def test_training_keeps_the_pooler_the_tagger_never_reads(tiny_checkpoint, tmp_path):
+    """Else jax decays it (zero gradients, weight decay) while tensorflow and torch warn of it."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "train.txt").write_text(_sentences(8, seed=0))
+    run = TaggingRun(str(data), tiny_checkpoint, str(tmp_path / "output"), max_seq_length=16)
+    pooler = [keras.ops.convert_to_numpy(w) for w in run.model.backbone.pooler_dense.weights]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run.train(batch_size=4, learning_rate=1e-2, num_epochs=1, verbose=0)
+    trained = [keras.ops.convert_to_numpy(w) for w in run.model.backbone.pooler_dense.weights]
+    for before, after in zip(pooler, trained):
+        np.testing.assert_array_equal(after, before)
+    assert not [w for w in caught if "Gradients do not exist" in str(w.message)]
+    kernel = keras.ops.convert_to_numpy(run.model.backbone.encoder_blocks[0].weights[0])
+    assert not np.array_equal(kernel, _checkpoint_kernel(tiny_checkpoint))  # the rest trained
+
+
+def _checkpoint_kernel(checkpoint):
+    backbone = BertBackbone.from_preset(checkpoint)
+    return keras.ops.convert_to_numpy(backbone.encoder_blocks[0].weights[0])
