@@ -7,6 +7,8 @@ level: a program checks its flags before the backend loads.
 """
 
 import dataclasses
+import os
+import tempfile
 
 from absl import flags
 
@@ -89,6 +91,8 @@ class Execution:
                 f"compilation_cache_dir is {self.compilation_cache_dir!r} but {blocking} is a "
                 "file: name a directory."
             )
+        if self.compilation_cache_dir:
+            _check_writable_directory("compilation_cache_dir", self.compilation_cache_dir)
         if self.steps_per_execution > 1 and keras.backend.backend() == "torch":
             raise ValueError(
                 f"steps_per_execution is {self.steps_per_execution} but Keras' torch backend runs "
@@ -235,6 +239,21 @@ def check_mesh_shape(mesh_shape, distribution):
         raise ValueError(
             f"mesh_shape is {mesh_shape} but must be two positive device counts, (batch, model)."
         )
+
+
+def _check_writable_directory(name, directory):
+    """Makes `directory` unless it exists and writes a scratch file there; ValueError if it can't.
+
+    JAX would only warn, once per program, and keep nothing.
+    """
+    try:
+        os.makedirs(directory, exist_ok=True)
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as error:
+        raise ValueError(
+            f"{name} is {directory!r} but it cannot be made or written in: {error.strerror}."
+        ) from None
 
 
 def _check_choice(name, value, choices):

@@ -79,3 +79,17 @@ def test_only_jax_takes_a_compilation_cache_dir(tmp_path):
         return
     with pytest.raises(ValueError, match=f"compilation_cache_dir is '{tmp_path}' but only jax"):
         execution.validate()
+
+
+@pytest.mark.skipif(BACKEND != "jax", reason="only jax keeps a compilation cache")
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+def test_a_compilation_cache_dir_that_cannot_be_made_is_refused(tmp_path):
+    # Nobody, root included, makes directories in /proc; JAX alone would only warn and keep nothing.
+    unwritable = Execution(compilation_cache_dir="/proc/bert_keras_cache")
+    with pytest.raises(
+        ValueError,
+        match="compilation_cache_dir is '/proc/bert_keras_cache' but it cannot be made or written",
+    ):
+        unwritable.validate()
+    Execution(compilation_cache_dir=str(tmp_path / "new" / "jax")).validate()
+    assert os.listdir(tmp_path / "new" / "jax") == []  # made, and the probe file gone
