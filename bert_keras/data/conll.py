@@ -24,7 +24,7 @@ SPLIT_FILES = {
     "dev": ("valid.txt", "dev.txt", "eng.testa"),
     "test": ("test.txt", "eng.testb"),
 }
-_ENTITY_TAG = re.compile(r"O|[BIES]-\S+")
+_ENTITY_TAG = re.compile(r"O|[BIESLU]-\S+")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,7 +127,7 @@ def has_split(data_dir, split):
 
 
 def is_entity_tag(tag):
-    """Whether `tag` is "O" or PREFIX-TYPE with a prefix B, I, E or S (conlleval's chunk tags).
+    """Whether `tag` is "O" or PREFIX-TYPE with a prefix B, I, E, S (conlleval's) or BILOU's L, U.
 
     Example:
     >>> is_entity_tag("B-PER"), is_entity_tag("O"), is_entity_tag("NNP"), is_entity_tag("B-")
@@ -137,10 +137,11 @@ def is_entity_tag(tag):
 
 
 def tag_scheme(tag_sequences):
-    """Names the scheme of tag sequences: "IOBES", "IOB1", "IOB2", "O" (no entities) or None.
+    """Names the scheme of tag sequences: "IOBES", "BILOU", "IOB1", "IOB2", "O" or None.
 
     IOB1 begins entities with I- and uses B- only between two entities of one
-    type; IOB2 begins every entity with B-; IOBES has E- and S- tags too.
+    type; IOB2 begins every entity with B-; IOBES has E- and S- tags too,
+    BILOU L- and U- in their place. "O": no entities.
     None: a tag is not an entity tag (`is_entity_tag`), as part-of-speech
     tags are not, so the tags mark no entities.
 
@@ -160,6 +161,8 @@ def tag_scheme(tag_sequences):
             if tag.startswith("I-") and (previous == "O" or previous[2:] != tag[2:]):
                 starts_with_inside = True
             previous = tag
+    if prefixes & {"L", "U"}:
+        return "BILOU"
     if prefixes & {"E", "S"}:
         return "IOBES"
     if starts_with_inside:

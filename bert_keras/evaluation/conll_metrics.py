@@ -1,7 +1,8 @@
 """Entity-level precision, recall and F1 exactly as CoNLL's conlleval script counts them.
 
 A chunk (entity) starts and ends by conlleval's rules (`startOfChunk` and
-`endOfChunk`), which read IOB1, IOB2 and IOE/IOBES tags alike; a predicted
+`endOfChunk`), which read IOB1, IOB2 and IOE/IOBES tags alike (and BILOU's,
+read as IOBES: L- as E-, U- as S-); a predicted
 entity is correct only when its type, start and end all match a gold entity.
 """
 
@@ -17,6 +18,8 @@ def entities(tags):
     Example:
     >>> entities(["B-PER", "I-PER", "O", "I-LOC", "B-LOC"])
     [('PER', 0, 1), ('LOC', 3, 3), ('LOC', 4, 4)]
+    >>> entities(["B-PER", "L-PER", "U-LOC"])  # BILOU
+    [('PER', 0, 1), ('LOC', 2, 2)]
     """
     spans = []
     previous_tag, previous_type, start = "O", "", None
@@ -31,11 +34,14 @@ def entities(tags):
     return spans
 
 
+_BILOU_PREFIXES = {"L": "E", "U": "S"}  # BILOU's last and unit tags are IOBES's end and single
+
+
 def _split(tag):
     if tag in ("O", "") or "-" not in tag:
         return ("O", "") if tag in ("O", "") else (tag, "")
     prefix, entity_type = tag.split("-", 1)
-    return prefix, entity_type
+    return _BILOU_PREFIXES.get(prefix, prefix), entity_type
 
 
 def _ends(previous, current, previous_type, current_type):

@@ -31,7 +31,7 @@ class TaggingRun(FineTuningRun):
     Tags are learned and predicted per word on its first word piece; long
     sentences are split into overlapping windows, so every word is tagged
     (see `bert_keras.finetuning.word_windows`). Any tag set is learned:
-    entity tags (IOB1, IOB2, IOBES) are scored by entities exactly as
+    entity tags (IOB1, IOB2, IOBES, BILOU) are scored by entities exactly as
     conlleval does, and by tag accuracy; others, such as part of speech, by
     tag accuracy.
 
@@ -340,7 +340,7 @@ def _warn_of_mixed_tags(path, sentences):
     if entity_tags and other_tags:
         tag, line_number = min(other_tags.items(), key=lambda item: item[1])
         logging.warning(
-            "%s:%d: tag %r is neither 'O' nor PREFIX-TYPE (prefix B, I, E or S), though the "
+            "%s:%d: tag %r is neither 'O' nor PREFIX-TYPE (prefix B, I, E, S, L or U), though the "
             "file has entity tags such as %r: no entities are scored, only tag accuracy (the "
             "tags of neither kind: %s).",
             path,

@@ -96,6 +96,7 @@ def test_tag_schemes_are_told_apart():
     assert tag_scheme([["B-PER", "I-PER", "B-PER", "O", "B-LOC"]]) == "IOB2"
     assert tag_scheme([["B-PER", "I-LOC"]]) == "IOB1"  # I- after another type opens one
     assert tag_scheme([["S-PER", "B-LOC", "E-LOC"]]) == "IOBES"
+    assert tag_scheme([["U-PER", "B-LOC", "L-LOC"]]) == "BILOU"  # spaCy's
     assert tag_scheme([["O", "O"]]) == "O"
 
 
