@@ -25,12 +25,16 @@ def test_iob1_entities_start_with_i_and_split_on_b():
 def test_bilou_entities_are_read_as_iobes():
     bilou = ["U-PER", "B-LOC", "I-LOC", "L-LOC", "U-LOC", "O", "B-ORG", "L-ORG"]
     iobes = ["S-PER", "B-LOC", "I-LOC", "E-LOC", "S-LOC", "O", "B-ORG", "E-ORG"]
-    assert entities(bilou) == entities(iobes) == [
-        ("PER", 0, 0),
-        ("LOC", 1, 3),
-        ("LOC", 4, 4),
-        ("ORG", 6, 7),
-    ]
+    assert (
+        entities(bilou)
+        == entities(iobes)
+        == [
+            ("PER", 0, 0),
+            ("LOC", 1, 3),
+            ("LOC", 4, 4),
+            ("ORG", 6, 7),
+        ]
+    )
 
 
 def test_a_type_change_inside_ends_the_entity():
