@@ -52,6 +52,22 @@ _NULL_SCORE_DIFF_THRESHOLD = flags.DEFINE_float(
     "than this (tasks.squad's flag; 0.0 if unset).",
 )
 
+# tasks.squad's flags that shape a question answerer's answers.
+_QUESTION_ANSWERING = {
+    name: flags.DEFINE_integer(
+        name,
+        None,
+        f"Question answerers: tasks.squad's --{name} ({help_text}); by default what the checkpoint "
+        "recorded, else tasks.squad's default (a .keras file records none).",
+    )
+    for name, help_text in (
+        ("doc_stride", "tokens between context windows' starts"),
+        ("max_query_length", "most question tokens kept"),
+        ("n_best_size", "candidates kept per window"),
+        ("max_answer_length", "longest answer, in tokens"),
+    )
+}
+
 
 def main(argv):
     if len(argv) > 1:
@@ -72,6 +88,7 @@ def main(argv):
             overwrite=_OVERWRITE.value,
             top_k=_TOP_K.value,
             null_score_diff_threshold=_NULL_SCORE_DIFF_THRESHOLD.value,
+            **{name: flag.value for name, flag in _QUESTION_ANSWERING.items()},
         )
     except (FileNotFoundError, FileExistsError, ValueError) as error:
         sys.exit(f"export_saved_model: {error}")

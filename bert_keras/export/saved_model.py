@@ -97,6 +97,8 @@ _METHOD_NAMES = {
     "regress": signatures_lib.REGRESS_METHOD,
 }
 _TEXT_PAIR_TASKS = ("classifier", "regression")
+# tasks.squad's flags that shape a question answerer's answers; its export takes them too.
+QUESTION_ANSWERING_SETTINGS = ("doc_stride", "max_query_length", "n_best_size", "max_answer_length")
 TASKS = ("classifier", "regression", "multiple_choice", "tagger", "question_answering", "backbone")
 
 
@@ -129,6 +131,7 @@ def export_saved_model(
     overwrite=False,
     top_k=None,
     null_score_diff_threshold=None,
+    **question_answering,
 ):
     """Writes the SavedModel of a checkpoint directory or .keras file to `export_base/<version>`.
 
@@ -153,6 +156,11 @@ def export_saved_model(
             `version_2_with_negative`, how much the null score must beat
             the best span by for no answer (`tasks.squad`'s flag; 0.0 when
             None).
+        **question_answering: for a question answerer, any of
+            `QUESTION_ANSWERING_SETTINGS` (`tasks.squad`'s flags of the same
+            names: doc_stride, max_query_length, n_best_size,
+            max_answer_length); by default what the checkpoint recorded,
+            else `tasks.squad`'s defaults. A .keras file records none.
 
     Returns:
         The version directory written.
@@ -189,6 +197,7 @@ def export_saved_model(
         overwrite=overwrite,
         top_k=top_k,
         null_score_diff_threshold=null_score_diff_threshold,
+        **_question_answering_settings(question_answering),
     )
     if not arguments["export_base"]:
         raise ValueError("export_base is empty; name the directory of the model's versions.")
@@ -200,15 +209,17 @@ def export_saved_model(
         return _export_in_tensorflow_process(arguments)
     recommender_file = _recommender_file(os.fspath(model))
     if recommender_file is not None:
-        if (sequence_length, text_pair, null_score_diff_threshold) != (None,) * 3:
+        if (sequence_length, text_pair, null_score_diff_threshold) != (None,) * 3 or any(
+            value is not None for value in question_answering.values()
+        ):
             raise ValueError(
-                "sequence_length, text_pair and null_score_diff_threshold apply to text models, "
-                "not Bert4Rec."
+                "sequence_length, text_pair, null_score_diff_threshold and the question answering "
+                "settings apply to text models, not Bert4Rec."
             )
         return _export_recommender(recommender_file, export_base, version, overwrite, top_k)
     if top_k is not None:
         raise ValueError("top_k applies to recommenders (Bert4Rec) only.")
-    served = load_served_model(model, sequence_length)
+    served = load_served_model(model, sequence_length, question_answering)
     if text_pair and served.task not in _TEXT_PAIR_TASKS:
         raise ValueError(f"text_pair applies to classifiers only, not to a {served.task}.")
     if text_pair is not None and served.task in _TEXT_PAIR_TASKS:
@@ -291,6 +302,17 @@ def _check_export_base(export_base):
     )
 
 
+def _question_answering_settings(settings):
+    """`settings` (keyword arguments of `export_saved_model`), refusing unknown names and values < 1."""
+    unknown = sorted(set(settings) - set(QUESTION_ANSWERING_SETTINGS))
+    if unknown:
+        raise TypeError(f"export_saved_model got unexpected keyword arguments {unknown}.")
+    for name, value in settings.items():
+        if isinstance(value, int) and not isinstance(value, bool) and value < 1:
+            raise ValueError(f"{name} is {value} but must be at least 1.")
+    return {name: settings.get(name) for name in QUESTION_ANSWERING_SETTINGS}
+
+
 def _recommender_file(path):
     """The .keras file of a `Bert4Rec` at `path` (the file or a run's directory), or None."""
     if os.path.isdir(path):
@@ -371,6 +393,7 @@ def _check_argument_types(arguments):
         "text_pair": bool,
         "overwrite": bool,
         "null_score_diff_threshold": float,
+        **dict.fromkeys(QUESTION_ANSWERING_SETTINGS, int),
     }
     for name, kind in kinds.items():
         value = arguments[name]
@@ -387,8 +410,12 @@ def _is_bool_for_number(value, kind):
     return isinstance(value, bool) and kind is not bool
 
 
-def load_served_model(path, sequence_length=None):
+def load_served_model(path, sequence_length=None, question_answering=None):
     """The `ServedModel` of a checkpoint directory or a .keras file.
+
+    `question_answering` (a dict of `QUESTION_ANSWERING_SETTINGS`; None
+    values are left out) overrides what the checkpoint's `task_config`
+    recorded of them; it applies to question answerers only.
 
     Raises:
         ValueError: a model this exporter cannot serve (named with its
@@ -433,14 +460,34 @@ def load_served_model(path, sequence_length=None):
             f"sequence_length is {sequence_length} but must be between 3 and the backbone's "
             f"max_sequence_length, {backbone.max_sequence_length}."
         )
-    max_query_length = task_config.get("max_query_length", DEFAULT_MAX_QUERY_LENGTH)
-    if task == "question_answering" and sequence_length - max_query_length - 3 < 1:
+    settings = {k: v for k, v in (question_answering or {}).items() if v is not None}
+    if settings and task != "question_answering":
         raise ValueError(
-            f"sequence_length {sequence_length} leaves no room for context after a question of "
-            f"max_query_length {max_query_length} tokens, [CLS] and two [SEP]."
+            f"{', '.join(settings)} apply to question answerers only, not to a {task}."
         )
+    task_config = {**task_config, **settings}
+    if task == "question_answering":
+        _check_question_room(sequence_length, task_config)
     preprocessor = BertPreprocessor(tokenizer, sequence_length=sequence_length, padding="longest")
-    return ServedModel(model, preprocessor, task, label_names, dict(task_config))
+    return ServedModel(model, preprocessor, task, label_names, task_config)
+
+
+def _check_question_room(sequence_length, task_config):
+    """Raises ValueError when a question of max_query_length tokens leaves no room for context."""
+    max_query_length = task_config.get("max_query_length", DEFAULT_MAX_QUERY_LENGTH)
+    if sequence_length - max_query_length - 3 >= 1:
+        return
+    origin = (
+        "recorded by the checkpoint"
+        if "max_query_length" in task_config
+        else "tasks.squad's default; the model records none"
+    )
+    raise ValueError(
+        f"sequence_length {sequence_length} leaves no room for context after a question of "
+        f"max_query_length {max_query_length} tokens ({origin}), [CLS] and two [SEP]: pass a "
+        "smaller max_query_length (--max_query_length), as the model was fine-tuned with, or a "
+        "larger sequence_length."
+    )
 
 
 def next_version(export_base):
@@ -589,7 +636,7 @@ def _signatures(served):
                 if config.get("version_2_with_negative")
                 else None
             ),
-            **{key: config[key] for key in ("doc_stride", "max_query_length") if key in config},
+            **{key: config[key] for key in QUESTION_ANSWERING_SETTINGS if key in config},
         )
     return signatures_lib.backbone_signatures(model, preprocessor)
 

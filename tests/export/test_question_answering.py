@@ -47,12 +47,14 @@ def question_answerer(tmp_path_factory):
     return model, str(directory / "export"), BertTokenizer(vocabulary)
 
 
-def _expected(model, tokenizer, pairs):
+def _expected(model, tokenizer, pairs, **choice):
     """`tasks.squad`'s answers and their scores, through `squad_features` and `best_answers`."""
     examples = [SquadExample(str(i), q, c) for i, (q, c) in enumerate(pairs)]
     features = squad_features(examples, tokenizer, **WINDOWS)
     logits = model.predict(features.inputs(), verbose=0)
-    chosen = best_answers(examples, features, logits["start_logits"], logits["end_logits"])
+    chosen = best_answers(
+        examples, features, logits["start_logits"], logits["end_logits"], **choice
+    )
     scores = [
         entries[0]["start_logit"] + entries[0]["end_logit"] if entries else None
         for entries in (chosen.nbest[str(i)] for i in range(len(pairs)))
@@ -102,6 +104,41 @@ def test_sequence_length_must_leave_room_for_context(question_answerer, tmp_path
     with pytest.raises(ValueError, match="null_score_diff_threshold applies to question"):
         export_saved_model(checkpoint, tmp_path / "squad", null_score_diff_threshold=1.0)
     assert not (tmp_path / "squad").exists()
+
+
+def test_settings_the_model_does_not_record_are_taken_as_tasks_squad_takes_them(
+    question_answerer, tmp_path
+):
+    model, _, tokenizer = question_answerer
+    bare = model_checkpoint(  # records no windows, as a .keras file
+        model,
+        heads={"question_answering": "span_logits"},
+        vocabulary_file=write_vocabulary(tmp_path),
+    )
+    write_checkpoint(bare, tmp_path / "bare")
+    length = WINDOWS["max_seq_length"]
+    with pytest.raises(ValueError, match=r"\(tasks.squad's default; the model records none\)"):
+        export_saved_model(tmp_path / "bare", tmp_path / "squad", sequence_length=length)
+    choice = {"n_best_size": 3, "max_answer_length": 2}
+    exported = export_saved_model(
+        tmp_path / "bare",
+        tmp_path / "squad",
+        sequence_length=length,
+        doc_stride=WINDOWS["doc_stride"],
+        max_query_length=WINDOWS["max_query_length"],
+        **choice,
+    )
+    answers, _, _ = _expected(model, tokenizer, PAIRS, **choice)
+    assert answers != _expected(model, tokenizer, PAIRS)[0]  # the settings matter here
+    signature = tf.saved_model.load(exported).signatures["serving_default"]
+    served = signature(
+        question=tf.constant([q for q, _ in PAIRS]), context=tf.constant([c for _, c in PAIRS])
+    )
+    assert [answer.decode() for answer in served["answer"].numpy()] == answers
+    backbone = str(tmp_path / "backbone")
+    BertBackbone(**CONFIG).save_to_preset(backbone, vocabulary_file=str(tmp_path / "vocab.txt"))
+    with pytest.raises(ValueError, match="max_answer_length apply to question answerers only"):
+        export_saved_model(backbone, tmp_path / "other", max_answer_length=2)
 
 
 def _squad_2_expected(model, tokenizer, examples):
