@@ -1,10 +1,15 @@
 """Multiple choice (SWAG): one [CLS] score per (context, choice) pair."""
 
+import os
+
 import keras
 from keras import ops
 
+from bert_keras.checkpoints.checkpoint import OWN_CONFIG_FILE
+from bert_keras.checkpoints.checkpoint import read_json
 from bert_keras.models.bert_backbone import INPUT_NAMES
 from bert_keras.models.bert_task import BertTask
+from bert_keras.models.bert_task import check_not_a_backbone_preset
 from bert_keras.models.bert_task import dropout_dense
 from bert_keras.models.text_inputs import holds_dataset
 from bert_keras.models.text_inputs import holds_text
@@ -62,6 +67,39 @@ class BertMultipleChoice(BertTask):
         self.label_classes = num_choices
         self.dropout = dropout
 
+    @classmethod
+    def from_preset(cls, preset, sequence_length=None, **kwargs):
+        """`BertTask.from_preset`, with `num_choices` by default what the checkpoint recorded.
+
+        `tasks.multiple_choice` records it in its export's bert_keras.json.
+
+        Raises:
+            ValueError: no `num_choices` given and none recorded in `preset`.
+
+        Example:
+        >>> import os, tempfile
+        >>> directory = tempfile.mkdtemp() + "/swag"
+        >>> vocabulary = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+        >>> _ = open(vocabulary, "w").write("\\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]))
+        >>> from bert_keras.models.bert_backbone import BertBackbone
+        >>> BertBackbone(5, 1, 2, 8, 16).save_to_preset(directory, vocabulary_file=vocabulary)
+        >>> BertMultipleChoice.from_preset(directory)
+        Traceback (most recent call last):
+        ...
+        ValueError: ... records no num_choices (tasks.multiple_choice's export does): give num_choices.
+        >>> BertMultipleChoice.from_preset(directory, num_choices=3).num_choices
+        3
+        """
+        if "num_choices" not in kwargs:
+            check_not_a_backbone_preset(cls, preset)
+            kwargs["num_choices"] = recorded_num_choices(preset)
+            if kwargs["num_choices"] is None:
+                raise ValueError(
+                    f"{preset} records no num_choices (tasks.multiple_choice's export does): "
+                    "give num_choices."
+                )
+        return super().from_preset(preset, sequence_length, **kwargs)
+
     def _check_array_inputs(self, x, y=None, sample_weight=None, batch_size=None, source=""):
         """`BertTask`'s checks, and that each example in lists has `num_choices` choices."""
         super()._check_array_inputs(x, y, sample_weight, batch_size, source)
@@ -114,6 +152,24 @@ class BertMultipleChoice(BertTask):
 
     def get_config(self):
         return {**super().get_config(), "num_choices": self.num_choices, "dropout": self.dropout}
+
+
+def recorded_num_choices(preset):
+    """The num_choices of a checkpoint directory's bert_keras.json task, or None.
+
+    Example:
+    >>> import json, os, tempfile
+    >>> directory = tempfile.mkdtemp()
+    >>> task = {"task": {"task": "multiple_choice", "num_choices": 4}}
+    >>> _ = open(os.path.join(directory, "bert_keras.json"), "w").write(json.dumps(task))
+    >>> recorded_num_choices(directory), recorded_num_choices(tempfile.mkdtemp())
+    (4, None)
+    """
+    path = os.path.join(os.fspath(preset), OWN_CONFIG_FILE)
+    if not os.path.isfile(path):
+        return None
+    task = read_json(path).get("task")
+    return task.get("num_choices") if isinstance(task, dict) else None
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")

@@ -1,7 +1,10 @@
 import numpy as np
+import pytest
 from keras import ops
 
+from bert_keras.checkpoints import write_checkpoint
 from bert_keras.models.bert_multiple_choice import BertMultipleChoice
+from bert_keras.models.checkpoint_weights import model_checkpoint
 from tests.test_case import TINY_INPUTS
 from tests.test_case import TestCase
 from tests.test_case import tiny_backbone
@@ -44,3 +47,18 @@ class TestBertMultipleChoice(TestCase):
             ops.convert_to_numpy(chooser(CHOICES))[:, order],
             atol=1e-5,
         )
+
+
+def test_from_preset_takes_the_num_choices_the_checkpoint_records(tmp_path):
+    chooser = BertMultipleChoice(tiny_backbone(), num_choices=4)
+    heads = {"classifier": "choice_score"}
+    task = {"task": "multiple_choice", "num_choices": 4}  # as tasks.multiple_choice records
+    write_checkpoint(model_checkpoint(chooser, heads, task_config=task), tmp_path / "swag")
+    loaded = BertMultipleChoice.from_preset(str(tmp_path / "swag"), preprocessor=None)
+    assert loaded.num_choices == 4
+    np.testing.assert_allclose(
+        ops.convert_to_numpy(loaded(CHOICES)), ops.convert_to_numpy(chooser(CHOICES)), atol=1e-5
+    )
+    write_checkpoint(model_checkpoint(chooser, heads), tmp_path / "unrecorded")
+    with pytest.raises(ValueError, match="unrecorded records no num_choices .* give num_choices"):
+        BertMultipleChoice.from_preset(str(tmp_path / "unrecorded"), preprocessor=None)
