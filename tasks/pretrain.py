@@ -103,7 +103,7 @@ def main(argv):
                 mixed_precision=_EXECUTION.mixed_precision.value,
                 gradient_accumulation_steps=_GRADIENT_ACCUMULATION_STEPS.value,
                 steps_per_execution=_EXECUTION.steps_per_execution.value,
-                jit_compile=_EXECUTION.jit_compile.value is not False,  # one width: XLA pays
+                jit_compile=_EXECUTION.jit_compile.value,  # unset: XLA (one width, it pays)
                 seed=_SEED.value,
                 keep_checkpoint_max=_KEEP_CHECKPOINT_MAX.value,
                 distribution=_EXECUTION.distribution.value,

@@ -139,10 +139,11 @@ class PretrainingConfig:
         gradient_accumulation_steps: batches per optimizer step.
         steps_per_execution: batches per compiled call.
         jit_compile: XLA-compile the training step where XLA can run it
-            (`DataParallel.jit_compile`). jax compiles unless this is False
-            (to debug eagerly); on tensorflow, Keras' "auto" would leave XLA
-            off on CPUs, where the compiled step is faster. Keras' torch
-            backend runs eagerly either way.
+            (`DataParallel.jit_compile`): None or True compile unless this is
+            False (to debug eagerly); on tensorflow, Keras' "auto" would leave
+            XLA off on CPUs, where the compiled step is faster. Keras' torch
+            backend runs eagerly either way (True there is warned about as
+            ignored; None is not).
         seed: seeds the weights, dropout and the data order.
         keep_checkpoint_max: checkpoints kept.
         distribution: "none", "data_parallel" (every local device trains
@@ -175,7 +176,7 @@ class PretrainingConfig:
     mixed_precision: str = "none"
     gradient_accumulation_steps: int = 1
     steps_per_execution: int = 1
-    jit_compile: bool = True
+    jit_compile: bool | None = None
     seed: int = 12345
     keep_checkpoint_max: int = 5
     distribution: str = "none"
@@ -462,7 +463,7 @@ class PretrainingRun:
                 gradient_accumulation_steps=accumulation if accumulation > 1 else None,
             ),
             steps_per_execution=config.steps_per_execution,
-            jit_compile=self.replicas.jit_compile(config.jit_compile),
+            jit_compile=self.replicas.jit_compile(config.jit_compile is not False),
         )
         return model
 

@@ -27,6 +27,7 @@ from absl import logging
 
 from bert_keras.training.execution import DISTRIBUTIONS
 from bert_keras.training.execution import check_mesh_shape
+from bert_keras.training.execution import xla_left_off
 from bert_keras.training.torch_processes import WORLD_SIZE_VARIABLE
 from bert_keras.training.torch_processes import TorchProcesses
 from bert_keras.training.torch_processes import launched_by_torchrun
@@ -84,6 +85,7 @@ class DataParallel:
         check_mesh_shape(mesh_shape, distribution)
         if distribution == "none":
             _check_one_process()
+        self.distribution = distribution
         self._engine = None
         self.num_replicas = 1
         self.num_processes = 1
@@ -157,20 +159,18 @@ class DataParallel:
     def jit_compile(self, requested=True):
         """Keras' `jit_compile` for a model trained under `scope()`: `requested` where XLA can run it.
 
-        That is jax, and tensorflow on one device: Keras turns XLA off under a
-        `tf.distribute` strategy, and forced on there it fails to reach the
-        other replicas' variables (tensorflow.org/xla/known_issues). On torch
-        the steps run eagerly: Keras' `jit_compile=True` there is
-        `torch.compile`, which `benchmarks.pretraining --jit_compile` times
-        but the programs leave off (its first step compiles for minutes on
-        CPUs, and it is unmeasured on GPUs so far).
+        That is jax, and tensorflow without a distribution; elsewhere False
+        (`bert_keras.training.execution.xla_left_off` says why, and
+        `Execution.validate` warns when `--jit_compile` asked for it). On
+        torch, Keras' `jit_compile=True` is `torch.compile`, which
+        `benchmarks.pretraining --jit_compile` times but the programs leave
+        off (unmeasured on GPUs so far).
 
         Example:
         >>> DataParallel("none").jit_compile() == (keras.backend.backend() != "torch")
         True
         """
-        backend = keras.backend.backend()
-        if backend == "torch" or (backend == "tensorflow" and self._engine is not None):
+        if xla_left_off(keras.backend.backend(), self.distribution):
             return False
         return requested
 

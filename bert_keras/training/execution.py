@@ -11,6 +11,7 @@ import os
 import tempfile
 
 from absl import flags
+from absl import logging
 
 from bert_keras.atomic_files import file_in_the_way
 
@@ -93,6 +94,9 @@ class Execution:
             )
         if self.compilation_cache_dir:
             _check_writable_directory("compilation_cache_dir", self.compilation_cache_dir)
+        left_off = self.jit_compile and xla_left_off(keras.backend.backend(), self.distribution)
+        if left_off:
+            logging.warning("jit_compile is True but %s: the flag is ignored.", left_off)
         if self.steps_per_execution > 1 and keras.backend.backend() == "torch":
             raise ValueError(
                 f"steps_per_execution is {self.steps_per_execution} but Keras' torch backend runs "
@@ -216,6 +220,32 @@ steps_per_execution=1, mesh_shape=None, compilation_cache_dir=None)
         flag_values=flag_values,
     )
     return execution_flags
+
+
+def xla_left_off(backend, distribution):
+    """Why the training step runs without XLA on `backend` with `distribution`, or None if it can.
+
+    Keras turns XLA off under a `tf.distribute` strategy (forced on, it
+    fails to reach the other replicas' variables:
+    tensorflow.org/xla/known_issues). On torch, Keras' `jit_compile=True` is
+    `torch.compile`, which the programs leave off (its first step compiles
+    for minutes on CPUs).
+
+    Example:
+    >>> xla_left_off("jax", "data_parallel") is None
+    True
+    >>> xla_left_off("tensorflow", "data_parallel")
+    "Keras runs TensorFlow's MirroredStrategy (distribution='data_parallel') without XLA"
+    """
+    if backend == "torch":
+        return (
+            "Keras' torch backend runs the training step eagerly here (torch.compile is left off)"
+        )
+    if backend == "tensorflow" and distribution != "none":
+        return (
+            f"Keras runs TensorFlow's MirroredStrategy (distribution={distribution!r}) without XLA"
+        )
+    return None
 
 
 def check_mesh_shape(mesh_shape, distribution):

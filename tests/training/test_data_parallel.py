@@ -268,6 +268,24 @@ def test_xla_compiles_on_jax_but_not_under_a_tensorflow_strategy():
     assert DataParallel("data_parallel").jit_compile(requested=False) is False
 
 
+def test_an_explicit_jit_compile_that_cannot_run_is_warned_about(caplog):
+    ignored = {
+        "jax": [],
+        "tensorflow": ["jit_compile is True but Keras runs TensorFlow's MirroredStrategy"],
+        "torch": ["jit_compile is True but Keras' torch backend runs the training step eagerly"],
+    }[BACKEND]
+    with caplog.at_level("WARNING", logger="absl"):
+        Execution(distribution="data_parallel", jit_compile=True).validate()
+        Execution(distribution="data_parallel").validate()  # unset: nothing was asked for
+        Execution(jit_compile=False).validate()
+    warned = [
+        record.getMessage() for record in caplog.records if "jit_compile" in record.getMessage()
+    ]
+    assert len(warned) == len(ignored)
+    for message, start in zip(warned, ignored):
+        assert message.startswith(start) and message.endswith("the flag is ignored.")
+
+
 def test_an_unknown_distribution_is_refused():
     with pytest.raises(ValueError, match="distribution is 'mirrored' but must be one of"):
         DataParallel("mirrored")
