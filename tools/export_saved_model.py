@@ -51,6 +51,12 @@ _NULL_SCORE_DIFF_THRESHOLD = flags.DEFINE_float(
     'SQuAD 2.0 question answerers: answer "" when the null score beats the best span by more '
     "than this (tasks.squad's flag; 0.0 if unset).",
 )
+_LABEL_NAMES = flags.DEFINE_list(
+    "label_names",
+    None,
+    "A classifier's or tagger's class names in order, comma-separated (B-PER,I-PER,O,...); by "
+    "default the checkpoint's. A .keras file records none: without them it answers class numbers.",
+)
 
 # tasks.squad's flags that shape a question answerer's answers.
 _QUESTION_ANSWERING = {
@@ -88,6 +94,7 @@ def main(argv):
             overwrite=_OVERWRITE.value,
             top_k=_TOP_K.value,
             null_score_diff_threshold=_NULL_SCORE_DIFF_THRESHOLD.value,
+            label_names=_LABEL_NAMES.value,
             **{name: flag.value for name, flag in _QUESTION_ANSWERING.items()},
         )
     except (FileNotFoundError, FileExistsError, ValueError) as error:

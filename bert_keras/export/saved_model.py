@@ -53,6 +53,7 @@ import zipfile
 
 import keras
 import tensorflow as tf
+from absl import logging
 from tensorflow.core.protobuf import saved_model_pb2
 from tensorflow_serving.apis import classification_pb2
 from tensorflow_serving.apis import input_pb2
@@ -131,6 +132,7 @@ def export_saved_model(
     overwrite=False,
     top_k=None,
     null_score_diff_threshold=None,
+    label_names=None,
     **question_answering,
 ):
     """Writes the SavedModel of a checkpoint directory or .keras file to `export_base/<version>`.
@@ -156,6 +158,10 @@ def export_saved_model(
             `version_2_with_negative`, how much the null score must beat
             the best span by for no answer (`tasks.squad`'s flag; 0.0 when
             None).
+        label_names: a classifier's or tagger's class names, in order, for
+            its `label`/`tags` outputs; by default the checkpoint's. A
+            .keras file records none: without them it answers class numbers
+            ("0", "1", ...), with a warning.
         **question_answering: for a question answerer, any of
             `QUESTION_ANSWERING_SETTINGS` (`tasks.squad`'s flags of the same
             names: doc_stride, max_query_length, n_best_size,
@@ -197,6 +203,7 @@ def export_saved_model(
         overwrite=overwrite,
         top_k=top_k,
         null_score_diff_threshold=null_score_diff_threshold,
+        label_names=_label_name_list(label_names),
         **_question_answering_settings(question_answering),
     )
     if not arguments["export_base"]:
@@ -209,17 +216,18 @@ def export_saved_model(
         return _export_in_tensorflow_process(arguments)
     recommender_file = _recommender_file(os.fspath(model))
     if recommender_file is not None:
-        if (sequence_length, text_pair, null_score_diff_threshold) != (None,) * 3 or any(
-            value is not None for value in question_answering.values()
-        ):
+        if (sequence_length, text_pair, null_score_diff_threshold, label_names) != (
+            None,
+        ) * 4 or any(value is not None for value in question_answering.values()):
             raise ValueError(
-                "sequence_length, text_pair, null_score_diff_threshold and the question answering "
-                "settings apply to text models, not Bert4Rec."
+                "sequence_length, text_pair, null_score_diff_threshold, label_names and the "
+                "question answering settings apply to text models, not Bert4Rec."
             )
         return _export_recommender(recommender_file, export_base, version, overwrite, top_k)
     if top_k is not None:
         raise ValueError("top_k applies to recommenders (Bert4Rec) only.")
     served = load_served_model(model, sequence_length, question_answering)
+    served.label_names = _served_label_names(served, label_names, os.fspath(model))
     if text_pair and served.task not in _TEXT_PAIR_TASKS:
         raise ValueError(f"text_pair applies to classifiers only, not to a {served.task}.")
     if text_pair is not None and served.task in _TEXT_PAIR_TASKS:
@@ -311,6 +319,43 @@ def _question_answering_settings(settings):
         if isinstance(value, int) and not isinstance(value, bool) and value < 1:
             raise ValueError(f"{name} is {value} but must be at least 1.")
     return {name: settings.get(name) for name in QUESTION_ANSWERING_SETTINGS}
+
+
+def _label_name_list(label_names):
+    """`label_names` as a list (None stays None); a TypeError unless it holds only strings."""
+    if label_names is None:
+        return None
+    if isinstance(label_names, str) or not all(isinstance(name, str) for name in label_names):
+        raise TypeError(f"label_names is {label_names!r}; expected a list of strings.")
+    return list(label_names)
+
+
+def _served_label_names(served, label_names, path):
+    """`label_names` checked against the model's classes, else `served.label_names`.
+
+    Warns where a .keras file's classifier or tagger, which records no
+    names, would answer class numbers.
+    """
+    if label_names is None:
+        if path.endswith(".keras") and served.task in ("classifier", "tagger"):
+            logging.warning(
+                "%s records no class names: its %s answers class numbers (%s); pass label_names "
+                "(--label_names) to name them.",
+                path,
+                served.task,
+                ", ".join(served.label_names[:3] + ["..."] * (len(served.label_names) > 3)),
+            )
+        return served.label_names
+    if served.task not in ("classifier", "tagger"):
+        raise ValueError(f"label_names applies to classifiers and taggers, not to a {served.task}.")
+    if not all(label_names):
+        raise ValueError(f"label_names must be non-empty strings, got {label_names!r}.")
+    if len(label_names) != served.model.num_classes:
+        raise ValueError(
+            f"label_names holds {len(label_names)} names but {path} has "
+            f"{served.model.num_classes} classes."
+        )
+    return list(label_names)
 
 
 def _recommender_file(path):

@@ -230,6 +230,22 @@ def test_a_one_output_classifier_exports_as_a_regression(vocabulary_file, tmp_pa
         np.testing.assert_allclose(served["regress"]["outputs"], values, atol=1e-5)
 
 
+def test_a_keras_file_classifier_answers_the_label_names_given(vocabulary_file, tmp_path, caplog):
+    preprocessor = BertPreprocessor(BertTokenizer(vocabulary_file), SEQUENCE_LENGTH)
+    model = BertClassifier(BertBackbone(**CONFIG), num_classes=3, preprocessor=preprocessor)
+    model.save(tmp_path / "sentiment.keras")
+    with pytest.raises(ValueError, match="label_names holds 2 names but .* has 3 classes"):
+        export_saved_model(tmp_path / "sentiment.keras", tmp_path / "base", label_names=["a", "b"])
+    named = export_saved_model(tmp_path / "sentiment.keras", tmp_path / "base", label_names=LABELS)
+    serve = tf.saved_model.load(named).signatures["serving_default"]
+    assert serve(text=tf.constant(["good"]))["label"].numpy()[0].decode() in LABELS
+    with caplog.at_level("WARNING"):
+        numbered = export_saved_model(tmp_path / "sentiment.keras", tmp_path / "base")
+    assert "records no class names: its classifier answers class numbers (0, 1, 2)" in caplog.text
+    serve = tf.saved_model.load(numbered).signatures["serving_default"]
+    assert serve(text=tf.constant(["good"]))["label"].numpy()[0].decode() in ("0", "1", "2")
+
+
 def test_warmup_records_are_one_real_request_per_signature(classifier_export):
     exported = classifier_export
     path = os.path.join(exported, "assets.extra", "tf_serving_warmup_requests")
