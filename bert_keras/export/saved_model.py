@@ -97,6 +97,8 @@ _METHOD_NAMES = {
     "classify": signatures_lib.CLASSIFY_METHOD,
     "regress": signatures_lib.REGRESS_METHOD,
 }
+# What export_saved_model takes for a Bert4Rec; the others apply to text models.
+_RECOMMENDER_ARGUMENTS = ("model", "export_base", "version", "overwrite", "top_k")
 _TEXT_PAIR_TASKS = ("classifier", "regression")
 # tasks.squad's flags that shape a question answerer's answers; its export takes them too.
 QUESTION_ANSWERING_SETTINGS = ("doc_stride", "max_query_length", "n_best_size", "max_answer_length")
@@ -216,13 +218,13 @@ def export_saved_model(
         return _export_in_tensorflow_process(arguments)
     recommender_file = _recommender_file(os.fspath(model))
     if recommender_file is not None:
-        if (sequence_length, text_pair, null_score_diff_threshold, label_names) != (
-            None,
-        ) * 4 or any(value is not None for value in question_answering.values()):
-            raise ValueError(
-                "sequence_length, text_pair, null_score_diff_threshold, label_names and the "
-                "question answering settings apply to text models, not Bert4Rec."
-            )
+        text_only = [
+            name
+            for name, value in arguments.items()
+            if name not in _RECOMMENDER_ARGUMENTS and value is not None
+        ]
+        if text_only:
+            raise ValueError(f"{', '.join(text_only)} apply to text models, not to Bert4Rec.")
         return _export_recommender(recommender_file, export_base, version, overwrite, top_k)
     if top_k is not None:
         raise ValueError("top_k applies to recommenders (Bert4Rec) only.")
