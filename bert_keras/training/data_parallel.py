@@ -5,7 +5,10 @@ GSPMD computes the global batch's loss and gradients); TensorFlow replicates
 the model with `tf.distribute.MirroredStrategy`, which Keras' `fit` drives.
 Both take the accelerators when there are any, else the CPU devices (one,
 unless the process made more: `--xla_force_host_platform_device_count` or
-`tf.config.set_logical_device_configuration`).
+`tf.config.set_logical_device_configuration`). On one TensorFlow device
+there is no strategy, so the run is the one without the flag (a strategy of
+one device would reshuffle `fit`'s datasets with other seeds and leave XLA
+off).
 On torch, Keras has no distribution API: the processes that torchrun starts
 (one per device, on one machine or several) train together through
 `bert_keras.training.torch_processes`; without torchrun it is an error.
@@ -27,6 +30,7 @@ from absl import logging
 
 from bert_keras.training.execution import DISTRIBUTIONS
 from bert_keras.training.execution import check_mesh_shape
+from bert_keras.training.execution import tensorflow_devices
 from bert_keras.training.execution import xla_left_off
 from bert_keras.training.torch_processes import WORLD_SIZE_VARIABLE
 from bert_keras.training.torch_processes import TorchProcesses
@@ -104,10 +108,11 @@ class DataParallel:
 
             self.num_processes = jax.process_count()
             self.is_chief = jax.process_index() == 0
-        if self._engine is not None and self.num_replicas == 1:
+        if distribution != "none" and self.num_replicas == 1:
             logging.warning(
-                "distribution=%r found one device: the run trains as it would without it.",
+                "distribution=%r found one device: the run trains as it would without it%s.",
                 distribution,
+                "" if self._engine is not None else " (TensorFlow's MirroredStrategy is left off)",
             )
 
     def prepare(self, model):
@@ -159,7 +164,7 @@ class DataParallel:
     def jit_compile(self, requested=True):
         """Keras' `jit_compile` for a model trained under `scope()`: `requested` where XLA can run it.
 
-        That is jax, and tensorflow without a distribution; elsewhere False
+        That is jax, and tensorflow on one device; elsewhere False
         (`bert_keras.training.execution.xla_left_off` says why, and
         `Execution.validate` warns when `--jit_compile` asked for it). On
         torch, Keras' `jit_compile=True` is `torch.compile`, which
@@ -218,9 +223,13 @@ def _data_parallel_engine(backend):
                 "the jax backend only: MultiWorkerMirroredStrategy fails under Keras 3's fit "
                 "(keras-team/keras#20585)."
             )
+        devices = tensorflow_devices()
+        if len(devices) == 1:
+            # A MirroredStrategy of one device reseeds the reshuffling of `fit`'s
+            # datasets and turns XLA off: the run would take other batches and steps.
+            return None, 1
         import tensorflow as tf
 
-        devices = tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("CPU")
         strategy = tf.distribute.MirroredStrategy([device.name for device in devices])
         return strategy, strategy.num_replicas_in_sync
     if backend == "torch" and launched_by_torchrun():

@@ -227,25 +227,38 @@ def xla_left_off(backend, distribution):
 
     Keras turns XLA off under a `tf.distribute` strategy (forced on, it
     fails to reach the other replicas' variables:
-    tensorflow.org/xla/known_issues). On torch, Keras' `jit_compile=True` is
-    `torch.compile`, which the programs leave off (its first step compiles
-    for minutes on CPUs).
+    tensorflow.org/xla/known_issues), which TensorFlow's data_parallel uses
+    on several devices (`tensorflow_devices`). On torch, Keras'
+    `jit_compile=True` is `torch.compile`, which the programs leave off (its
+    first step compiles for minutes on CPUs).
 
     Example:
     >>> xla_left_off("jax", "data_parallel") is None
     True
-    >>> xla_left_off("tensorflow", "data_parallel")
-    "Keras runs TensorFlow's MirroredStrategy (distribution='data_parallel') without XLA"
+    >>> xla_left_off("torch", "none")
+    "Keras' torch backend runs the training step eagerly here (torch.compile is left off)"
     """
     if backend == "torch":
         return (
             "Keras' torch backend runs the training step eagerly here (torch.compile is left off)"
         )
-    if backend == "tensorflow" and distribution != "none":
+    if backend == "tensorflow" and distribution != "none" and len(tensorflow_devices()) > 1:
         return (
             f"Keras runs TensorFlow's MirroredStrategy (distribution={distribution!r}) without XLA"
         )
     return None
+
+
+def tensorflow_devices():
+    """The logical devices TensorFlow's data_parallel trains on: the GPUs, else the CPUs.
+
+    Example:
+    >>> len(tensorflow_devices()) >= 1
+    True
+    """
+    import tensorflow as tf
+
+    return tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("CPU")
 
 
 def check_mesh_shape(mesh_shape, distribution):

@@ -14,6 +14,7 @@ import pytest
 
 from bert_keras.checkpoints import read_checkpoint
 from bert_keras.models.layout_map import bert_layout_map
+from bert_keras.training import execution as execution_module
 from bert_keras.training.data_parallel import DataParallel
 from bert_keras.training.execution import Execution
 from bert_keras.training.history_records import read_history
@@ -262,13 +263,20 @@ def test_tensorflow_replicas_clip_their_own_gradient_at_the_global_norm():
 
 
 @pytest.mark.skipif(BACKEND == "torch", reason="Keras' torch backend has no distribution API")
-def test_xla_compiles_on_jax_but_not_under_a_tensorflow_strategy():
+def test_xla_compiles_on_jax_and_on_one_tensorflow_device_but_not_under_a_strategy(monkeypatch):
     assert DataParallel("none").jit_compile() is True
-    assert DataParallel("data_parallel").jit_compile() is (BACKEND == "jax")
+    assert DataParallel("data_parallel").jit_compile() is True  # one CPU device here
     assert DataParallel("data_parallel").jit_compile(requested=False) is False
+    # On two devices TensorFlow trains under a MirroredStrategy, which leaves XLA off.
+    monkeypatch.setattr(execution_module, "tensorflow_devices", lambda: ["GPU:0", "GPU:1"])
+    assert DataParallel("none").jit_compile() is True
+    left_off = execution_module.xla_left_off(BACKEND, "data_parallel")
+    assert (left_off is None) is (BACKEND == "jax")
 
 
-def test_an_explicit_jit_compile_that_cannot_run_is_warned_about(caplog):
+def test_an_explicit_jit_compile_that_cannot_run_is_warned_about(caplog, monkeypatch):
+    # Two devices, as on a machine of two GPUs: TensorFlow's MirroredStrategy leaves XLA off.
+    monkeypatch.setattr(execution_module, "tensorflow_devices", lambda: ["GPU:0", "GPU:1"])
     ignored = {
         "jax": [],
         "tensorflow": ["jit_compile is True but Keras runs TensorFlow's MirroredStrategy"],
@@ -304,6 +312,33 @@ def test_data_parallel_on_one_device_says_so(caplog):
         replicas = DataParallel("data_parallel")
     assert replicas.num_replicas == 1
     assert "distribution='data_parallel' found one device" in caplog.text
+    assert "MirroredStrategy is left off" in caplog.text
+
+
+def _batch_losses(distribution):
+    """Per-batch losses of 2 epochs of `fit` on a dataset that reshuffles each epoch."""
+    import tensorflow as tf
+
+    replicas = DataParallel(distribution)
+    keras.utils.set_random_seed(3)
+    features = np.random.default_rng(0).normal(size=(16, 3)).astype("float32")
+    dataset = tf.data.Dataset.from_tensor_slices((features, features[:, :1] * 2.0))
+    dataset = dataset.shuffle(16, seed=1, reshuffle_each_iteration=True).batch(4)
+    losses = []
+    record = keras.callbacks.LambdaCallback(
+        on_train_batch_end=lambda batch, logs: losses.append(float(logs["loss"]))
+    )
+    with replicas.scope():
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+        model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
+        model.fit(dataset, epochs=2, verbose=0, shuffle=False, callbacks=[record])
+    return losses
+
+
+@pytest.mark.skipif(BACKEND != "tensorflow", reason="TensorFlow sees one CPU device here")
+def test_data_parallel_on_one_tensorflow_device_trains_as_without_it():
+    # A MirroredStrategy of one device reshuffled the dataset with other seeds.
+    np.testing.assert_array_equal(_batch_losses("data_parallel"), _batch_losses("none"))
 
 
 @pytest.mark.skipif(BACKEND != "jax", reason="only jax keeps a compilation cache")
