@@ -69,8 +69,7 @@ def classifier_signatures(model, preprocessor, label_names, text_pair=False):
         }
 
     def logits_of(texts):
-        features = _packed(preprocessor, texts)
-        return by_length(lambda features: model(features, training=False), features)
+        return _text_logits(model, preprocessor, texts)
 
     @tf.function(input_signature=text_specs(*feature_names), autograph=False)
     def serve_text(*texts):
@@ -121,8 +120,7 @@ def regression_signatures(model, preprocessor, text_pair=False):
     feature_names = ("text", "text_pair") if text_pair else ("text",)
 
     def logits_of(texts):
-        features = _packed(preprocessor, texts)
-        return by_length(lambda features: model(features, training=False), features)
+        return _text_logits(model, preprocessor, texts)
 
     @tf.function(input_signature=text_specs(*feature_names), autograph=False)
     def serve_text(*texts):
@@ -141,6 +139,12 @@ def regression_signatures(model, preprocessor, text_pair=False):
         "serve_ids": ids_signature(model, lambda logits: {"logits": logits}),
         "regress": regress,
     }
+
+
+def _text_logits(model, preprocessor, texts):
+    """`model`'s logits of texts (one tensor, or a pair's two), batched by length."""
+    features = _packed(preprocessor, texts)
+    return by_length(lambda features: model(features, training=False), features)
 
 
 def _example_texts(serialized, feature_names):
