@@ -30,9 +30,9 @@ pretraining_instances.py):
 * A new input file starts a new document (the original runs a document on
   across files), so files can be added or sharded freely.
 * Lines that are not valid UTF-8 are skipped, counted and reported with the
-  first file:line (the original stops with a decoding error); lines are
-  stripped of ASCII whitespace only, and a line that gives no tokens is
-  dropped, as in the original.
+  first file:line (the original stops with a decoding error). As in the
+  original, a line of only whitespace (Unicode's: a no-break space too)
+  separates documents, and a line that gives no tokens is dropped.
 * A corpus of fewer than two documents that give tokens is an error (the
   original would pair a document with itself); documents that give no
   tokens are dropped first, as in the original, and counted in the summary;
@@ -221,10 +221,10 @@ def read_documents(paths, statistics):
     Example:
     >>> import os, tempfile
     >>> path = os.path.join(tempfile.mkdtemp(), "corpus.txt")
-    >>> _ = open(path, "wb").write(b"One.\\nTwo.\\n\\n\\xff bad\\nThree.\\n")
+    >>> _ = open(path, "wb").write(b"One.\\nTwo.\\n\\n\\xff bad\\nThree.\\n\\xc2\\xa0\\nFour.\\n")
     >>> statistics = ReadStatistics()
     >>> [document.lines for document in read_documents([path], statistics)]
-    [[b'One.', b'Two.'], [b'Three.']]
+    [[b'One.', b'Two.'], [b'Three.'], [b'Four.']]
     >>> statistics.invalid_utf8_lines, statistics.first_invalid_utf8.endswith(":4")
     (1, True)
     """
@@ -235,7 +235,7 @@ def read_documents(paths, statistics):
                 statistics.bytes_read += len(line)
                 statistics.lines += 1
                 try:
-                    line.decode("utf-8")
+                    text = line.decode("utf-8")
                 except UnicodeDecodeError:
                     statistics.invalid_utf8_lines += 1
                     statistics.first_invalid_utf8 = (
@@ -243,7 +243,7 @@ def read_documents(paths, statistics):
                     )
                     continue
                 line = line.strip()
-                if line:
+                if text.strip():  # Unicode's whitespace, as the original's str.strip()
                     first_line = first_line or line_number
                     document.append(line)
                 elif document:
