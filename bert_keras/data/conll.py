@@ -3,8 +3,9 @@
 One word per line, whitespace-separated columns, the tag in the last one
 (`EU NNP B-NP B-ORG`); a blank line ends a sentence; `-DOCSTART-` lines mark
 documents and are skipped, as is a UTF-8 byte-order mark. Any tag set is
-read: entity (chunk) tags, "O" or a prefix (B, I, E, S) and a type ("B-PER")
-in IOB1, IOB2 or IOBES, or others such as part-of-speech tags ("NNP"). Text to
+read: entity (chunk) tags, "O" or a prefix (B, I, E, S; L, U) and a type
+("B-PER") in IOB1, IOB2, IOBES or BILOU, or others such as part-of-speech tags
+("NNP"). Text to
 tag may be words alone, one a line. A line without a tag where tags are read
 is an error naming the file and the line.
 """

@@ -138,8 +138,8 @@ def test_entity_tags_mixed_with_others_are_scored_by_accuracy_with_a_warning(
         results = run.evaluate("dev", batch_size=2)
     assert "f1" not in results and results["words"] == 4
     assert (
-        f"{data / 'valid.txt'}:4: tag 'B_PER' is neither 'O' nor PREFIX-TYPE (prefix B, I, E or "
-        "S), though the file has entity tags such as 'B-PER'" in caplog.text
+        f"{data / 'valid.txt'}:4: tag 'B_PER' is neither 'O' nor PREFIX-TYPE (prefix B, I, E, S, "
+        "L or U), though the file has entity tags such as 'B-PER'" in caplog.text
     )
     assert "(the tags of neither kind: ['0', 'B_PER'])" in caplog.text
 
