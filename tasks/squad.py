@@ -85,6 +85,7 @@ def main(argv):
     with contextlib.ExitStack() as stack:
         try:
             stack.enter_context(output_lock(_OUTPUT_DIR.value))
+            _check_data_files()
             run = SquadRun(
                 init_checkpoint=_INIT_CHECKPOINT.value,
                 output_dir=_OUTPUT_DIR.value,
@@ -131,6 +132,14 @@ def _run_steps(run):
     run.warn_of_earlier_files_kept()
 
 
+def _check_data_files():
+    """Names a --train_file or --predict_file that is missing or a directory (after the lock)."""
+    for flag, step in ((_TRAIN_FILE, _DO_TRAIN), (_PREDICT_FILE, _DO_PREDICT)):
+        if step.value and not os.path.isfile(flag.value):
+            what = "a directory" if os.path.isdir(flag.value) else "no file"
+            raise app.UsageError(f"--{flag.name}={flag.value} is {what}; expected SQuAD JSON.")
+
+
 def _check_flags():
     for flag in (_INIT_CHECKPOINT, _OUTPUT_DIR):
         if not flag.value:
@@ -163,10 +172,6 @@ def _check_flags():
         )
     if _NUM_TRAIN_EPOCHS.value <= 0:
         raise app.UsageError(f"--num_train_epochs must be positive, got {_NUM_TRAIN_EPOCHS.value}.")
-    for flag, step in ((_TRAIN_FILE, _DO_TRAIN), (_PREDICT_FILE, _DO_PREDICT)):
-        if step.value and not os.path.isfile(flag.value):
-            what = "a directory" if os.path.isdir(flag.value) else "no file"
-            raise app.UsageError(f"--{flag.name}={flag.value} is {what}; expected SQuAD JSON.")
 
 
 if __name__ == "__main__":
