@@ -20,6 +20,8 @@ marked `every_backend` export a model built or trained on the backend under
 test and compare the served answers with that model's own.
 """
 
+import gc
+
 import keras
 import pytest
 
@@ -68,6 +70,18 @@ def runs_under(item):
     if path.startswith("tests/export/"):
         return "tensorflow"
     return DEFAULT_ONE_BACKEND if path in RUNS_ONCE else None
+
+
+def pytest_collection_finish(session):
+    """Leaves what imports and collection made out of every later garbage collection.
+
+    Keras calls `gc.collect()` each time a layer drops a variable (as
+    `quantize` does per layer) and in `clear_session`; with TensorFlow, jax
+    and torch imported, each such call would walk every module's objects.
+    """
+    del session
+    gc.collect()
+    gc.freeze()
 
 
 def pytest_collection_modifyitems(config, items):
