@@ -13,6 +13,7 @@ from bert_keras.models.bert_backbone import build_encoder_blocks
 from bert_keras.models.bert_backbone import run_encoder_blocks
 from bert_keras.models.bert_backbone import serialized_dtype_policy
 from bert_keras.models.bert_backbone import with_dtype_policy
+from bert_keras.models.garbage_collection import QuantizeCollectingOnce
 from bert_keras.models.presets import bert4rec_preset_config
 from bert_keras.models.sampled_softmax import log_uniform_candidates
 from bert_keras.models.sampled_softmax import sampled_softmax_loss
@@ -27,7 +28,7 @@ _WEIGHT_EPSILON = 1e-5
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")
-class Bert4Rec(keras.Model):
+class Bert4Rec(QuantizeCollectingOnce, keras.Model):
     """Item embeddings + learned positions, post-LN encoder blocks, tied output.
 
     A Functional model with the layers of BERT (`BertEmbeddings` without

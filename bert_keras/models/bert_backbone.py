@@ -15,6 +15,7 @@ from bert_keras.layers.position_embedding import check_sequence_length
 from bert_keras.layers.transformer_encoder import TransformerEncoder
 from bert_keras.models.checkpoint_weights import load_backbone
 from bert_keras.models.checkpoint_weights import model_checkpoint
+from bert_keras.models.garbage_collection import QuantizeCollectingOnce
 from bert_keras.models.input_checks import check_sequence_widths
 from bert_keras.models.input_checks import check_token_ids
 from bert_keras.models.presets import backbone_preset_config
@@ -23,7 +24,7 @@ INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")
-class BertBackbone(keras.Model):
+class BertBackbone(QuantizeCollectingOnce, keras.Model):
     """BERT (Devlin et al. 2019): embeddings, post-LN encoder blocks, pooler.
 
     A Functional model. It takes a dict of int tensors `[batch, seq]`

@@ -18,6 +18,7 @@ from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_backbone import quantized_policy_map
 from bert_keras.models.checkpoint_weights import apply_checkpoint
 from bert_keras.models.dataset_release import without_autotuning_thread
+from bert_keras.models.garbage_collection import QuantizeCollectingOnce
 from bert_keras.models.input_checks import check_array_inputs
 from bert_keras.models.input_checks import check_class_ids
 from bert_keras.models.input_checks import check_one_label_per_example
@@ -40,7 +41,7 @@ from bert_keras.training.optimizers import create_optimizer
 DEFAULT_SEQUENCE_LENGTH = 128
 
 
-class BertTask(keras.Model):
+class BertTask(QuantizeCollectingOnce, keras.Model):
     """Base of the Functional task models built on a `BertBackbone`.
 
     Subclasses build their graph in `__init__` and call
