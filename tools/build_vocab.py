@@ -46,7 +46,14 @@ def input_patterns(flag_value):
 
 
 def input_paths(patterns):
-    """Expands files and globs; raises naming any that match nothing."""
+    """Expands files and globs; raises naming any that match nothing, or if none is given.
+
+    Example:
+    >>> input_paths([])
+    Traceback (most recent call last):
+    ...
+    absl.app.UsageError: --input_file names no file.
+    """
     paths = []
     for pattern in patterns:
         matches = sorted(glob.glob(pattern))
@@ -55,6 +62,8 @@ def input_paths(patterns):
         for path in matches:
             _reject_directory(path, "--input_file")
         paths += matches
+    if not paths:
+        raise app.UsageError("--input_file names no file.")
     return paths
 
 
@@ -135,7 +144,8 @@ def _reject_directory(path, flag, *hint):
 
 
 def main(argv):
-    del argv
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     # Before the imports and the learning below, so a bad flag fails fast.
     check_output_file(_OUTPUT_FILE.value)
     patterns = input_patterns(_INPUT_FILE.value)

@@ -208,3 +208,22 @@ def test_lines_that_are_not_utf8_are_skipped_and_reported(tmp_path):
     learned = (tmp_path / "vocab.txt").read_text(encoding="utf-8").splitlines()[5:]
     assert {"hello", "world", "plain", "cafe"} <= set(learned)  # "café" in UTF-8, uncased
     assert not {"caf", "nave", "v", "##v"} & set(learned)  # nothing of the Latin-1 line
+
+
+@pytest.mark.parametrize(
+    "flags, problem",
+    [
+        (["--input_file=,"], "--input_file names no file."),
+        (["--input_file={corpus}", "--do_lower_case", "false"], "Unexpected arguments: ['false']"),
+    ],
+    ids=["no file named", "a stray argument"],
+)
+def test_a_bad_command_line_is_a_usage_error_before_any_learning(flags, problem, tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(CORPUS) + "\n", encoding="utf-8")
+    completed = build_vocab(
+        *(flag.format(corpus=corpus) for flag in flags), f"--output_file={tmp_path / 'vocab.txt'}"
+    )
+    assert completed.returncode == 1
+    assert completed.stderr.strip().splitlines()[-1] == problem
+    assert os.listdir(tmp_path) == ["corpus.txt"]
