@@ -192,7 +192,8 @@ def _label_names(rows, label_column, path):
 
     Finite numbers are ordered by value: run_glue.py sorts a csv file's
     integer labels as pandas reads them, numbers, and a head it trained
-    takes its outputs in that order.
+    takes its outputs in that order. Two spellings of one number ("1" and
+    "1.0") are one class, named by the first.
     """
     values = [row[label_column] for _, row in rows]
     for (number, _), value in zip(rows, values):
@@ -201,7 +202,10 @@ def _label_names(rows, label_column, path):
     if all(map(_is_number, values)) and any(map(_is_fraction, values)):
         return ()
     if all(_is_number(value) and math.isfinite(float(value)) for value in values):
-        return tuple(sorted(set(values), key=lambda value: (float(value), value)))
+        first_spelling = {}  # "1" and "1.0" are one class, as pandas reads them
+        for value in values:
+            first_spelling.setdefault(float(value), value)
+        return tuple(first_spelling[number] for number in sorted(first_spelling))
     return tuple(sorted(set(values)))
 
 
@@ -276,11 +280,30 @@ def _label(value, label_names, path, line_number):
                 f"{path}:{line_number}: regression label {value!r} is not a finite number."
             )
         return float(value)
-    if value not in label_names:
+    class_id = _class_id(value, label_names)
+    if class_id is None:
         raise InputFileError(
             f"{path}:{line_number}: label {value!r} is not one of {list(label_names)}."
         )
-    return label_names.index(value)
+    return class_id
+
+
+def _class_id(value, label_names):
+    """The index of `value`'s name; else of the one name equal to it as a number or in any case.
+
+    A head fine-tuned elsewhere may spell the data's classes in other case
+    (`POSITIVE`), and a file may write one number two ways (`1`, `1.0`).
+    """
+    if value in label_names:
+        return label_names.index(value)
+    same = [index for index, name in enumerate(label_names) if _same_label(name, value)]
+    return same[0] if len(same) == 1 else None
+
+
+def _same_label(name, value):
+    if _is_number(name) and _is_number(value):
+        return float(name) == float(value)
+    return name.casefold() == value.casefold()
 
 
 def _is_number(value):

@@ -65,13 +65,18 @@ def matthews_correlation(labels, predictions):
 
 
 def pearson(labels, predictions):
-    """Pearson correlation (STS-B).
+    """Pearson correlation (STS-B); NaN where undefined: under two examples, or constant values.
 
     Example:
     >>> round(pearson([1.0, 2.0, 3.0], [2.0, 4.0, 6.5]), 4)
     0.9979
+    >>> pearson([1.0, 2.0], [3.0, 3.0])
+    nan
     """
-    return float(np.corrcoef(np.asarray(labels, float), np.asarray(predictions, float))[0, 1])
+    labels, predictions = np.asarray(labels, float), np.asarray(predictions, float)
+    if labels.size < 2 or np.ptp(labels) == 0 or np.ptp(predictions) == 0:
+        return float("nan")
+    return float(np.corrcoef(labels, predictions)[0, 1])
 
 
 def spearman(labels, predictions):

@@ -307,18 +307,30 @@ class ClassificationRun(FineTuningRun):
                 "writes predictions for unlabelled examples."
             )
         predictions = self._predict_examples(examples, batch_size)
-        if self.label_names:
-            results = (
-                glue_metrics(self.task_name, examples.labels, predictions)
-                if self.task_name in GLUE_TASKS
-                else {"accuracy": accuracy(examples.labels, predictions)}
+        if self.label_names and self.task_name in GLUE_TASKS:
+            results = glue_metrics(
+                self.task_name,
+                self._in_glue_order(examples.labels),
+                self._in_glue_order(predictions),
             )
+        elif self.label_names:
+            results = {"accuracy": accuracy(examples.labels, predictions)}
         else:
             results = glue_metrics("sts-b", examples.labels, predictions)
         results = {**results, "examples": len(examples), "seconds": seconds_since(start)}
         self.write_results(results)
         self._write_predictions(split, predictions)
         return results
+
+    def _in_glue_order(self, class_ids):
+        """`class_ids` of the head renumbered in the GLUE task's order of its labels.
+
+        A head fine-tuned elsewhere may list MRPC's classes as ("1", "0");
+        GLUE's F1 is the F1 of the class named "1" whatever its head id.
+        """
+        glue_labels = GLUE_TASKS[self.task_name].labels
+        glue_ids = np.array([glue_labels.index(name) for name in self.label_names])
+        return glue_ids[np.asarray(class_ids, int)]
 
     def predict(self, split, batch_size):
         """Writes predictions for an unlabelled split."""

@@ -547,8 +547,22 @@ class FineTuningRun:
         return directory
 
     def write_results(self, results):
-        """Writes `results` (a JSON-able dict) to OUTPUT_DIR/eval_results.json."""
-        self.write_file(EVAL_RESULTS_FILE, json.dumps(results, indent=2) + "\n")
+        """Writes `results` (a JSON-able dict) to OUTPUT_DIR/eval_results.json.
+
+        A metric that is undefined on the data (NaN: a correlation of
+        constant predictions, or of one example) is written as null, which
+        JSON has, and named in a warning.
+        """
+        undefined = [name for name, value in results.items() if _is_nan(value)]
+        if undefined:
+            logging.warning(
+                "%s undefined on these %s examples (constant labels or predictions, or fewer "
+                "than two examples); written as null.",
+                ", ".join(undefined),
+                results.get("examples", "scored"),
+            )
+        results = {name: None if name in undefined else value for name, value in results.items()}
+        self.write_file(EVAL_RESULTS_FILE, json.dumps(results, indent=2, allow_nan=False) + "\n")
 
     def warn_if_head_untrained(self, head_name):
         """Logs that scoring uses a head of random weights: none fit from the checkpoint, none trained.
@@ -707,3 +721,7 @@ def _file_versions(directory):
             status = entry.stat(follow_symlinks=False)
             versions[entry.name] = (status.st_ino, status.st_mtime_ns)
     return versions
+
+
+def _is_nan(value):
+    return isinstance(value, float) and math.isnan(value)

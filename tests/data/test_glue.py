@@ -92,6 +92,21 @@ def test_generic_dev_file_takes_the_train_files_classes(tmp_path):
         read_generic(str(dev), label_names=("2", "3"))
 
 
+def test_one_number_written_two_ways_is_one_class(tmp_path):
+    train = _write(tmp_path, "train.csv", "text,label\ngood,1\nbad,0\nfine,1.0\nawful,0.0\n")
+    examples = read_generic(str(train))
+    assert examples.label_names == ("0", "1") and examples.labels == [1, 0, 1, 0]
+    dev = _write(tmp_path, "dev.csv", "text,label\ngood,1.0\nbad,0\n")
+    assert read_generic(str(dev), label_names=examples.label_names).labels == [1, 0]
+
+
+def test_a_label_in_other_case_than_the_heads_names_is_that_class(tmp_path):
+    dev = _write(tmp_path, "dev.csv", "text,label\ngreat,POS\nboring,Neg\n")
+    assert read_generic(str(dev), label_names=("neg", "pos")).labels == [1, 0]
+    with pytest.raises(ValueError, match=r"dev.csv:2: label 'POS' is not one of \['Pos', 'pos'\]"):
+        read_generic(str(dev), label_names=("Pos", "pos"))  # which one is not said
+
+
 def test_generic_test_file_may_have_no_labels(tmp_path):
     test = _write(tmp_path, "test.csv", "text\nunseen\nunheard\n")
     assert read_generic(str(test), label_names=("neg", "pos")).labels == [None, None]

@@ -1,3 +1,6 @@
+import math
+import warnings
+
 import pytest
 
 from bert_keras.evaluation import glue_metrics as metrics
@@ -39,3 +42,15 @@ def test_glue_metrics_per_task():
     }
     with pytest.raises(ValueError, match="Unknown GLUE task 'squad'"):
         metrics.glue_metrics("squad", [1], [1])
+
+
+@pytest.mark.parametrize(
+    "labels, predictions",
+    [([4.5], [3.0]), ([1.0, 2.0, 3.0], [2.0, 2.0, 2.0]), ([2.0, 2.0], [1.0, 3.0])],
+    ids=["one example", "constant predictions", "constant labels"],
+)
+def test_an_undefined_correlation_is_nan_without_a_numpy_warning(labels, predictions):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert math.isnan(metrics.pearson(labels, predictions))
+        assert math.isnan(metrics.spearman(labels, predictions))

@@ -4,6 +4,7 @@ The real MiniLM checkpoint fine-tuned on SST-2 (../shared/data) is checked by
 tests/tasks/test_demo.py, whose fine-tuning step is that run.
 """
 
+import json
 import subprocess
 import sys
 
@@ -220,6 +221,36 @@ def test_scoring_needs_a_head_that_fits_unless_the_run_trains_one(checkpoint, tm
     assert not run.head_loaded
     run.evaluate("dev", batch_size=2)  # a library caller is warned
     assert "Scoring with a classifier head of random weights" in caplog.text
+
+
+def test_mrpc_f1_is_the_f1_of_class_1_whatever_the_heads_order(checkpoint, tmp_path):
+    header = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
+    dev = "".join(f"{label}\t{i}\t{i}\tgood\tfine\n" for i, label in enumerate("110"))
+    data = _data(tmp_path / "mrpc", dev_tsv=header + dev)
+    head = _with_head(checkpoint, str(tmp_path / "head"), 2, label_names=["1", "0"], answer=0)
+
+    run = ClassificationRun("MRPC", data, head, str(tmp_path / "out"), 8, splits=("dev",))
+
+    assert run.label_names == ("1", "0")
+    results = run.evaluate("dev", batch_size=2)  # "1" every time: precision 2/3, recall 1
+    assert results["accuracy"] == pytest.approx(2 / 3) and results["f1"] == pytest.approx(0.8)
+
+
+def test_an_undefined_correlation_is_written_as_null(checkpoint, tmp_path, caplog):
+    data = _data(tmp_path / "one", dev_csv="text,label\ngood,4.5\n")
+    head = _with_head(checkpoint, str(tmp_path / "head"), 1)
+
+    ClassificationRun("csv", data, head, str(tmp_path / "out"), 8, splits=("dev",)).evaluate(
+        "dev", batch_size=2
+    )
+
+    def refuse(constant):
+        raise ValueError(f"{constant} is not JSON")
+
+    text = (tmp_path / "out" / "eval_results.json").read_text()
+    results = json.loads(text, parse_constant=refuse)
+    assert results["pearson"] is None and results["spearman"] is None
+    assert "pearson, spearman undefined on these 1 examples" in caplog.text
 
 
 def test_every_row_of_a_test_file_is_predicted_an_empty_text_too(checkpoint, tmp_path):
