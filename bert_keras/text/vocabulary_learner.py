@@ -155,14 +155,24 @@ def learn_vocabulary(word_counts, vocabulary_size, max_unique_characters=1000):
 def _without_the_rarest_subwords(vocabulary, vocabulary_size):
     """The learner's `vocabulary` cut to `vocabulary_size`, a size it may overshoot.
 
-    Its tokens come reserved first, then the single characters, then the
-    subwords from the most frequent down: the cut drops the rarest subwords,
-    and every word can still be spelled.
+    Every single character stays, its "##" form too, so every word can still
+    be spelled; the cut drops the rarest longer subwords. The learner lists
+    the plain characters first but sorts the "##" ones by count among the
+    subwords, so a plain cut at the size would drop rare "##x".
     """
-    characters = sum(len(token.removeprefix("##")) == 1 for token in vocabulary)
-    if vocabulary_size < len(reserved_tokens(vocabulary_size)) + characters:
+    reserved = reserved_tokens(vocabulary_size)
+    learned = vocabulary[len(reserved) :]
+    characters = [token for token in learned if _is_character(token)]
+    room = vocabulary_size - len(reserved) - len(characters)
+    if room < 0:
         raise ValueError(
-            f"vocabulary_size {vocabulary_size} leaves no room for the text's {characters} "
+            f"vocabulary_size {vocabulary_size} leaves no room for the text's {len(characters)} "
             "single characters after the reserved tokens: give a larger one."
         )
-    return vocabulary[:vocabulary_size]
+    kept_subwords = set([token for token in learned if not _is_character(token)][:room])
+    return reserved + [token for token in learned if _is_character(token) or token in kept_subwords]
+
+
+def _is_character(token):
+    """Whether a learned token is one character, as "x" or as "##x"."""
+    return len(token.removeprefix("##")) == 1

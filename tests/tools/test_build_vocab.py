@@ -227,3 +227,17 @@ def test_a_bad_command_line_is_a_usage_error_before_any_learning(flags, problem,
     assert completed.returncode == 1
     assert completed.stderr.strip().splitlines()[-1] == problem
     assert os.listdir(tmp_path) == ["corpus.txt"]
+
+
+def test_the_size_cut_keeps_every_character_and_its_continuation_form():
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    counts = {pair: 50 for pair in ["th", "he", "in", "er", "an", "re"]}
+    for letter in letters:  # "aa".."az" and "aa".."za": each letter once as "##x"
+        counts["a" + letter] = counts.get("a" + letter, 0) + 1
+        counts[letter + "a"] = counts.get(letter + "a", 0) + 1
+    vocabulary = learn_vocabulary(counts, 5 + 2 * len(letters))  # room for the characters only
+    assert len(vocabulary) == 57
+    assert set(letters) | {"##" + letter for letter in letters} <= set(vocabulary)
+    tokenizer = BertTokenizer(vocabulary)
+    ids = tokenizer(tf.constant(sorted(counts))).flat_values.numpy()
+    assert tokenizer.unk_token_id not in ids
