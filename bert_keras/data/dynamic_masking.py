@@ -9,8 +9,10 @@ other masks too unless `tf.random.set_seed` was called first.
 
 Pairs are simpler than the original's chunks: segment A is a line and
 segment B the line after it in the same document (label 0) or, with
-probability 1/2, the B of another pair of the batch (label 1); the pair is
-trimmed round-robin to fit. The output has the layout of
+probability 1/2, a line drawn from a shuffle buffer of
+`RANDOM_NEXT_BUFFER` lines of the corpus (label 1), so that it comes from
+another document as the original's random next does, in any corpus of more
+than a few documents; the pair is trimmed round-robin to fit. The output has the layout of
 `pretraining_records.pretraining_dataset`, so the same model trains on either.
 """
 
@@ -19,6 +21,10 @@ import tensorflow_text as tf_text
 
 from bert_keras.data.length_batching import PAD_TO_MULTIPLE_OF
 from bert_keras.data.length_batching import trimmed_batch
+
+# Lines a random next is drawn from: the next lines of the file would come
+# from A's own document.
+RANDOM_NEXT_BUFFER = 10_000
 
 
 def _sentence_pairs(file_pattern):
@@ -103,14 +109,10 @@ def dynamic_masking_dataset(
     )
     trimmer = tf_text.RoundRobinTrimmer(max_seq_length - 3)
 
-    def to_model_inputs(first, second):
+    def to_model_inputs(first, second, random_second):
+        is_random_next = tf.random.uniform(tf.shape(first)) < 0.5
         segment_a = tokenizer.tokenize(first)  # [batch, (tokens)]
-        segment_b = tokenizer.tokenize(second)
-        # Half the pairs take the B of the next pair instead: a random next.
-        batch = tf.shape(first)[0]
-        is_random_next = tf.random.uniform([batch]) < 0.5
-        rows = tf.range(batch)
-        segment_b = tf.gather(segment_b, tf.where(is_random_next, (rows + 1) % batch, rows))
+        segment_b = tokenizer.tokenize(tf.where(is_random_next, random_second, second))
         segment_a, segment_b = trimmer.trim([segment_a, segment_b])
         token_ids, segment_ids = tf_text.combine_segments(
             [segment_a, segment_b], tokenizer.cls_token_id, tokenizer.sep_token_id
@@ -137,8 +139,11 @@ def dynamic_masking_dataset(
             features = trimmed_batch(features, pad_to_multiple_of)
         return features, targets
 
+    random_seconds = pairs.map(lambda first, second: second).repeat().shuffle(RANDOM_NEXT_BUFFER)
     return (
-        pairs.batch(batch_size, drop_remainder=True)
+        tf.data.Dataset.zip(pairs, random_seconds)
+        .map(lambda pair, random_second: (*pair, random_second))
+        .batch(batch_size, drop_remainder=True)
         .map(to_model_inputs, num_parallel_calls=tf.data.AUTOTUNE)
         .prefetch(tf.data.AUTOTUNE)
     )

@@ -11,6 +11,7 @@ from bert_keras.models.bert_pretrainer import BertPretrainer
 from bert_keras.text.tokenizer import BertTokenizer
 
 SEQ_LENGTH, PREDICTIONS = 32, 5
+WORDS_30 = [f"word{index}" for index in range(30)]
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +54,25 @@ def test_layout_and_rates(dataset):
     assert not np.isin(token_ids[:, 0], [103]).any()  # [CLS] is never masked
     next_labels = np.concatenate([labels["next_sentence_labels"].numpy() for _, labels in batches])
     assert 0.3 < next_labels.mean() < 0.7
+
+
+def test_a_random_next_comes_from_another_document(tmp_path):
+    # 30 documents of 6 lines; each line of document d is its word d, 3 times.
+    tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS_30)
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n\n".join("\n".join([f"{word} " * 3] * 6) for word in WORDS_30))
+    batches = dynamic_masking_dataset(
+        str(corpus), tokenizer, max_seq_length=16, max_predictions_per_seq=1, batch_size=10
+    )
+    same_document = []
+    for features, labels in batches.repeat(5):
+        token_ids, segment_ids = features["token_ids"].numpy(), features["segment_ids"].numpy()
+        for row in np.nonzero(labels["next_sentence_labels"].numpy())[0]:
+            words = token_ids[row] > 4  # a masked word may be [MASK] or another: take the most
+            a, b = (np.bincount(token_ids[row][words & (segment_ids[row] == s)]) for s in (0, 1))
+            same_document.append(a.argmax() == b.argmax())
+    assert len(same_document) > 30
+    assert np.mean(same_document) < 0.2
 
 
 def test_a_pretrainer_fits_on_it(dataset):
