@@ -3,9 +3,10 @@
 A vocab.txt holds one token per line, its id the line number; the original's
 `load_vocab` reads lines ending in "\\n" and strips the whitespace around each
 token, and so does `read_vocabulary` (`str.splitlines` would also cut at
-U+2028, U+0085 and the like, which a token may hold). transformers 5 saves a
-BERT tokenizer as tokenizer.json alone: its `model.vocab` maps each token to
-its id.
+U+2028, U+0085 and the like, which a token may hold). A UTF-8 byte-order mark
+that begins the file (Windows editors write one) is skipped: it is no part of
+the first token. transformers 5 saves a BERT tokenizer as tokenizer.json
+alone: its `model.vocab` maps each token to its id.
 
 Example:
 >>> import os, tempfile
@@ -73,7 +74,12 @@ def upper_case_tokens(tokens):
 
 
 def _read_text(path):
-    """The text of a local file, or (gs://, ...) of one TensorFlow's file systems reach."""
+    """The text of a local file, or (gs://, ...) of one TensorFlow's file systems reach,
+    without the byte-order mark it may begin with."""
+    return _read_raw_text(path).removeprefix("\ufeff")
+
+
+def _read_raw_text(path):
     if "://" in path:
         import tensorflow as tf
 

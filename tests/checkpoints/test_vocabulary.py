@@ -69,6 +69,15 @@ def test_tokens_keep_their_ids_whatever_unicode_line_breaks_they_hold(tmp_path):
     assert BertTokenizer(str(path))("e").numpy().tolist() == [8]
 
 
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_a_byte_order_mark_is_no_part_of_the_first_token(tmp_path, newline):
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello"]
+    path = tmp_path / "vocab.txt"
+    path.write_bytes("".join(token + newline for token in tokens).encode("utf-8-sig"))
+    assert read_vocabulary(path) == tokens
+    assert BertTokenizer(str(path))("hello").numpy().tolist() == [5]
+
+
 @pytest.mark.parametrize(
     "tokenizer_json, message",
     [
