@@ -11,6 +11,12 @@ five special tokens first. The file is written to a temporary name and renamed
 missing directories of --output_file are created. Lines that are not valid UTF-8
 are skipped and reported (their count and the first one's file:line), as
 tools.create_pretraining_data does.
+
+As tensorflow-text's learner does, only the --max_unique_characters (1,000)
+most frequent characters are learned: words holding a rarer one are left out
+(a printed warning counts them; raise the flag for Chinese or Japanese, whose
+vocabularies hold many thousands of characters), and so are words over 50
+characters.
 """
 
 import fnmatch
@@ -34,6 +40,13 @@ _VOCAB_SIZE = flags.DEFINE_integer(
     30522,
     "The vocabulary's size at most (the learner's rarest subwords past it are left out).",
     lower_bound=6,  # the five special tokens and one learned
+)
+_MAX_UNIQUE_CHARACTERS = flags.DEFINE_integer(
+    "max_unique_characters",
+    1000,
+    "Characters past this many most frequent are left out (each kept one takes two "
+    'tokens, "x" and "##x"); a warning says how many. Raise it for Chinese or Japanese.',
+    lower_bound=1,
 )
 _DO_LOWER_CASE = flags.DEFINE_boolean(
     "do_lower_case", True, "Uncased (lower-case, strip accents) or cased vocabulary."
@@ -143,6 +156,21 @@ def _reject_directory(path, flag, *hint):
         raise app.UsageError(str(error)) from None
 
 
+def left_out_message(left_out, limit):
+    """The warning for the characters (a dict character → occurrences) past the `limit`.
+
+    Example:
+    >>> left_out_message({"a": 2, "b": 1}, 1000)[:71]
+    'Warning: 2 distinct characters (3 occurrences) are past the 1000 most f'
+    """
+    return (
+        f"Warning: {len(left_out)} distinct characters ({sum(left_out.values())} occurrences) "
+        f"are past the {limit} most frequent (--max_unique_characters={limit}): they, and the "
+        "words that hold them, are left out of the vocabulary and will tokenize to [UNK]. "
+        "Raise --max_unique_characters to keep them."
+    )
+
+
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
@@ -155,6 +183,7 @@ def main(argv):
         from bert_keras.text.vocabulary_learner import SkippedLines
         from bert_keras.text.vocabulary_learner import count_words
         from bert_keras.text.vocabulary_learner import learn_vocabulary
+        from bert_keras.text.vocabulary_learner import left_out_characters
         from bert_keras.text.vocabulary_learner import text_lines
 
     skipped = SkippedLines()
@@ -163,8 +192,13 @@ def main(argv):
     if skipped.count:
         logging.info(skipped.message())
         print(skipped.message())
+    left_out = left_out_characters(counts, _MAX_UNIQUE_CHARACTERS.value)
+    if left_out:
+        message = left_out_message(left_out, _MAX_UNIQUE_CHARACTERS.value)
+        logging.info(message)
+        print(message)
     try:
-        vocabulary = learn_vocabulary(counts, _VOCAB_SIZE.value)
+        vocabulary = learn_vocabulary(counts, _VOCAB_SIZE.value, _MAX_UNIQUE_CHARACTERS.value)
     except ValueError as error:
         raise app.UsageError(
             f"{error} (--vocab_size={_VOCAB_SIZE.value}, --input_file={_INPUT_FILE.value})"

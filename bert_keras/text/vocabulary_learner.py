@@ -21,6 +21,8 @@ from bert_keras.text.tokenizer import BertTokenizer
 # [CLS]=101, [SEP]=102, [MASK]=103, [unused99..993], then learned pieces.
 STANDARD_VOCABULARY_SIZE = 30522
 _FIRST_LEARNED_ID = 999
+# tensorflow-text's learner ignores longer words.
+_MAX_WORD_LENGTH = 50
 
 
 def reserved_tokens(vocabulary_size):
@@ -123,7 +125,8 @@ def learn_vocabulary(word_counts, vocabulary_size, max_unique_characters=1000):
         word_counts: dict word → count, e.g. from `count_words`.
         vocabulary_size: the largest vocabulary wanted (30,522 gives the
             standard layout, see `reserved_tokens`).
-        max_unique_characters: the learner's alphabet size limit.
+        max_unique_characters: the learner's alphabet size limit: words with
+            a rarer character are left out (`left_out_characters` says which).
 
     Raises:
         ValueError: `word_counts` is empty or the size leaves no room.
@@ -146,10 +149,33 @@ def learn_vocabulary(word_counts, vocabulary_size, max_unique_characters=1000):
         vocab_size=vocabulary_size,
         reserved_tokens=reserved,
         lower_thresh=1,
+        max_token_length=_MAX_WORD_LENGTH,
         max_unique_chars=max_unique_characters,
     )
     vocabulary = reserved + [token for token in learned if token not in set(reserved)]
     return _without_the_rarest_subwords(vocabulary, vocabulary_size)
+
+
+def left_out_characters(word_counts, max_unique_characters=1000):
+    """The characters past the `max_unique_characters` most frequent, each with its occurrences.
+
+    `learn_vocabulary` leaves them out of its vocabulary, and the words
+    that hold them out of the learning, so they tokenize to [UNK].
+
+    Example:
+    >>> left_out_characters({"aab": 2, "c": 1}, max_unique_characters=2)
+    Counter({'c': 1})
+    """
+    words = wordpiece_tokenizer_learner_lib.get_input_words(
+        word_counts.items(), [], _MAX_WORD_LENGTH
+    )
+    kept = wordpiece_tokenizer_learner_lib.get_allowed_chars(words, max_unique_characters)
+    left_out = collections.Counter()
+    for word, count in words:
+        for character in word:
+            if character not in kept:
+                left_out[character] += count
+    return left_out
 
 
 def _without_the_rarest_subwords(vocabulary, vocabulary_size):

@@ -10,6 +10,7 @@ from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_li
 from bert_keras.text.tokenizer import SPECIAL_TOKENS
 from bert_keras.text.tokenizer import BertTokenizer
 from bert_keras.text.vocabulary_learner import learn_vocabulary
+from bert_keras.text.vocabulary_learner import left_out_characters
 from tests.programs import program
 
 build_vocab = program("tools.build_vocab")
@@ -241,3 +242,30 @@ def test_the_size_cut_keeps_every_character_and_its_continuation_form():
     tokenizer = BertTokenizer(vocabulary)
     ids = tokenizer(tf.constant(sorted(counts))).flat_values.numpy()
     assert tokenizer.unk_token_id not in ids
+
+
+def test_characters_past_the_limit_are_counted_with_their_occurrences():
+    counts = {"aab": 3, "bc": 2, "d": 1}
+    assert left_out_characters(counts, max_unique_characters=2) == {"c": 2, "d": 1}
+    assert not left_out_characters(counts, max_unique_characters=4)
+
+
+@pytest.mark.large
+def test_characters_past_the_default_limit_are_reported_and_kept_when_raised(tmp_path):
+    ideographs = [chr(0x4E00 + index) for index in range(1010)]
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(  # the last 10 are the rarest
+        " ".join(ideographs[:1000] * 2 + ideographs[1000:]) + "\n", encoding="utf-8"
+    )
+    output = tmp_path / "vocab.txt"
+    flags = (f"--input_file={corpus}", f"--output_file={output}", "--vocab_size=2100")
+    completed = build_vocab(*flags)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert "Warning: 10 distinct characters (10 occurrences) are past the 1000 most" in (
+        completed.stdout
+    )
+    assert ideographs[-1] not in output.read_text(encoding="utf-8").splitlines()
+    completed = build_vocab(*flags, "--max_unique_characters=1010")
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert "Warning" not in completed.stdout
+    assert set(ideographs) <= set(output.read_text(encoding="utf-8").splitlines())
