@@ -523,7 +523,10 @@ class PretrainingRun:
         ]
         if self.replicas.is_chief:  # one process writes the logs
             callbacks += [
-                JsonLinesHistory(os.path.join(config.output_dir, HISTORY_FILE)),
+                # A run that starts afresh (no checkpoint to resume) has a history of its own.
+                JsonLinesHistory(
+                    os.path.join(config.output_dir, HISTORY_FILE), replace=self.resumed is None
+                ),
                 HistoryPlot(config.output_dir),
                 StepTensorBoard(log_dir=os.path.join(config.output_dir, TENSORBOARD_DIR)),
             ]

@@ -4,6 +4,7 @@ import dataclasses
 import json
 import logging
 import os
+import shutil
 
 import keras
 import numpy as np
@@ -330,6 +331,15 @@ def test_resuming_on_records_made_again_is_refused_and_a_new_schedule_logged(
     write_records(directory / "a.tfrecord", 20, seed=7)  # the same name, other records
     with pytest.raises(ValueError, match=r"input_file_bytes is \[\d+\] there but \[\d+\] here"):
         PretrainingRun(longer)
+
+
+def test_a_run_that_starts_afresh_replaces_the_history_of_the_one_before(records, tmp_path):
+    PretrainingRun(tiny_config(records, tmp_path, num_train_steps=4)).train(verbose=0)
+    shutil.rmtree(tmp_path / "checkpoints")  # nothing to resume: the next run starts at step 0
+
+    history = PretrainingRun(tiny_config(records, tmp_path, num_train_steps=2)).train(verbose=0)
+
+    assert [record["step"] for record in history] == [2]
 
 
 def test_a_bucketed_run_trains_and_records_its_data_order(records, tmp_path):
