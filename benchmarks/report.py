@@ -155,6 +155,8 @@ README_BEGIN = (
     "<!-- From here to the end marker: written by `python -m benchmarks.report --publish`. -->"
 )
 README_END = "<!-- End of the published benchmark report. -->"
+# The status of a planned run that an interrupted report never started.
+NOT_RUN_YET = "not run yet"
 
 _QUICK = flags.DEFINE_bool("quick", False, "Small sizes and few rounds: minutes, not hours.")
 _OUTPUT_DIR = flags.DEFINE_string(
@@ -577,7 +579,8 @@ def publish(report_dir, published_dir=PUBLISHED_DIR, readme=README, partial=Fals
         raise FileNotFoundError(f"{source} is missing: run `make bench` (benchmarks.report) first.")
     with open(source, encoding="utf-8") as file:
         report = json.load(file)
-    missing = sorted({b.name for b in BENCHMARKS} - {run["benchmark"] for run in report["runs"]})
+    measured = {run["benchmark"] for run in report["runs"] if run.get("status") != NOT_RUN_YET}
+    missing = sorted({b.name for b in BENCHMARKS} - measured)
     if not partial and (report["mode"] != "full" or missing):
         raise ValueError(
             f"{source} is a {report['mode']} report without {missing or 'no benchmark'}: it "
@@ -619,7 +622,9 @@ def main(argv):
         )
         context["update"] = {
             "benchmarks": names,
-            "others_since": min((record["date"] for record in kept_records), default="—"),
+            "others_since": min(
+                (record["date"] for record in kept_records if "date" in record), default="—"
+            ),
         }
     commit = source_commit()
     rows, run_records = [], []
@@ -633,8 +638,9 @@ def main(argv):
         run_records.append({**record, "date": _now(), "commit": commit})
         # Rewritten after every run: an interrupted report keeps what it measured.
         all_records = kept_records + run_records
-        context["runs_finished"] = f"{len(all_records)} of {len(kept_records) + len(planned)}"
-        context["total_seconds"] = round(sum(record["seconds"] for record in all_records), 1)
+        finished = [record for record in all_records if record.get("status") != NOT_RUN_YET]
+        context["runs_finished"] = f"{len(finished)} of {len(kept_records) + len(planned)}"
+        context["total_seconds"] = round(sum(record["seconds"] for record in finished), 1)
         path = write_report(
             in_benchmark_order(kept_rows + rows),
             in_benchmark_order(all_records + _pending(planned[number + 1 :])),
@@ -697,7 +703,8 @@ def kept_by_update(previous, context, names, source="the report"):
     the benchmarks `names` keeps: every other benchmark's, each run dated.
 
     A run record without a date gets `previous`'s, the date of the report
-    that measured it. `source` names `previous` in errors.
+    that measured it; a run that `previous` never started stays "not run yet",
+    undated. `source` names `previous` in errors.
 
     Raises:
         app.UsageError: `previous` is of another mode, machine or packages than `context`.
@@ -718,16 +725,20 @@ def kept_by_update(previous, context, names, source="the report"):
             )
     kept_rows = [row for row in previous["measurements"] if row["benchmark"] not in names]
     kept_records = [
-        {**record, "date": record.get("date", previous["date"])}
+        record if record.get("status") == NOT_RUN_YET else _dated(record, previous["date"])
         for record in previous["runs"]
         if record["benchmark"] not in names
     ]
     return kept_rows, kept_records
 
 
+def _dated(record, date):
+    return {**record, "date": record.get("date", date)}
+
+
 def _pending(planned):
     return [
-        _run_record(name, backend, benchmark_flags or (), None, "not run yet")
+        _run_record(name, backend, benchmark_flags or (), None, NOT_RUN_YET)
         for name, backend, benchmark_flags in planned
     ]
 

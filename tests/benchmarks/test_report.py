@@ -324,3 +324,47 @@ def test_an_update_of_one_of_two_benchmarks_of_a_module_keeps_the_others_rows():
         "['bert4rec_recbole'] ['bert4rec_recbole']",
         "['bert4rec'] ['bert4rec']",
     ]
+
+
+_WRITE_INTERRUPTED_REPORT = """
+import sys
+from benchmarks import measurements, report
+
+rows = [measurements.measurement("tokenizer", "MB/s", 3.0, "transformers", 2.0)]
+runs = [
+    {"benchmark": "tokenizer", "backend": None, "flags": "", "seconds": 5.0, "status": "ok"},
+    *report._pending([(b.name, None, ()) for b in report.BENCHMARKS if b.name != "tokenizer"]),
+]
+context = {
+    "date": "2025-01-02T03:04:05+00:00",
+    "mode": sys.argv[2],
+    "machine": report.machine_description(),
+    "versions": report.package_versions(),
+    "runs_finished": f"1 of {len(runs)}",
+}
+report.write_report(rows, runs, context, sys.argv[1])
+"""
+
+
+def test_publishing_an_interrupted_full_report_needs_partial(tmp_path):
+    assert _child(_WRITE_INTERRUPTED_REPORT, tmp_path, "full").returncode == 0
+    completed = program("benchmarks.report")("--publish", f"--output_dir={tmp_path}")
+    assert completed.returncode == 1
+    assert f"{tmp_path / 'report.json'} is a full report without ['backbone', " in completed.stderr
+    assert "'serving', 'sst2']: it would replace the full report" in completed.stderr
+    assert "add --partial to publish it anyway" in completed.stderr
+
+
+def test_an_update_of_an_interrupted_report_keeps_the_runs_it_never_started(tmp_path):
+    assert _child(_WRITE_INTERRUPTED_REPORT, tmp_path, "quick").returncode == 0
+    completed = _update_sst2(tmp_path)
+    assert completed.returncode == 0, completed.stderr
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert [row["benchmark"] for row in report["measurements"]] == ["tokenizer", "sst2"]
+    runs = {run["benchmark"]: run for run in report["runs"]}
+    assert len(runs) == len(report["runs"])
+    assert runs["tokenizer"]["status"] == "ok" and runs["sst2"]["status"] == "skipped"
+    assert runs["serving"]["status"] == "not run yet" and "date" not in runs["serving"]
+    assert report["runs_finished"] == f"2 of {len(runs)}"
+    assert report["total_seconds"] == 5.0
+    assert report["update"]["others_since"] == "2025-01-02T03:04:05+00:00"
