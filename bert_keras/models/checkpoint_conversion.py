@@ -7,7 +7,9 @@ from bert_keras.atomic_files import check_output_directory
 from bert_keras.checkpoints import read_checkpoint
 from bert_keras.checkpoints import write_checkpoint
 from bert_keras.models.bert_backbone import BertBackbone
+from bert_keras.models.bert_backbone import quantized_policy_map
 from bert_keras.models.checkpoint_weights import apply_checkpoint
+from bert_keras.models.checkpoint_weights import model_checkpoint
 
 
 class OutputDirectoryError(OSError):
@@ -25,7 +27,9 @@ def convert_checkpoint(
     """Reads any supported checkpoint and writes it in the project's format, the original's or keras-hub's.
 
     The backbone weights are checked against a `BertBackbone` built from the
-    config before anything is written; heads are carried over.
+    config before anything is written; heads are carried over. A quantized
+    backbone (a `.keras` source saved after `quantize()`) is refused, as
+    `save_to_preset` refuses it: a checkpoint holds float weights.
 
     Args:
         source: checkpoint directory (or .keras file).
@@ -46,7 +50,7 @@ def convert_checkpoint(
         OutputDirectoryError: `output_dir` cannot be written, naming it
             and the reason.
         ValueError: a checkpoint that cannot be read or written in
-            `output_format`.
+            `output_format`, or a quantized one.
 
     Example:
     >>> import tempfile
@@ -57,7 +61,9 @@ def convert_checkpoint(
     """
     check_output_directory(os.fspath(output_dir), overwrite)
     checkpoint = read_checkpoint(source, format=format)
-    apply_checkpoint(BertBackbone.from_config(checkpoint.backbone_config), checkpoint)
+    backbone = BertBackbone.from_config(checkpoint.backbone_config)
+    _refuse_quantized(backbone, source)
+    apply_checkpoint(backbone, checkpoint)
     try:
         write_checkpoint(checkpoint, output_dir, overwrite=overwrite, format=output_format)
     except OSError as error:
@@ -65,6 +71,16 @@ def convert_checkpoint(
             raise
         raise OutputDirectoryError(f"{output_dir} cannot be written: {_reason(error)}.") from error
     return checkpoint
+
+
+def _refuse_quantized(backbone, source):
+    """Raises `save_to_preset`'s error for a quantized backbone, naming `source`."""
+    if quantized_policy_map(backbone) is None:
+        return
+    try:
+        model_checkpoint(backbone)  # refuses a quantized model, as save_to_preset does
+    except ValueError as error:
+        raise ValueError(f"Cannot convert {source}: {error}") from None
 
 
 def _is_about(error, output_dir):

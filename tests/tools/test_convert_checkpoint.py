@@ -199,3 +199,19 @@ def test_an_output_dir_where_nothing_can_be_written_is_named_with_the_flag(tmp_p
         "convert_checkpoint: --output_dir: /proc/out cannot be written: No such file or "
         "directory, making a staging directory in /proc."
     )
+
+
+def test_a_quantized_keras_source_is_refused_as_save_to_preset_refuses_it(tmp_path):
+    backbone = BertBackbone(9, 1, 2, 8, 16)
+    backbone.quantize("int8")
+    backbone.save(tmp_path / "backbone.keras")
+    with pytest.raises(ValueError) as refusal:
+        backbone.save_to_preset(tmp_path / "preset")
+    message = run_in_process(
+        f"--source={tmp_path / 'backbone.keras'}", f"--output_dir={tmp_path / 'out'}"
+    )
+    assert message == (
+        f"convert_checkpoint: Cannot convert {tmp_path / 'backbone.keras'}: {refusal.value}"
+    )
+    assert "a checkpoint holds float weights" in message
+    assert not os.path.exists(tmp_path / "out")
