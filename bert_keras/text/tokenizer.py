@@ -43,6 +43,9 @@ the one named here, and tests/text/test_tokenizer.py checks it:
 
 * "Σ" at the end of a word: Python's `str.lower()` gives "ς", the Rust
   reference (one character at a time) "σ"; this gives "σ".
+* Private-use characters (category Co): the original keeps them, so their
+  word becomes [UNK]; the Rust reference drops them (as the original did
+  before 2019, with every category C*); this follows the original.
 * CJK ideographs U+2B820..U+2B91F: the original puts spaces around them, the
   Rust reference (whose range starts at U+2B920) does not; this follows the
   original.
@@ -79,9 +82,10 @@ MASK_TOKEN = "[MASK]"
 SPECIAL_TOKENS = (PAD_TOKEN, UNK_TOKEN, CLS_TOKEN, SEP_TOKEN, MASK_TOKEN)
 
 # Character classes of the original tokenizer, in RE2 syntax.
-# `_is_control`: general category C* (NUL included), except \t \n \r, which
-# are whitespace; the original's clean-up also drops U+FFFD.
-_DROPPED_CHARACTER = r"[^\P{C}\t\n\r]|\x{FFFD}"
+# `_clean_text` drops NUL, U+FFFD and what `_is_control` calls control:
+# categories Cc and Cf, except \t \n \r, which are whitespace. Private-use
+# (Co) and unassigned (Cn) characters stay, so their words become [UNK].
+_DROPPED_CHARACTER = r"[^\P{Cc}\t\n\r]|\p{Cf}|\x{FFFD}"
 # `_is_whitespace` (space, \t, \n, \r, Zs) plus Zl and Zp, on which the
 # original's `str.split()` also splits; " " itself is left out, as it stays.
 # `[^\PZ ]` is "in category Z and not a space".
