@@ -388,7 +388,12 @@ class BertTokenizer(keras.layers.Layer):
         >>> tokenizer.split_words(["Héllo, World"]).to_list()
         [[b'hello', b',', b'world']]
         """
-        return tf.strings.split(self._normalize_text(tf.convert_to_tensor(texts)))
+        # Invalid UTF-8 bytes become U+FFFD, which normalization drops: the
+        # original decodes with errors="ignore", and so do the offsets.
+        texts = tf.strings.unicode_transcode(
+            tf.convert_to_tensor(texts), "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
+        )
+        return tf.strings.split(self._normalize_text(texts))
 
     @_without_autograph
     def tokenize_with_offsets(self, inputs, unit="byte"):

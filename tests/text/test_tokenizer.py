@@ -380,6 +380,28 @@ def test_private_use_characters_make_unknown_words_like_the_original(uncased):
     assert [uncased.id_to_token(i) for i in token_ids] == expected
 
 
+@pytest.mark.parametrize(
+    "text, expected",
+    [  # The original's tokens: it decodes bytes with errors="ignore".
+        (b"caf\xe9 ok", ["caf", "ok"]),
+        (b"caf\xe9ok", ["caf", "##ok"]),
+        (b"na\xc3\xafve \x80x", ["naive", "x"]),
+        (b"\xff\xfe", []),
+        (b"[MASK] a\xe2\x82ok", ["[MASK]", "ao", "##k"]),
+    ],
+)
+@pytest.mark.parametrize("special_tokens_in_strings", [False, True])
+def test_invalid_utf8_bytes_are_dropped_on_both_paths(text, expected, special_tokens_in_strings):
+    tokenizer = BertTokenizer(
+        UNCASED_VOCABULARY, special_tokens_in_strings=special_tokens_in_strings
+    )
+    if not special_tokens_in_strings and expected[:1] == ["[MASK]"]:
+        expected = ["[", "mask", "]"] + expected[1:]
+    assert _tokens(tokenizer, text) == expected
+    token_ids = tokenizer.tokenize_with_offsets(text)[0].numpy()
+    assert [tokenizer.id_to_token(i) for i in token_ids] == expected
+
+
 def test_unusual_whitespace_separates_words(uncased):
     assert _tokens(uncased, "a\u3000b\u2028c\xa0d\te") == list("abcde")
 
