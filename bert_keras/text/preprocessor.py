@@ -322,13 +322,54 @@ def _segment_texts(inputs):
     """The string tensors of the segments: a tuple holds segments, anything
     else (a list too) is one segment's texts."""
     if not isinstance(inputs, tuple):
-        return [tf.convert_to_tensor(inputs, tf.string)]
+        texts = tf.convert_to_tensor(inputs, tf.string)
+        if texts.shape.rank == 2:
+            raise ValueError(
+                f"BertPreprocessor got texts of shape {texts.shape}; it packs a string, a batch "
+                "of strings, or a pair of them as a tuple (texts_a, texts_b). For a list of "
+                "pairs, pass tuple(zip(*pairs))."
+            )
+        return [texts]
     if len(inputs) not in (1, 2):
         raise ValueError(
             "BertPreprocessor packs a text or a pair (texts_a, texts_b), got "
             f"a sequence of {len(inputs)}."
         )
-    return [tf.convert_to_tensor(text, tf.string) for text in inputs]
+    texts = [tf.convert_to_tensor(text, tf.string) for text in inputs]
+    if len(texts) == 1:
+        return texts
+    return _with_equal_batch_sizes(*texts)
+
+
+def _with_equal_batch_sizes(texts_a, texts_b):
+    """`[texts_a, texts_b]`, checked to hold as many texts each."""
+    sizes = f"texts_a {_describe_texts(texts_a)} but texts_b {_describe_texts(texts_b)}"
+    if texts_a.shape.rank != texts_b.shape.rank:
+        raise ValueError(f"BertPreprocessor packs pairs of texts: {sizes}.")
+    if texts_a.shape.rank != 1:
+        return [texts_a, texts_b]
+    size_a, size_b = texts_a.shape[0], texts_b.shape[0]
+    if size_a is not None and size_b is not None:
+        if size_a != size_b:
+            raise ValueError(f"BertPreprocessor packs pairs of texts: {sizes}.")
+        return [texts_a, texts_b]
+    # Batch sizes known only when the graph runs.
+    check = tf.debugging.assert_equal(
+        tf.shape(texts_a)[0],
+        tf.shape(texts_b)[0],
+        message="BertPreprocessor packs pairs of texts: texts_a and texts_b hold different "
+        "numbers of texts",
+    )
+    with tf.control_dependencies([check]):
+        return [tf.identity(texts_a), tf.identity(texts_b)]
+
+
+def _describe_texts(texts):
+    if texts.shape.rank == 0:
+        return "is a single string"
+    if texts.shape.rank == 1 and texts.shape[0] is not None:
+        return f"has {texts.shape[0]} texts"
+    return f"has shape {texts.shape}"
 
 
 def _keep_first(ragged, lengths):

@@ -226,6 +226,35 @@ def test_errors():
         BertPreprocessor(tokenizer)((["a"], ["b"], ["c"]))
 
 
+@pytest.mark.parametrize(
+    "pair, message",
+    [
+        ((["a", "b"], ["c"]), "texts_a has 2 texts but texts_b has 1"),
+        ((["a", "b"], ["c", "d", "e"]), "texts_a has 2 texts but texts_b has 3"),
+        (("a", ["b", "c"]), "texts_a is a single string but texts_b has 2 texts"),
+    ],
+)
+def test_a_pair_of_batches_of_different_sizes_is_refused(pair, message):
+    preprocessor = BertPreprocessor(BertTokenizer(list(SPECIAL_TOKENS)), sequence_length=8)
+    with pytest.raises(ValueError, match=message):
+        preprocessor(pair)
+
+
+def test_a_pair_of_batches_of_different_sizes_is_refused_in_a_graph():
+    preprocessor = BertPreprocessor(BertTokenizer(list(SPECIAL_TOKENS)), sequence_length=8)
+    spec = tf.TensorSpec([None], tf.string)
+    preprocess = tf.function(lambda a, b: preprocessor((a, b)), input_signature=[spec, spec])
+    assert preprocess(tf.constant(["a"]), tf.constant(["b"]))["token_ids"].shape == (1, 8)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="texts_a and texts_b hold different"):
+        preprocess(tf.constant(["a", "b"]), tf.constant(["c"]))
+
+
+def test_a_list_of_pairs_is_refused_with_the_pair_convention():
+    preprocessor = BertPreprocessor(BertTokenizer(list(SPECIAL_TOKENS)))
+    with pytest.raises(ValueError, match=r"tuple \(texts_a, texts_b\).*tuple\(zip\(\*pairs\)\)"):
+        preprocessor([("a", "b"), ("c", "d")])
+
+
 def test_saved_model(tmp_path, tokenizer):
     preprocessor = BertPreprocessor(tokenizer, sequence_length=16)
     spec = tf.TensorSpec([None], tf.string)
