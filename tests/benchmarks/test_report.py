@@ -346,10 +346,25 @@ report.write_report(rows, runs, context, sys.argv[1])
 """
 
 
+_PUBLISH_WITHOUT_PARTIAL = """
+import sys
+from benchmarks import report
+report.publish(sys.argv[1], published_dir=sys.argv[2], readme=sys.argv[3])
+"""
+
+
 def test_publishing_an_interrupted_full_report_needs_partial(tmp_path):
     assert _child(_WRITE_INTERRUPTED_REPORT, tmp_path, "full").returncode == 0
-    completed = program("benchmarks.report")("--publish", f"--output_dir={tmp_path}")
+    readme = tmp_path / "README.md"
+    readme.write_text(
+        "<!-- From here to the end marker: written by `python -m "
+        "benchmarks.report --publish`. -->\nold table\n"
+        "<!-- End of the published benchmark report. -->\n"
+    )
+    completed = _child(_PUBLISH_WITHOUT_PARTIAL, tmp_path, tmp_path / "published", readme)
     assert completed.returncode == 1
+    assert "old table" in readme.read_text()
+    assert not (tmp_path / "published").exists()
     assert f"{tmp_path / 'report.json'} is a full report without ['backbone', " in completed.stderr
     assert "'serving', 'sst2']: it would replace the full report" in completed.stderr
     assert "add --partial to publish it anyway" in completed.stderr
