@@ -403,7 +403,14 @@ def _label_names(id2label, num_labels):
 
 def _read_own(directory):
     checkpoint = _read_huggingface(directory)
-    own_config = _read_json(os.path.join(directory, OWN_CONFIG_FILE))
+    own_path = os.path.join(directory, OWN_CONFIG_FILE)
+    own_config = _read_json(own_path)
+    if not isinstance(own_config, dict) or not isinstance(own_config.get("config"), dict):
+        raise ValueError(
+            f'{own_path} has no "config" (the BertBackbone config of a bert_keras checkpoint); '
+            "remove the file, or read the directory with format='huggingface' "
+            "(--format=huggingface), to take the config from config.json."
+        )
     checkpoint.backbone_config = own_config["config"]
     checkpoint.task_config = own_config.get("task", {})
     checkpoint.format = "bert_keras"

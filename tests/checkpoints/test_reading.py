@@ -215,3 +215,13 @@ def test_a_layer_count_the_weights_contradict_is_named_with_its_key(tmp_path, ed
     )
     misspelt = "; 'num_hiden_layers' may be a misspelt num_hidden_layers"
     assert str(error.value) == expected + (misspelt if "default" in said else "") + "."
+
+
+def test_a_bert_keras_json_without_config_is_named(tmp_path):
+    save_tiny("BertModel", tmp_path / "source")
+    own_config = tmp_path / "source" / "bert_keras.json"
+    for text in ('{"tokenizer": {"lowercase": true}}', '{"config": null}', "[]"):
+        own_config.write_text(text)
+        with pytest.raises(ValueError, match=f'{own_config} has no "config"'):
+            read_checkpoint(tmp_path / "source")
+    assert read_checkpoint(tmp_path / "source", format="huggingface").format == "huggingface"
