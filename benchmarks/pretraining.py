@@ -367,9 +367,7 @@ def main(argv):
     _check_predictions()
     import keras
 
-    from bert_keras.models.presets import backbone_preset_config
-
-    config = backbone_preset_config(_PRESET.value)
+    config = _backbone_config()
     batch = _batch(config)
     builders = {
         "bert_keras": _bert_keras_step,
@@ -432,13 +430,30 @@ def main(argv):
     )
 
 
+def _backbone_config():
+    """`--preset`'s backbone config; raises UsageError where the preset is unknown or holds
+    fewer positions than `--sequence_length`."""
+    from bert_keras.models.presets import backbone_preset_config
+
+    try:
+        config = backbone_preset_config(_PRESET.value)
+    except ValueError as error:
+        raise app.UsageError(f"--preset={_PRESET.value}: {error}") from error
+    if common.SEQUENCE_LENGTH.value > config["max_sequence_length"]:
+        raise app.UsageError(
+            f"--sequence_length is {common.SEQUENCE_LENGTH.value}, but --preset={_PRESET.value} "
+            f"has {config['max_sequence_length']} positions."
+        )
+    return config
+
+
 def _check_predictions():
     """Raises UsageError where the shortest random sequence has fewer maskable positions than asked.
 
     A row holds half to all of `--sequence_length` tokens (`common.random_backbone_inputs`);
     [CLS] and [SEP] are never masked.
     """
-    maskable = common.SEQUENCE_LENGTH.value // 2 - 2
+    maskable = max(0, common.SEQUENCE_LENGTH.value // 2 - 2)
     if _PREDICTIONS.value > maskable:
         raise app.UsageError(
             f"--predictions is {_PREDICTIONS.value}, but the shortest sequence of "
