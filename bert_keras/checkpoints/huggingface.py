@@ -365,8 +365,21 @@ def _tensor_files(directory):
         path = os.path.join(directory, WEIGHTS_FILE)
         with _opened_tensors(path) as file:
             return {name: path for name in file.keys()}
-    weight_map = read_json(index_path)["weight_map"]
+    weight_map = _weight_map(index_path)
     return {name: os.path.join(directory, shard) for name, shard in weight_map.items()}
+
+
+def _weight_map(index_path):
+    """A sharded checkpoint index's tensor name -> shard file; a ValueError naming the file."""
+    index = read_json(index_path)
+    weight_map = index.get("weight_map") if isinstance(index, dict) else None
+    if not isinstance(weight_map, dict) or not all(
+        isinstance(shard, str) for shard in weight_map.values()
+    ):
+        raise ValueError(
+            f"{index_path} has no weight_map (a JSON object of tensor name -> shard file name)."
+        )
+    return weight_map
 
 
 def _opened_tensors(path):

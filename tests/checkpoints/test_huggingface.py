@@ -153,6 +153,17 @@ def test_sharded_checkpoint(tmp_path):
     assert_close(differences)
 
 
+def test_a_sharded_index_without_a_weight_map_is_named(tmp_path):
+    save_tiny("BertModel", tmp_path / "sharded").save_pretrained(
+        tmp_path / "sharded", max_shard_size="2KB"
+    )
+    index = tmp_path / "sharded" / "model.safetensors.index.json"
+    for text in ("{}", "[]", '{"weight_map": ["model-00001-of-00002.safetensors"]}'):
+        index.write_text(text)
+        with pytest.raises(ValueError, match=f"{index} has no weight_map"):
+            read_checkpoint(tmp_path / "sharded")
+
+
 def test_bfloat16_weights_load_as_float32(tmp_path):
     model = save_tiny("BertModel", tmp_path / "float32")
     model.to(torch.bfloat16).save_pretrained(tmp_path / "bfloat16")
