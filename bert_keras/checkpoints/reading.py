@@ -24,6 +24,7 @@ decoder. Head tensors go to `Checkpoint.head_weights`.
 
 import glob
 import os
+import zipfile
 
 import keras
 from absl import logging
@@ -460,6 +461,8 @@ def _read_keras(path):
         if len(files) != 1:
             raise ValueError(f"{path} holds {len(files)} .keras files; expected one: {files}.")
         path = files[0]
+    if not zipfile.is_zipfile(path):  # Keras would call it "File not found"
+        raise ValueError(f"{path} is not a .keras (zip) file; it cannot be read.")
     # The classes are registered with Keras by whoever imported them (the
     # models that call this); none is imported here.
     model = keras.saving.load_model(path, safe_mode=True)

@@ -49,6 +49,13 @@ def test_keras_file_of_another_model_is_refused(tmp_path):
         BertBackbone.from_preset(tmp_path / "other.keras")
 
 
+def test_a_keras_file_that_is_not_a_zip_is_named(tmp_path):
+    path = tmp_path / "backbone.keras"
+    path.write_text("not a zip")
+    with pytest.raises(ValueError, match=re.escape(f"{path} is not a .keras (zip) file")):
+        read_checkpoint(path)
+
+
 def test_a_cut_weights_file_or_broken_json_is_named(tmp_path):
     BertBackbone(**TINY_BACKBONE).save_to_preset(tmp_path / "saved")
     weights = tmp_path / "saved" / "model.safetensors"
