@@ -361,7 +361,10 @@ class PretrainingRun:
             "architecture",
             source,
         )
-        saved_order, order = self.resumed.metadata["data_order"], self._data_order()
+        # A checkpoint of an unbucketed run records no bucket_by_length.
+        unset = {"bucket_by_length": False}
+        saved_order = {**unset, **self.resumed.metadata["data_order"]}
+        order = {**unset, **self._data_order()}
         if "input_file_bytes" not in saved_order:  # a checkpoint of an earlier version
             del order["input_file_bytes"]
         check_same(

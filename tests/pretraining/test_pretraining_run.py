@@ -297,7 +297,7 @@ def test_resuming_with_another_architecture_or_batching_is_refused(finished_run)
         )
     with pytest.raises(ValueError, match="train_batch_size is 4 there but 8 here"):
         PretrainingRun(dataclasses.replace(config, train_batch_size=8))
-    with pytest.raises(ValueError, match="bucket_by_length"):
+    with pytest.raises(ValueError, match="bucket_by_length is False there but True here"):
         PretrainingRun(dataclasses.replace(config, bucket_by_length=True))
     with pytest.raises(ValueError, match="at step 5, past num_train_steps=4"):
         PretrainingRun(dataclasses.replace(config, num_train_steps=4))
@@ -347,7 +347,7 @@ def test_a_bucketed_run_trains_and_records_its_data_order(records, tmp_path):
     history = PretrainingRun(config).train(verbose=0)
     assert history[-1]["step"] == 3
     assert all(np.isfinite(record["loss"]) for record in history)
-    with pytest.raises(ValueError, match="bucket_by_length is True there but None here"):
+    with pytest.raises(ValueError, match="bucket_by_length is True there but False here"):
         PretrainingRun(dataclasses.replace(config, bucket_by_length=False, num_train_steps=4))
 
 
