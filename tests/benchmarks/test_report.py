@@ -180,9 +180,18 @@ from benchmarks import report
 report.publish(sys.argv[1], published_dir=sys.argv[2], readme=sys.argv[3], partial=True)
 """
 
+_PUBLISH_WITHOUT_PARTIAL = """
+import sys
+from benchmarks import report
+report.publish(sys.argv[1], published_dir=sys.argv[2], readme=sys.argv[3])
+"""
+
 
 def test_publishing_a_quick_or_partial_report_needs_partial(report_dir, tmp_path):
-    completed = program("benchmarks.report")("--publish", f"--output_dir={report_dir}")
+    readme = tmp_path / "README.md"
+    readme.write_text("# intro\n")
+    # Scratch paths: were the refusal to fail, the repository's README would stay as it is.
+    completed = _child(_PUBLISH_WITHOUT_PARTIAL, report_dir, tmp_path / "published", readme)
     assert completed.returncode == 1
     assert (
         f"{report_dir / 'report.json'} is a quick report without ['bert4rec', " in completed.stderr
@@ -343,13 +352,6 @@ context = {
     "runs_finished": f"1 of {len(runs)}",
 }
 report.write_report(rows, runs, context, sys.argv[1])
-"""
-
-
-_PUBLISH_WITHOUT_PARTIAL = """
-import sys
-from benchmarks import report
-report.publish(sys.argv[1], published_dir=sys.argv[2], readme=sys.argv[3])
 """
 
 
