@@ -2,10 +2,13 @@
 
 import os
 
+from absl import logging
+
 from bert_keras.atomic_files import PARTIAL_MARKER
 from bert_keras.atomic_files import check_output_directory
 from bert_keras.checkpoints import read_checkpoint
 from bert_keras.checkpoints import write_checkpoint
+from bert_keras.checkpoints.vocabulary import read_vocabulary
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_backbone import quantized_policy_map
 from bert_keras.models.checkpoint_weights import apply_checkpoint
@@ -30,6 +33,8 @@ def convert_checkpoint(
     config before anything is written; heads are carried over. A quantized
     backbone (a `.keras` source saved after `quantize()`) is refused, as
     `save_to_preset` refuses it: a checkpoint holds float weights.
+    A source with no vocabulary, or an empty one, is converted with a
+    warning: a model from `output_dir` then takes token ids, not text.
 
     Args:
         source: checkpoint directory (or .keras file).
@@ -64,6 +69,7 @@ def convert_checkpoint(
     backbone = BertBackbone.from_config(checkpoint.backbone_config)
     _refuse_quantized(backbone, source)
     apply_checkpoint(backbone, checkpoint)
+    _warn_without_vocabulary(checkpoint, source, output_dir)
     try:
         write_checkpoint(checkpoint, output_dir, overwrite=overwrite, format=output_format)
     except OSError as error:
@@ -81,6 +87,24 @@ def _refuse_quantized(backbone, source):
         model_checkpoint(backbone)  # refuses a quantized model, as save_to_preset does
     except ValueError as error:
         raise ValueError(f"Cannot convert {source}: {error}") from None
+
+
+def _warn_without_vocabulary(checkpoint, source, output_dir):
+    """Warns where `source` has no vocabulary or an empty one, so `output_dir` takes no text."""
+    if checkpoint.vocabulary_file is None:
+        logging.warning(
+            "%s has no vocabulary (vocab.txt or tokenizer.json), so %s will have none: a model "
+            "from it takes token ids, not text.",
+            source,
+            output_dir,
+        )
+    elif not read_vocabulary(checkpoint.vocabulary_file):
+        logging.warning(
+            "%s holds no tokens, so %s will have an empty vocabulary: a model from it takes "
+            "token ids, not text.",
+            checkpoint.vocabulary_file,
+            output_dir,
+        )
 
 
 def _is_about(error, output_dir):

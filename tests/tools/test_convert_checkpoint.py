@@ -215,3 +215,16 @@ def test_a_quantized_keras_source_is_refused_as_save_to_preset_refuses_it(tmp_pa
     )
     assert "a checkpoint holds float weights" in message
     assert not os.path.exists(tmp_path / "out")
+
+
+def test_a_source_without_a_vocabulary_or_with_an_empty_one_is_warned_of(tmp_path, caplog):
+    save_tiny("BertModel", tmp_path / "source")
+    arguments = (f"--source={tmp_path / 'source'}", f"--output_dir={tmp_path / 'out'}")
+    with caplog.at_level("WARNING"):
+        assert run_in_process(*arguments) is None
+    assert f"{tmp_path / 'source'} has no vocabulary (vocab.txt or tokenizer.json)" in caplog.text
+    caplog.clear()
+    (tmp_path / "source" / "vocab.txt").write_text("")
+    with caplog.at_level("WARNING"):
+        assert run_in_process(*arguments, "--overwrite") is None
+    assert f"{tmp_path / 'source' / 'vocab.txt'} holds no tokens" in caplog.text
