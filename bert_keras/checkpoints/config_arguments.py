@@ -1,6 +1,7 @@
 """`BertBackbone` arguments read from a format's config file, each checked to be of its type."""
 
 import math
+import numbers
 
 # The backbone's sizes: whole numbers, which fix its weights' shapes.
 SIZE_ARGUMENTS = (
@@ -49,10 +50,29 @@ def config_arguments(raw, path, table):
     return arguments
 
 
+def check_backbone_arguments(arguments):
+    """Raises a ValueError naming the first `BertBackbone` argument that is not of its type.
+
+    Sizes are whole numbers of at least 1, dropout rates in [0, 1) (or
+    None where the argument allows it), the epsilon a positive number;
+    other arguments are not looked at.
+
+    Example:
+    >>> check_backbone_arguments({"num_heads": 4, "dropout": 0.1, "attention_dropout": None})
+    >>> check_backbone_arguments({"num_heads": 0})
+    Traceback (most recent call last):
+    ...
+    ValueError: num_heads is 0 but must be a whole number, at least 1.
+    """
+    for argument, value in arguments.items():
+        if value is not None or argument != "attention_dropout":
+            _check_value(value, argument, argument)
+
+
 def _check_value(value, argument, where):
-    is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    is_number = isinstance(value, numbers.Real) and not isinstance(value, bool)
     if argument in SIZE_ARGUMENTS:
-        if not (is_number and isinstance(value, int) and value >= 1):
+        if not (is_number and isinstance(value, numbers.Integral) and value >= 1):
             raise ValueError(f"{where} is {value!r} but must be a whole number, at least 1.")
     elif argument in PROBABILITY_ARGUMENTS:
         if not (is_number and 0 <= value < 1):

@@ -7,6 +7,7 @@ from keras import ops
 
 from bert_keras.checkpoints import tokenizer_settings
 from bert_keras.checkpoints import write_checkpoint
+from bert_keras.checkpoints.config_arguments import check_backbone_arguments
 from bert_keras.layers.activations import get_activation
 from bert_keras.layers.bert_embeddings import BertEmbeddings
 from bert_keras.layers.dense import Dense
@@ -16,6 +17,7 @@ from bert_keras.layers.transformer_encoder import TransformerEncoder
 from bert_keras.models.checkpoint_weights import load_backbone
 from bert_keras.models.checkpoint_weights import model_checkpoint
 from bert_keras.models.garbage_collection import QuantizeCollectingOnce
+from bert_keras.models.input_checks import check_matching_shapes
 from bert_keras.models.input_checks import check_sequence_widths
 from bert_keras.models.input_checks import check_token_ids
 from bert_keras.models.presets import backbone_preset_config
@@ -81,7 +83,22 @@ class BertBackbone(QuantizeCollectingOnce, keras.Model):
         dtype=None,
         **kwargs,
     ):
+        check_backbone_arguments(
+            {
+                "vocabulary_size": vocabulary_size,
+                "num_layers": num_layers,
+                "num_heads": num_heads,
+                "hidden_dim": hidden_dim,
+                "intermediate_dim": intermediate_dim,
+                "max_sequence_length": max_sequence_length,
+                "num_segments": num_segments,
+                "dropout": dropout,
+                "attention_dropout": attention_dropout,
+                "layer_norm_epsilon": layer_norm_epsilon,
+            }
+        )
         _check_architecture(hidden_dim, num_heads, activation)
+        _check_model_arguments(kwargs)
 
         # === Layers ===
         embeddings = BertEmbeddings(
@@ -212,6 +229,7 @@ class BertBackbone(QuantizeCollectingOnce, keras.Model):
         ValueError: x['token_ids'] holds the id 10 (at index (0, 1)); ids run from 0 to 9 (vocabulary_size 10).
         """
         check_sequence_widths(inputs, self.max_sequence_length, name)
+        check_matching_shapes(inputs, name)
         check_token_ids(inputs, self.vocabulary_size, self.num_segments, name)
 
     def sequence_output_at(self, inputs, positions):
@@ -322,6 +340,7 @@ class BertBackbone(QuantizeCollectingOnce, keras.Model):
             )
         for name in INPUT_NAMES:
             check_sequence_length(inputs[name], self.max_sequence_length, name)
+        check_matching_shapes(inputs, "inputs")
         check_token_ids(inputs, self.vocabulary_size, self.num_segments, "inputs")
 
     def get_config(self):
@@ -530,6 +549,16 @@ def serialized_dtype_policy(model):
     """
     policy_map = quantized_policy_map(model)
     return keras.dtype_policies.serialize(model.dtype_policy if policy_map is None else policy_map)
+
+
+def _check_model_arguments(kwargs):
+    """`keras.Model` would drop an argument it does not know, a mistyped override too."""
+    unknown = sorted(set(kwargs) - {"name", "trainable"})
+    if unknown:
+        raise TypeError(
+            f"BertBackbone got unexpected keyword arguments {unknown}; it takes the sizes, "
+            "dropout, attention_dropout, activation, layer_norm_epsilon, dtype, name and trainable."
+        )
 
 
 def _check_architecture(hidden_dim, num_heads, activation):

@@ -21,6 +21,8 @@ from bert_keras.models.dataset_release import without_autotuning_thread
 from bert_keras.models.garbage_collection import QuantizeCollectingOnce
 from bert_keras.models.input_checks import check_array_inputs
 from bert_keras.models.input_checks import check_class_ids
+from bert_keras.models.input_checks import check_masked_positions
+from bert_keras.models.input_checks import check_matching_shapes
 from bert_keras.models.input_checks import check_one_label_per_example
 from bert_keras.models.input_checks import check_positive_count
 from bert_keras.models.input_checks import check_sequence_widths
@@ -649,6 +651,8 @@ class BertTask(QuantizeCollectingOnce, keras.Model):
         check_array_inputs(x, y, sample_weight, batch_size, source)
         check_token_ids(x, self.backbone.vocabulary_size, self.backbone.num_segments, f"{source}x")
         check_sequence_widths(x, self.backbone.max_sequence_length, f"{source}x")
+        check_matching_shapes(x, f"{source}x")
+        check_masked_positions(x, f"{source}x")
         loss = self.loss
         if y is None or not self.label_classes or isinstance(y, dict):
             return

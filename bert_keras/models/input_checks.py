@@ -103,23 +103,49 @@ def check_token_ids(inputs, vocabulary_size, num_segments, name="x"):
     """
     if not isinstance(inputs, dict):
         return
-    for key, size, limit_name in (
-        ("token_ids", vocabulary_size, "vocabulary_size"),
-        ("segment_ids", num_segments, "num_segments"),
-    ):
-        ids = inputs.get(key)
-        if not isinstance(ids, (list, np.ndarray)) or size < 1:
-            continue
-        ids = np.asarray(ids)
-        if ids.size == 0 or not np.issubdtype(ids.dtype, np.number):
-            continue
-        outside = np.argwhere((ids < 0) | (ids >= size))
-        if len(outside):
-            index = tuple(int(position) for position in outside[0])
-            raise ValueError(
-                f"{name}[{key!r}] holds the id {ids[index]} (at index {index}); ids run from 0 "
-                f"to {size - 1} ({limit_name} {size})."
-            )
+    _check_indices(inputs, "token_ids", vocabulary_size, "vocabulary_size", name)
+    _check_indices(inputs, "segment_ids", num_segments, "num_segments", name)
+
+
+def check_masked_positions(inputs, name="x"):
+    """Raises a ValueError naming a masked position off `inputs`' token ids.
+
+    A position past the sequence is not an error on every backend either:
+    jax gathers NaN for it, torch another row. Numpy arrays and lists are
+    checked, where the token ids' width is known.
+
+    Example:
+    >>> ids = [[2, 9, 3, 0]]
+    >>> check_masked_positions({"token_ids": ids, "masked_positions": [[1, 2]]})
+    >>> check_masked_positions({"token_ids": ids, "masked_positions": [[1, 4]]})
+    Traceback (most recent call last):
+    ...
+    ValueError: x['masked_positions'] holds the position 4 (at index (0, 1)); positions run from 0 to 3...
+    """
+    if not isinstance(inputs, dict) or "masked_positions" not in inputs:
+        return
+    shape = _known_shape(inputs.get("token_ids"))
+    if shape:
+        _check_indices(
+            inputs, "masked_positions", shape[-1], "token_ids' width", name, kind="position"
+        )
+
+
+def _check_indices(inputs, key, size, limit_name, name, kind="id"):
+    """Raises where `inputs[key]`, a numpy array or list, holds a value outside [0, size)."""
+    values = inputs.get(key)
+    if not isinstance(values, (list, np.ndarray)) or size < 1:
+        return
+    values = np.asarray(values)
+    if values.size == 0 or not np.issubdtype(values.dtype, np.number):
+        return
+    outside = np.argwhere((values < 0) | (values >= size))
+    if len(outside):
+        index = tuple(int(position) for position in outside[0])
+        raise ValueError(
+            f"{name}[{key!r}] holds the {kind} {values[index]} (at index {index}); {kind}s run "
+            f"from 0 to {size - 1} ({limit_name} {size})."
+        )
 
 
 def check_sequence_widths(inputs, max_sequence_length, name="x"):
@@ -154,6 +180,44 @@ def check_sequence_widths(inputs, max_sequence_length, name="x"):
                 f"max_sequence_length is {max_sequence_length} but {name}[{key!r}] has "
                 f"{shape[-1]} positions (shape {tuple(shape)})."
             )
+
+
+def check_matching_shapes(inputs, name="x"):
+    """Raises a ValueError where segment ids or the padding mask are not of the token ids' shape.
+
+    Each holds one value per token; a mask of another shape would be
+    broadcast (one example's mask over the whole batch) or fail deep inside
+    attention with a message that names none of them. Arrays, lists and
+    tensors of fully known shape are checked, anything else passes.
+
+    Example:
+    >>> import numpy as np
+    >>> ids = np.ones((2, 5), "int32")
+    >>> check_matching_shapes({"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": ids})
+    >>> check_matching_shapes({"token_ids": ids, "padding_mask": ids[:1]})
+    Traceback (most recent call last):
+    ...
+    ValueError: x['padding_mask'] has shape (1, 5) but x['token_ids'] (2, 5): one value per token.
+    """
+    if not isinstance(inputs, dict):
+        return
+    expected = _known_shape(inputs.get("token_ids"))
+    if expected is None:
+        return
+    for key in _SEQUENCE_INPUTS[1:]:
+        shape = _known_shape(inputs.get(key))
+        if shape is not None and shape != expected:
+            raise ValueError(
+                f"{name}[{key!r}] has shape {shape} but {name}['token_ids'] {expected}: "
+                "one value per token."
+            )
+
+
+def _known_shape(array):
+    shape = _shape(array)
+    if shape is None or any(size is None for size in shape):
+        return None
+    return tuple(int(size) for size in shape)
 
 
 def _shape(array):

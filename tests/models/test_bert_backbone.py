@@ -183,6 +183,39 @@ class TestBertBackbone(TestCase):
         ):
             tiny_backbone(num_heads=3)
 
+    @pytest.mark.parametrize(
+        "override, message",
+        [
+            ({"num_heads": 0}, "num_heads is 0 but must be a whole number, at least 1"),
+            ({"num_heads": -2}, "num_heads is -2 but must be a whole number, at least 1"),
+            ({"num_layers": 0}, "num_layers is 0 but must be a whole number, at least 1"),
+            ({"max_sequence_length": 2.5}, "max_sequence_length is 2.5 but must be a whole"),
+            ({"dropout": 1.0}, r"dropout is 1.0 but must be a number in \[0, 1\)"),
+            ({"layer_norm_epsilon": -1.0}, "layer_norm_epsilon is -1.0 but must be a positive"),
+        ],
+    )
+    def test_a_size_or_rate_out_of_its_range_is_named(self, override, message):
+        with pytest.raises(ValueError, match=message):
+            tiny_backbone(**override)
+
+    def test_a_mask_or_segment_ids_of_another_shape_than_the_token_ids_is_named(self):
+        backbone = tiny_backbone()
+        ids = np.array([[2, 5, 7, 3, 0], [2, 9, 3, 0, 0]], "int32")
+        inputs = {"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": (ids > 0) * 1}
+        one_mask = {**inputs, "padding_mask": inputs["padding_mask"][:1]}
+        message = r"\['padding_mask'\] has shape \(1, 5\) but .*\['token_ids'\] \(2, 5\)"
+        with pytest.raises(ValueError, match="inputs" + message):
+            backbone(one_mask)
+        with pytest.raises(ValueError, match="x" + message):
+            backbone.predict(one_mask, verbose=0)
+        with pytest.raises(ValueError, match=r"inputs\['segment_ids'\] has shape \(2, 4\)"):
+            backbone({**inputs, "segment_ids": np.zeros((2, 4), "int32")})
+
+    def test_a_mistyped_override_is_refused_not_dropped(self):
+        with pytest.raises(TypeError, match=r"unexpected keyword arguments \['dropuot'\]"):
+            BertBackbone.from_preset("bert_tiny", dropuot=0.0)
+        assert BertBackbone.from_preset("bert_tiny", name="tiny", dropout=0.0).dropout == 0.0
+
     def test_unknown_activation(self):
         with pytest.raises(ValueError, match="Unknown activation 'gelu_fast'"):
             tiny_backbone(activation="gelu_fast")

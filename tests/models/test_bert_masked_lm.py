@@ -14,6 +14,7 @@ from bert_keras.text.tokenizer import BertTokenizer
 from tests.checkpoints import save_tiny
 from tests.test_case import TINY_INPUTS
 from tests.test_case import TestCase
+from tests.test_case import tiny_backbone
 
 WORDS = [
     "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
@@ -203,6 +204,17 @@ def test_texts_with_fewer_labels_than_masks_are_refused_before_training(masked_l
     model.compile(optimizer="sgd")
     with pytest.raises(ValueError, match=r"y has 1 labels per text .*, but text 1 has 2 \[MASK\]"):
         model.fit(TEXTS, np.ones((4, 1), "int32"), verbose=0)
+
+
+def test_a_masked_position_off_the_sequence_is_named_before_any_step():
+    model = BertMaskedLM(tiny_backbone())
+    model.compile()
+    past_the_end = dict(FEATURES, masked_positions=np.array([[1, 7]] * 4, "int32"))
+    message = r"x\['masked_positions'\] holds the position 7 \(at index \(0, 1\)\)"
+    with pytest.raises(ValueError, match=message):
+        model.predict(past_the_end, verbose=0)
+    with pytest.raises(ValueError, match=message):
+        model.fit(past_the_end, LABELS, verbose=0)
 
 
 class TestBertMaskedLM(TestCase):
