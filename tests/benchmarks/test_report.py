@@ -174,6 +174,17 @@ def _child(code, *arguments):
     return completed
 
 
+def _readme_with_a_report_section(directory, before="", after=""):
+    """directory/README.md holding "old table" in the published report's section."""
+    readme = directory / "README.md"
+    readme.write_text(
+        f"{before}<!-- From here to the end marker: written by `python -m "
+        "benchmarks.report --publish`. -->\nold table\n"
+        f"<!-- End of the published benchmark report. -->\n{after}"
+    )
+    return readme
+
+
 _PUBLISH = """
 import sys
 from benchmarks import report
@@ -203,12 +214,7 @@ def test_publishing_a_quick_or_partial_report_needs_partial(report_dir, tmp_path
 
 
 def test_publishing_copies_the_report_and_rewrites_only_the_readme_section(report_dir, tmp_path):
-    readme = tmp_path / "README.md"
-    readme.write_text(
-        "# intro\n\n<!-- From here to the end marker: written by `python -m "
-        "benchmarks.report --publish`. -->\nold table\n"
-        "<!-- End of the published benchmark report. -->\n\n## Layout\n"
-    )
+    readme = _readme_with_a_report_section(tmp_path, "# intro\n\n", "\n## Layout\n")
     completed = _child(_PUBLISH, report_dir, tmp_path / "published", readme)
     assert completed.returncode == 0, completed.stderr
     assert sorted(os.listdir(tmp_path / "published")) == ["ratios.png", "report.json", "report.md"]
@@ -357,12 +363,7 @@ report.write_report(rows, runs, context, sys.argv[1])
 
 def test_publishing_an_interrupted_full_report_needs_partial(tmp_path):
     assert _child(_WRITE_INTERRUPTED_REPORT, tmp_path, "full").returncode == 0
-    readme = tmp_path / "README.md"
-    readme.write_text(
-        "<!-- From here to the end marker: written by `python -m "
-        "benchmarks.report --publish`. -->\nold table\n"
-        "<!-- End of the published benchmark report. -->\n"
-    )
+    readme = _readme_with_a_report_section(tmp_path)
     completed = _child(_PUBLISH_WITHOUT_PARTIAL, tmp_path, tmp_path / "published", readme)
     assert completed.returncode == 1
     assert "old table" in readme.read_text()
