@@ -1,5 +1,8 @@
 """Sentence embeddings: the mean of a text's token vectors, as sentence-transformers' models use."""
 
+import json
+import os
+
 import keras
 import numpy as np
 
@@ -8,6 +11,8 @@ from bert_keras.models.bert_task import backbone_inputs
 
 # torch.nn.functional.normalize's floor on the norm, so a zero vector stays zero.
 _NORM_EPSILON = 1e-12
+# Where sentence-transformers keeps the length it cuts a model's texts at.
+SENTENCE_TRANSFORMERS_CONFIG = "sentence_bert_config.json"
 # sentence-transformers' floor on the count of tokens, so a text of none pools to zeros.
 _TOKEN_COUNT_EPSILON = 1e-9
 
@@ -53,7 +58,8 @@ class BertSentenceEncoder(BertTask):
     `[batch, hidden_dim]` (not normalised). With a preprocessor
     (`from_preset` attaches one) `predict` and `encode` take raw text;
     texts are cut at the preprocessor's `sequence_length` (`from_preset`'s
-    default 128; sentence-transformers cuts all-MiniLM-L6-v2's at 256).
+    default: the directory's sentence-transformers `max_seq_length`, 256
+    for all-MiniLM-L6-v2, else as `BertTask.from_preset`).
 
     Args:
         backbone: a `BertBackbone`.
@@ -86,6 +92,18 @@ class BertSentenceEncoder(BertTask):
 
         # === Config ===
         self.mean_pooling = mean_pooling
+
+    @classmethod
+    def from_preset(cls, preset, sequence_length=None, **kwargs):
+        """`BertTask.from_preset`, cutting texts where sentence-transformers cuts them.
+
+        Without `sequence_length`, a directory's sentence_bert_config.json
+        `max_seq_length` is the packed length, so that long texts embed as
+        sentence-transformers embeds them.
+        """
+        if sequence_length is None and isinstance(preset, (str, os.PathLike)):
+            sequence_length = sentence_transformers_length(preset)
+        return super().from_preset(preset, sequence_length=sequence_length, **kwargs)
 
     def encode(self, texts, normalize=True, batch_size=None):
         """One embedding per text, as a numpy array.
@@ -127,3 +145,33 @@ class BertSentenceEncoder(BertTask):
             norms = np.linalg.norm(embeddings, axis=-1, keepdims=True)
             embeddings = embeddings / np.maximum(norms, _NORM_EPSILON)
         return embeddings[0] if single else embeddings
+
+
+def sentence_transformers_length(directory):
+    """The `max_seq_length` of `directory`'s sentence_bert_config.json, or None without one.
+
+    Example:
+    >>> import json, os, tempfile
+    >>> directory = tempfile.mkdtemp()
+    >>> sentence_transformers_length(directory) is None
+    True
+    >>> with open(os.path.join(directory, "sentence_bert_config.json"), "w") as file:
+    ...     json.dump({"max_seq_length": 256, "do_lower_case": False}, file)
+    >>> sentence_transformers_length(directory)
+    256
+    """
+    path = os.path.join(directory, SENTENCE_TRANSFORMERS_CONFIG)
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as file:
+            length = json.load(file).get("max_seq_length")
+    except (ValueError, AttributeError) as error:
+        raise ValueError(f"{path} is not a JSON object of settings: {error}") from None
+    if length is None:
+        return None
+    if isinstance(length, bool) or not isinstance(length, int) or length < 1:
+        raise ValueError(
+            f"{path}: max_seq_length is {length!r} but must be a whole number, at least 1."
+        )
+    return length

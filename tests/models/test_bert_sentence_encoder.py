@@ -55,6 +55,25 @@ def test_minilm_embeddings_match_transformers_mean_pooling(minilm_encoder, norma
         np.testing.assert_allclose(np.linalg.norm(actual, axis=-1), 1.0, atol=1e-6)
 
 
+def test_long_texts_are_cut_where_sentence_transformers_cuts_them(minilm_encoder):
+    assert minilm_encoder.preprocessor.sequence_length == 256  # sentence_bert_config.json
+    text = " ".join(["Checkpoints map weights by name, and the model reads them."] * 30)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(MINILM_DIRECTORY)
+    model = transformers.AutoModel.from_pretrained(MINILM_DIRECTORY, dtype=torch.float32).eval()
+    encoded = tokenizer([text], truncation=True, max_length=256, return_tensors="pt")
+    with torch.no_grad():
+        expected = model(**encoded).last_hidden_state.mean(1)[0].numpy()
+    np.testing.assert_allclose(
+        minilm_encoder.encode(text, normalize=False), expected, atol=TOLERANCE
+    )
+
+
+def test_a_sentence_transformers_length_that_is_not_a_count_is_named(tmp_path):
+    (tmp_path / "sentence_bert_config.json").write_text('{"max_seq_length": "long"}')
+    with pytest.raises(ValueError, match="max_seq_length is 'long' but must be a whole number"):
+        BertSentenceEncoder.from_preset(str(tmp_path))
+
+
 def test_the_paraphrase_is_the_nearest(minilm_encoder):
     embeddings = minilm_encoder.encode(SENTENCES)
     similarities = embeddings @ embeddings.T
