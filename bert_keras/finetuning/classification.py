@@ -1,6 +1,8 @@
 """One fine-tuning run for sentence(-pair) classification: data, model, metrics, files."""
 
+import csv
 import glob
+import io
 import os
 import time
 
@@ -230,6 +232,10 @@ class ClassificationRun(FineTuningRun):
 
     def _generic_path(self, split):
         matches = sorted(glob.glob(os.path.join(self.data_dir, f"{split}.[ct]sv")))
+        if len(matches) > 1:
+            raise ValueError(
+                f"{self.data_dir} holds both {split}.csv and {split}.tsv: keep the one to read."
+            )
         return matches[0] if matches else None
 
     def _read(self, split, limit=None):
@@ -318,7 +324,7 @@ class ClassificationRun(FineTuningRun):
         else:
             results = glue_metrics("sts-b", examples.labels, predictions)
         results = {**results, "examples": len(examples), "seconds": seconds_since(start)}
-        self.write_results(results)
+        results = self.write_results(results)
         self._write_predictions(split, predictions)
         return results
 
@@ -345,8 +351,11 @@ class ClassificationRun(FineTuningRun):
         return logits[:, 0] if not self.label_names else np.argmax(logits, axis=-1)
 
     def _write_predictions(self, split, predictions):
+        """predictions_{split}.tsv; a class name holding a tab or a line break is quoted."""
         names = self.label_names
-        lines = ["index\tprediction"] + [
-            f"{i}\t{names[p] if names else float(p)}" for i, p in enumerate(predictions)
+        rows = [("index", "prediction")] + [
+            (i, names[p] if names else float(p)) for i, p in enumerate(predictions)
         ]
-        self.write_file(f"predictions_{split}.tsv", "\n".join(lines) + "\n")
+        text = io.StringIO()
+        csv.writer(text, delimiter="\t", lineterminator="\n").writerows(rows)
+        self.write_file(f"predictions_{split}.tsv", text.getvalue())

@@ -547,7 +547,7 @@ class FineTuningRun:
         return directory
 
     def write_results(self, results):
-        """Writes `results` (a JSON-able dict) to OUTPUT_DIR/eval_results.json.
+        """Writes `results` (a JSON-able dict) to OUTPUT_DIR/eval_results.json; returns what it wrote.
 
         A metric that is undefined on the data (NaN: a correlation of
         constant predictions, or of one example) is written as null, which
@@ -563,6 +563,7 @@ class FineTuningRun:
             )
         results = {name: None if name in undefined else value for name, value in results.items()}
         self.write_file(EVAL_RESULTS_FILE, json.dumps(results, indent=2, allow_nan=False) + "\n")
+        return results
 
     def warn_if_head_untrained(self, head_name):
         """Logs that scoring uses a head of random weights: none fit from the checkpoint, none trained.

@@ -4,6 +4,7 @@ The real MiniLM checkpoint fine-tuned on SST-2 (../shared/data) is checked by
 tests/tasks/test_demo.py, whose fine-tuning step is that run.
 """
 
+import csv
 import json
 import subprocess
 import sys
@@ -240,9 +241,8 @@ def test_an_undefined_correlation_is_written_as_null(checkpoint, tmp_path, caplo
     data = _data(tmp_path / "one", dev_csv="text,label\ngood,4.5\n")
     head = _with_head(checkpoint, str(tmp_path / "head"), 1)
 
-    ClassificationRun("csv", data, head, str(tmp_path / "out"), 8, splits=("dev",)).evaluate(
-        "dev", batch_size=2
-    )
+    run = ClassificationRun("csv", data, head, str(tmp_path / "out"), 8, splits=("dev",))
+    returned = run.evaluate("dev", batch_size=2)  # the program prints it
 
     def refuse(constant):
         raise ValueError(f"{constant} is not JSON")
@@ -250,7 +250,25 @@ def test_an_undefined_correlation_is_written_as_null(checkpoint, tmp_path, caplo
     text = (tmp_path / "out" / "eval_results.json").read_text()
     results = json.loads(text, parse_constant=refuse)
     assert results["pearson"] is None and results["spearman"] is None
+    assert returned == results
     assert "pearson, spearman undefined on these 1 examples" in caplog.text
+
+
+def test_a_split_under_both_endings_is_refused_naming_both(checkpoint, tmp_path):
+    rows = "text,label\ngood,pos\nbad,neg\n"
+    data = _data(tmp_path / "both", train_csv=rows, train_tsv=rows.replace(",", "\t"))
+    with pytest.raises(ValueError, match=r"both holds both train.csv and train.tsv: keep the one"):
+        ClassificationRun("csv", data, checkpoint, str(tmp_path / "out"), 8, splits=("train",))
+
+
+def test_a_class_name_with_a_tab_is_quoted_in_the_predictions(checkpoint, tmp_path):
+    data = _data(tmp_path / "tab", dev_csv='text,label\ngood,"p\tos"\nbad,neg\n')
+    head = _with_head(checkpoint, str(tmp_path / "head"), 2, ["neg", "p\tos"], answer=1)
+    run = ClassificationRun("csv", data, head, str(tmp_path / "out"), 8, splits=("dev",))
+    run.evaluate("dev", batch_size=2)
+    with open(tmp_path / "out" / "predictions_dev.tsv", newline="") as file:
+        rows = list(csv.reader(file, delimiter="\t"))
+    assert rows == [["index", "prediction"], ["0", "p\tos"], ["1", "p\tos"]]
 
 
 def test_every_row_of_a_test_file_is_predicted_an_empty_text_too(checkpoint, tmp_path):
