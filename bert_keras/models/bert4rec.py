@@ -13,10 +13,10 @@ from bert_keras.models.bert_backbone import build_encoder_blocks
 from bert_keras.models.bert_backbone import run_encoder_blocks
 from bert_keras.models.bert_backbone import serialized_dtype_policy
 from bert_keras.models.bert_backbone import with_dtype_policy
-from bert_keras.models.garbage_collection import QuantizeCollectingOnce
 from bert_keras.models.presets import bert4rec_preset_config
 from bert_keras.models.sampled_softmax import log_uniform_candidates
 from bert_keras.models.sampled_softmax import sampled_softmax_loss
+from bert_keras.training.garbage_collection import QuantizeCollectingOnce
 from bert_keras.training.optimizer_build import build_optimizer
 from bert_keras.training.optimizer_build import compile_as_saved
 

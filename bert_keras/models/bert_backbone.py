@@ -16,11 +16,11 @@ from bert_keras.layers.position_embedding import check_sequence_length
 from bert_keras.layers.transformer_encoder import TransformerEncoder
 from bert_keras.models.checkpoint_weights import load_backbone
 from bert_keras.models.checkpoint_weights import model_checkpoint
-from bert_keras.models.garbage_collection import QuantizeCollectingOnce
 from bert_keras.models.input_checks import check_matching_shapes
 from bert_keras.models.input_checks import check_sequence_widths
 from bert_keras.models.input_checks import check_token_ids
 from bert_keras.models.presets import backbone_preset_config
+from bert_keras.training.garbage_collection import QuantizeCollectingOnce
 
 INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
 

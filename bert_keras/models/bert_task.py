@@ -18,7 +18,6 @@ from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_backbone import quantized_policy_map
 from bert_keras.models.checkpoint_weights import apply_checkpoint
 from bert_keras.models.dataset_release import without_autotuning_thread
-from bert_keras.models.garbage_collection import QuantizeCollectingOnce
 from bert_keras.models.input_checks import check_array_inputs
 from bert_keras.models.input_checks import check_class_ids
 from bert_keras.models.input_checks import check_masked_positions
@@ -35,6 +34,7 @@ from bert_keras.models.text_inputs import holds_dataset
 from bert_keras.models.text_inputs import holds_text
 from bert_keras.models.text_inputs import split_for_validation
 from bert_keras.models.text_inputs import text_dataset
+from bert_keras.training.garbage_collection import QuantizeCollectingOnce
 from bert_keras.training.optimizer_build import build_optimizer
 from bert_keras.training.optimizer_build import compile_as_saved
 from bert_keras.training.optimizers import create_optimizer

@@ -14,6 +14,13 @@ that ends in a reference cycle stays until the process ends. Python never
 promised to finalize objects alive at exit, so nothing a program writes
 depends on the collector: outputs are closed by the program itself
 (`bert_keras.atomic_files`).
+
+A Keras layer that drops a variable (as each `Dense` and `Embedding` does
+when it quantizes) calls `gc.collect()` so that the device frees the old
+buffer; with those imports' objects not frozen, each such call walks all of
+them, most of the time `quantize` takes on a BERT model. Our models'
+`quantize` freezes the objects alive at its start and collects once at its
+end (`collected_once`).
 """
 
 import atexit
@@ -61,3 +68,48 @@ def freeze_heap_at_exit():
             app.run(main)
     """
     atexit.register(gc.freeze)
+
+
+@contextlib.contextmanager
+def collected_once():
+    """Leaves the objects alive now out of the body's collections; collects them once after.
+
+    A caller that froze objects itself (`gc.freeze()`, as servers do before
+    forking) keeps its freeze: then the body runs as it is.
+
+    Example:
+    >>> import gc
+    >>> frozen_before = gc.get_freeze_count()
+    >>> with collected_once():
+    ...     gc.get_freeze_count() > 0
+    True
+    >>> gc.get_freeze_count() <= frozen_before
+    True
+    """
+    if gc.get_freeze_count():
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+        gc.collect()
+
+
+class QuantizeCollectingOnce:
+    """Mixin for a `keras.Model` whose `quantize` runs under `collected_once()`.
+
+    Example:
+    >>> import keras
+    >>> class TinyModel(QuantizeCollectingOnce, keras.Sequential):
+    ...     pass
+    >>> model = TinyModel([keras.Input((4,)), keras.layers.Dense(2)])
+    >>> model.quantize("int8")
+    >>> model.layers[0].quantization_mode
+    'int8'
+    """
+
+    def quantize(self, mode=None, **kwargs):
+        with collected_once():
+            super().quantize(mode, **kwargs)
