@@ -579,7 +579,7 @@ def publish(report_dir, published_dir=PUBLISHED_DIR, readme=README, partial=Fals
         raise FileNotFoundError(f"{source} is missing: run `make bench` (benchmarks.report) first.")
     with open(source, encoding="utf-8") as file:
         report = json.load(file)
-    measured = {run["benchmark"] for run in report["runs"] if run.get("status") != NOT_RUN_YET}
+    measured = {run["benchmark"] for run in report["runs"] if _ran(run)}
     missing = sorted({b.name for b in BENCHMARKS} - measured)
     if not partial and (report["mode"] != "full" or missing):
         raise ValueError(
@@ -638,7 +638,7 @@ def main(argv):
         run_records.append({**record, "date": _now(), "commit": commit})
         # Rewritten after every run: an interrupted report keeps what it measured.
         all_records = kept_records + run_records
-        finished = [record for record in all_records if record.get("status") != NOT_RUN_YET]
+        finished = [record for record in all_records if _ran(record)]
         context["runs_finished"] = f"{len(finished)} of {len(kept_records) + len(planned)}"
         context["total_seconds"] = round(sum(record["seconds"] for record in finished), 1)
         path = write_report(
@@ -725,11 +725,16 @@ def kept_by_update(previous, context, names, source="the report"):
             )
     kept_rows = [row for row in previous["measurements"] if row["benchmark"] not in names]
     kept_records = [
-        record if record.get("status") == NOT_RUN_YET else _dated(record, previous["date"])
+        _dated(record, previous["date"]) if _ran(record) else record
         for record in previous["runs"]
         if record["benchmark"] not in names
     ]
     return kept_rows, kept_records
+
+
+def _ran(record):
+    """Whether a run record was measured, not planned by a report that stopped before it."""
+    return record.get("status") != NOT_RUN_YET
 
 
 def _dated(record, date):

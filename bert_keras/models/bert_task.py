@@ -21,11 +21,8 @@ from bert_keras.models.dataset_release import without_autotuning_thread
 from bert_keras.models.input_checks import check_array_inputs
 from bert_keras.models.input_checks import check_class_ids
 from bert_keras.models.input_checks import check_masked_positions
-from bert_keras.models.input_checks import check_matching_shapes
 from bert_keras.models.input_checks import check_one_label_per_example
 from bert_keras.models.input_checks import check_positive_count
-from bert_keras.models.input_checks import check_sequence_widths
-from bert_keras.models.input_checks import check_token_ids
 from bert_keras.models.presets import BACKBONE_PRESETS
 from bert_keras.models.text_inputs import DEFAULT_BATCH_SIZE
 from bert_keras.models.text_inputs import TextPacker
@@ -649,9 +646,7 @@ class BertTask(QuantizeCollectingOnce, keras.Model):
         sparse cross-entropy, as the tasks' own are); its `ignore_class` passes.
         """
         check_array_inputs(x, y, sample_weight, batch_size, source)
-        check_token_ids(x, self.backbone.vocabulary_size, self.backbone.num_segments, f"{source}x")
-        check_sequence_widths(x, self.backbone.max_sequence_length, f"{source}x")
-        check_matching_shapes(x, f"{source}x")
+        self.backbone.check_array_ids(x, f"{source}x")
         check_masked_positions(x, f"{source}x")
         loss = self.loss
         if y is None or not self.label_classes or isinstance(y, dict):

@@ -10,9 +10,8 @@ from bert_keras.checkpoints import read_checkpoint
 from bert_keras.checkpoints import write_checkpoint
 from bert_keras.checkpoints.vocabulary import read_vocabulary
 from bert_keras.models.bert_backbone import BertBackbone
-from bert_keras.models.bert_backbone import quantized_policy_map
 from bert_keras.models.checkpoint_weights import apply_checkpoint
-from bert_keras.models.checkpoint_weights import model_checkpoint
+from bert_keras.models.checkpoint_weights import refuse_quantized
 
 
 class OutputDirectoryError(OSError):
@@ -81,10 +80,8 @@ def convert_checkpoint(
 
 def _refuse_quantized(backbone, source):
     """Raises `save_to_preset`'s error for a quantized backbone, naming `source`."""
-    if quantized_policy_map(backbone) is None:
-        return
     try:
-        model_checkpoint(backbone)  # refuses a quantized model, as save_to_preset does
+        refuse_quantized(backbone)
     except ValueError as error:
         raise ValueError(f"Cannot convert {source}: {error}") from None
 

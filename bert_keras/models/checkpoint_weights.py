@@ -86,6 +86,28 @@ def _log_unused_heads(model, backbone, checkpoint, heads):
         )
 
 
+def refuse_quantized(model):
+    """Raises a ValueError where `model` has a quantized layer: a checkpoint holds float weights.
+
+    Example:
+    >>> from bert_keras.models.bert_backbone import BertBackbone
+    >>> backbone = BertBackbone(9, 1, 2, 8, 16, name="tiny")
+    >>> refuse_quantized(backbone)
+    >>> backbone.quantize("int8")
+    >>> refuse_quantized(backbone)
+    Traceback (most recent call last):
+    ...
+    ValueError: tiny is quantized (7 layers, e.g. embeddings/segment_embedding) but a checkpoint...
+    """
+    quantized = [layer.path for layer in model._flatten_layers() if layer.quantization_mode]
+    if quantized:
+        raise ValueError(
+            f"{model.name} is quantized ({len(quantized)} layers, e.g. {quantized[0]}) but a "
+            "checkpoint holds float weights: write it before quantize(), or save the quantized "
+            "model with model.save('model.keras')."
+        )
+
+
 def model_checkpoint(model, heads=None, backbone_config=None, **fields):
     """A `Checkpoint` of `model`'s backbone and the heads named in `heads`.
 
@@ -103,13 +125,7 @@ def model_checkpoint(model, heads=None, backbone_config=None, **fields):
     >>> checkpoint.backbone_weights["pooler_dense/kernel"].shape, checkpoint.head_weights
     ((8, 8), {})
     """
-    quantized = [layer.path for layer in model._flatten_layers() if layer.quantization_mode]
-    if quantized:
-        raise ValueError(
-            f"{model.name} is quantized ({len(quantized)} layers, e.g. {quantized[0]}) but a "
-            "checkpoint holds float weights: write it before quantize(), or save the quantized "
-            "model with model.save('model.keras')."
-        )
+    refuse_quantized(model)
     backbone = getattr(model, "backbone", model)
     return Checkpoint(
         backbone_config=backbone_config or backbone.get_config(),
