@@ -323,6 +323,7 @@ def predict_by_length(
     max_widths=None,
     compile_tokens=0,
     compiled_widths=None,
+    filling_tokens=None,
 ):
     """Predictions for packed examples, batched shortest first, in the examples' order.
 
@@ -360,6 +361,16 @@ def predict_by_length(
             they cost no compile, and each batch's width is added at its
             shape (a short last batch's at its own). None: every width
             costs one.
+        filling_tokens: with `full_batches` and `compile_tokens`, a dict
+            that a model keeps from call to call: a call of one short batch
+            (a few texts) is then filled as a last batch is, up to the rows
+            of a program in `compiled_widths`, rather than compiling its own
+            rows, until the tokens that filling has cost beyond the call's
+            own, counted here by the program it would compile (`((rows,
+            ...), width)`), reach `compile_tokens`
+            (a ski rental: a few calls take the programs at hand, many
+            calls pay one compile more than the better choice in hindsight).
+            None: such a call compiles its own.
 
     Returns:
         The predictions of all examples: an array or a dict of arrays.
@@ -387,7 +398,9 @@ def predict_by_length(
         max_widths,
         compile_tokens,
         compiled_widths,
+        filling_tokens,
     )
+    features = _widened(features, widths[-1])
     batches = []
     for start in range(0, len(filled), batch_size):
         rows = filled[start : start + batch_size]
@@ -414,6 +427,7 @@ def length_sorted_dataset(
     max_widths=None,
     compile_tokens=0,
     compiled_widths=None,
+    filling_tokens=None,
     columns=(),
 ):
     """Packed examples shortest first, batched as `predict_by_length` batches them: a dataset.
@@ -449,7 +463,9 @@ def length_sorted_dataset(
         max_widths,
         compile_tokens,
         compiled_widths,
+        filling_tokens,
     )
+    features = _widened(features, widths[-1])
     widths = tf.constant(widths)
 
     @tf.autograph.experimental.do_not_convert
@@ -479,6 +495,7 @@ def _prediction_plan(
     max_widths,
     compile_tokens,
     compiled_widths,
+    filling_tokens,
 ):
     """`predict_by_length`'s batches: `(order, filled, widths)`.
 
@@ -486,7 +503,8 @@ def _prediction_plan(
     up to whole batches where `full_batches`; `widths` are the batches'.
     `compiled_widths`, where given, makes the widths compiled at the
     batches' shape free, and gets each batch's width at its shape (a short
-    last batch's at its own).
+    last batch's at its own). `filling_tokens`, where given, lets a call of
+    one short batch fill its rows up to a compiled program's.
     """
     sequence_length = features["padding_mask"].shape[-1]
     order = np.argsort(lengths, kind="stable")
@@ -495,6 +513,19 @@ def _prediction_plan(
         widths = _candidate_widths(lengths.max(), pad_to_multiple_of, sequence_length)
         return order, filled, widths
     per_example = features["padding_mask"].shape[1:-1]
+    if full_batches and compile_tokens and filling_tokens is not None and len(order) < batch_size:
+        compiled_batch = _compiled_batch_holding(
+            order,
+            lengths[order[-1]],
+            batch_size,
+            per_example,
+            _candidate_widths(lengths[order[-1]], pad_to_multiple_of, sequence_length)[-1],
+            compile_tokens,
+            compiled_widths,
+            filling_tokens,
+        )
+        if compiled_batch is not None:
+            return (order, *compiled_batch)
     batch_shape = (min(batch_size, len(filled)), *per_example)
     longest = _longest_per_batch(lengths[filled], batch_size)
     compiled = _compiled_at(compiled_widths, batch_shape)
@@ -514,6 +545,56 @@ def _prediction_plan(
         _compiled_at(compiled_widths, (short, *per_example)).add(taken.pop())
     compiled.update(taken)
     return order, filled, widths
+
+
+def _compiled_batch_holding(
+    order,
+    longest,
+    batch_size,
+    per_example,
+    new_width,
+    compile_tokens,
+    compiled_widths,
+    filling_tokens,
+):
+    """One short batch filled to a compiled program's rows, while filling has cost less than a compile.
+
+    A call of fewer examples than `batch_size` (an interactive user's, a
+    service's small request) would compile its own widths at its own rows.
+    Filled with copies of its last example up to the rows of a program
+    compiled before (no more than `batch_size`), at a width that holds
+    `longest`, it computes the padding instead: the tokens beyond its own
+    `new_width` are added to `filling_tokens` at the program it would
+    compile (its shape and `new_width`), as long as they stay within
+    `compile_tokens` there.
+
+    Returns:
+        `(filled, widths)` as `_prediction_plan` gives them, or None where
+        the call compiles its own.
+    """
+    per_row = int(np.prod(per_example, dtype=int))
+    program = ((len(order), *per_example), int(new_width))  # the one it would compile
+    cost, rows, width = min(
+        (
+            (compiled[0] * per_row * width, compiled[0], width)
+            for compiled, widths in (compiled_widths or {}).items()
+            if tuple(compiled[1:]) == tuple(per_example) and len(order) <= compiled[0] <= batch_size
+            for width in widths
+            if width >= longest
+        ),
+        default=(np.inf, None, None),
+    )
+    paid = filling_tokens.get(program, 0) + cost - len(order) * per_row * new_width
+    if paid > compile_tokens:
+        return None
+    filling_tokens[program] = int(paid)
+    logging.info(
+        "A batch of %d examples filled to %d rows, at width %d compiled already.",
+        len(order),
+        rows,
+        width,
+    )
+    return _filled_to(order, rows), np.array([width], np.int32)
 
 
 def precision_width_multiple(compute_dtype):
@@ -721,10 +802,14 @@ def whole_batches(order, batch_size):
     >>> whole_batches(np.array([2, 0, 1]), batch_size=4).tolist()
     [2, 0, 1]
     """
-    missing = -len(order) % batch_size
-    if len(order) <= batch_size or not missing:
+    if len(order) <= batch_size:
         return order
-    return np.concatenate([order, np.repeat(order[-1:], missing)])
+    return _filled_to(order, -(-len(order) // batch_size) * batch_size)
+
+
+def _filled_to(order, rows):
+    """`order` with its last index repeated up to `rows` indices."""
+    return np.concatenate([order, np.repeat(order[-1:], rows - len(order))])
 
 
 def in_input_order(predictions, order):
@@ -751,9 +836,21 @@ def example_lengths(padding_mask):
     return mask.reshape(len(mask), -1, mask.shape[-1]).sum(axis=-1).max(axis=-1)
 
 
-def _padded_length_axis(array, length, fill):
-    """`[batch, width, ...]` -> `[batch, length, ...]`."""
-    padding = [(0, 0), (0, length - array.shape[1])] + [(0, 0)] * (array.ndim - 2)
+def _widened(features, width):
+    """Packed `features` padded (masked) to `width` tokens where narrower: a filled call's compiled width."""
+    return {
+        name: _padded_length_axis(array, width, 0, axis=-1)
+        if name in PACKED_FEATURES and array.shape[-1] < width
+        else array
+        for name, array in features.items()
+    }
+
+
+def _padded_length_axis(array, length, fill, axis=1):
+    """`[batch, width, ...]` -> `[batch, length, ...]` (or along another `axis`), cut where wider."""
+    array = np.take(array, np.arange(min(length, array.shape[axis])), axis=axis)
+    padding = [(0, 0)] * array.ndim
+    padding[axis] = (0, length - array.shape[axis])
     return np.pad(array, padding, constant_values=fill)
 
 

@@ -105,6 +105,7 @@ class BertTask(QuantizeCollectingOnce, keras.Model):
         self.backbone = backbone
         self.preprocessor = preprocessor
         self._widths_of_steps = {}  # "train", "test", "predict" -> (Keras' function, widths)
+        self._filling_tokens = {}  # predict_by_length's: what filling small calls has cost
         self._text_packer = (None, None)  # (id of the preprocessor it packs with, TextPacker)
 
     default_learning_rate = 5e-5
@@ -149,6 +150,7 @@ class BertTask(QuantizeCollectingOnce, keras.Model):
             **kwargs,
         )
         self._widths_of_steps = {}  # Keras makes new step functions, which compile anew
+        self._filling_tokens = {}
 
     def compile_from_config(self, config):
         """Compiles a model loaded from a `.keras` file as it was saved (`compile_as_saved`)."""
@@ -412,6 +414,7 @@ class BertTask(QuantizeCollectingOnce, keras.Model):
             batch_size,
             **self.prediction_batching,
             compiled_widths=self.compiled_widths("predict"),
+            filling_tokens=self._filling_tokens,
         )
         callbacks.on_predict_end()
         return predictions
@@ -426,6 +429,7 @@ class BertTask(QuantizeCollectingOnce, keras.Model):
             batch_size,
             **self.prediction_batching,
             compiled_widths=self.compiled_widths("predict"),
+            filling_tokens=self._filling_tokens,
         )
         predictions = super().predict(without_autotuning_thread(dataset), **kwargs)
         return keras.tree.map_structure(lambda array: in_input_order(array, order), predictions)
@@ -496,9 +500,11 @@ class BertTask(QuantizeCollectingOnce, keras.Model):
 
         Where XLA compiles a program per input shape (`jit_compile`), a short
         last batch is filled up to a full one, which then needs no program of
-        its own, and the widths are multiples of `COMPILED_PREDICTION_MULTIPLE`
-        whose padding saved pays for their compile (`PREDICTION_COMPILE_TOKENS`
-        each), so that later calls find theirs compiled. Otherwise each batch
+        its own (and a call of a few texts up to the rows of a program
+        compiled before, until such filling has cost a compile), and the
+        widths are multiples of `COMPILED_PREDICTION_MULTIPLE` whose padding
+        saved pays for their compile (`PREDICTION_COMPILE_TOKENS` each), so
+        that later calls find theirs compiled. Otherwise each batch
         is as wide as its longest text; in mixed precision widths are
         multiples of 8 (the tensor cores' tile).
 

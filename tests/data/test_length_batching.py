@@ -331,6 +331,42 @@ def test_later_predictions_take_the_widths_compiled_before_where_they_cost_less(
     assert shapes == [(4, 3), (4, 9)]
 
 
+@pytest.mark.one_backend
+def test_small_calls_fill_their_rows_to_a_compiled_program_until_that_has_cost_a_compile():
+    shapes = []
+
+    def predict_batch(batch):
+        shapes.append(batch["token_ids"].shape)
+        return batch["token_ids"].sum(axis=1)
+
+    def predict(lengths, compiled_widths, filling_tokens, batch_size=8, packed_to=SEQUENCE_LENGTH):
+        features = _packed_examples(lengths, packed_to)
+        sums = predict_by_length(
+            predict_batch,
+            features,
+            batch_size=batch_size,
+            pad_to_multiple_of=4,
+            full_batches=True,
+            compile_tokens=100,
+            compiled_widths=compiled_widths,
+            filling_tokens=filling_tokens,
+        )
+        np.testing.assert_array_equal(sums, features["token_ids"].sum(axis=1))
+        return shapes[-1]
+
+    compiled, filling = {(8,): {8, 12, 24}, (16,): {12}}, {}
+    assert predict([9, 3], compiled, filling) == (8, 12)  # 8 rows of 12: 72 tokens more
+    assert filling == {((2,), 12): 72} and (2,) not in compiled
+    assert predict([9, 3], compiled, filling) == (2, 12)  # 144 in all would pass 100: compiled
+    assert compiled[(2,)] == {12}
+    assert predict([3, 9], compiled, filling) == (2, 12)  # compiled at its own rows now
+    assert predict([30, 2], compiled, filling) == (2, 32)  # no compiled width holds 30
+    assert compiled[(2,)] == {12, 32} and filling == {((2,), 12): 72}
+    for batch_size, filling in ((4, {}), (8, None)):  # no program of 4 rows; no filling asked
+        assert predict([9, 3], {(8,): {12}}, filling, batch_size) == (2, 12)
+    assert predict([9, 3], {(4,): {16}}, {}, packed_to=9) == (4, 16)  # widened to the program
+
+
 def test_a_short_last_batch_counts_its_width_as_compiled_at_its_own_shape():
     # As evaluate batches: shortest first, the last batch short, holding the longest texts.
     def compiled_after(lengths):
