@@ -19,6 +19,9 @@ from bert_keras.checkpoints.vocabulary import read_vocabulary
 from bert_keras.checkpoints.vocabulary import write_vocabulary
 
 OUTPUT_FORMATS = ("bert_keras", "original", "keras_hub")
+# sentence-transformers' settings, its max_seq_length among them: where
+# `BertSentenceEncoder.from_preset` reads the length it cuts texts at.
+SENTENCE_TRANSFORMERS_CONFIG = "sentence_bert_config.json"
 
 
 def write_checkpoint(checkpoint, directory, overwrite=False, format="bert_keras"):
@@ -37,7 +40,10 @@ def write_checkpoint(checkpoint, directory, overwrite=False, format="bert_keras"
     load (`BertTextClassifier.from_preset` too with a classifier head); see
     `bert_keras.checkpoints.keras_hub`. Both add a bert_keras.json with what
     their own files cannot say (the tokenizer settings, the label names, the
-    task config), which reading the directory back restores.
+    task config), which reading the directory back restores. Every format
+    copies the source directory's sentence_bert_config.json, so a
+    `BertSentenceEncoder` loaded from the output cuts texts where the
+    source's did.
 
     Args:
         checkpoint: a `Checkpoint`, e.g. from `read_checkpoint`.
@@ -93,6 +99,7 @@ def _write_own(checkpoint, directory, overwrite):
         _write_json(os.path.join(staging, huggingface.CONFIG_FILE), config)
         _write_json(os.path.join(staging, OWN_CONFIG_FILE), own_config)
         _write_tokenizer_files(checkpoint, staging)
+        _copy_sentence_transformers_config(checkpoint, staging)
 
 
 def _write_original(checkpoint, directory, overwrite):
@@ -113,12 +120,14 @@ def _write_original(checkpoint, directory, overwrite):
                 read_vocabulary(checkpoint.vocabulary_file),
                 os.path.join(staging, original.VOCABULARY_FILE),
             )
+        _copy_sentence_transformers_config(checkpoint, staging)
 
 
 def _write_keras_hub(checkpoint, directory, overwrite):
     with atomic_directory(directory, overwrite) as staging:
         keras_hub.write_preset(checkpoint, staging)
         _write_json(os.path.join(staging, OWN_CONFIG_FILE), _settings_beside(checkpoint))
+        _copy_sentence_transformers_config(checkpoint, staging)
 
 
 def _settings_beside(checkpoint):
@@ -185,6 +194,15 @@ def _write_tokenizer_files(checkpoint, staging):
                 "model_max_length": checkpoint.backbone_config["max_sequence_length"],
             },
         )
+
+
+def _copy_sentence_transformers_config(checkpoint, staging):
+    """Copies the source directory's sentence_bert_config.json, where it has one."""
+    if checkpoint.directory is None:
+        return
+    source = os.path.join(checkpoint.directory, SENTENCE_TRANSFORMERS_CONFIG)
+    if os.path.isfile(source):
+        shutil.copyfile(source, os.path.join(staging, SENTENCE_TRANSFORMERS_CONFIG))
 
 
 def _write_json(path, value):

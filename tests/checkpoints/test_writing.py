@@ -1,18 +1,23 @@
-"""The project's own format written whole: settings config.json cannot hold, tokenizer files, safe saving."""
+"""Checkpoints written whole: settings config.json cannot hold, tokenizer files, safe saving,
+the sentence-transformers length kept by every format."""
 
 import json
 import os
 
 import pytest
 
+from bert_keras.checkpoints import OUTPUT_FORMATS
 from bert_keras.checkpoints import huggingface
 from bert_keras.checkpoints import read_checkpoint
 from bert_keras.checkpoints import tokenizer_settings
 from bert_keras.checkpoints import write_checkpoint
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_classifier import BertClassifier
+from bert_keras.models.bert_sentence_encoder import BertSentenceEncoder
+from bert_keras.models.checkpoint_conversion import convert_checkpoint
 from bert_keras.models.checkpoint_weights import model_checkpoint
 from tests.checkpoints import assert_same_weights
+from tests.checkpoints import save_tiny
 from tests.test_case import TINY_BACKBONE
 
 
@@ -109,3 +114,18 @@ def test_other_formats_keep_labels_task_and_tokenizer_settings_beside(tmp_path, 
     assert written.label_names == ["neg", "pos", "neu"]
     assert written.task_config == {"text_pair": True, "max_seq_length": 8}
     assert written.tokenizer_settings == checkpoint.tokenizer_settings
+
+
+@pytest.mark.parametrize("output_format", OUTPUT_FORMATS)
+def test_conversion_keeps_the_sentence_transformers_length(tmp_path, output_format):
+    source = tmp_path / "sentence_transformers"
+    save_tiny("BertModel", source, hidden_act="gelu_new")  # every format computes tanh GELU
+    (source / "vocab.txt").write_text(
+        "\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a"])
+    )
+    settings = '{"max_seq_length": 12, "do_lower_case": false}'
+    (source / "sentence_bert_config.json").write_text(settings)
+    convert_checkpoint(source, tmp_path / "converted", output_format=output_format)
+    assert (tmp_path / "converted" / "sentence_bert_config.json").read_text() == settings
+    encoder = BertSentenceEncoder.from_preset(str(tmp_path / "converted"))
+    assert encoder.preprocessor.sequence_length == 12  # 16 without it: the backbone's positions
