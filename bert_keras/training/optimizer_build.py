@@ -46,7 +46,8 @@ def compile_as_saved(model, config):
     and Bert4Rec's are); the saved config holds the resolved optimizer,
     loss and metrics, so they go straight to `keras.Model.compile`. The
     optimizer is built so that its saved state (moments, iterations) loads
-    into it.
+    into it. A saved `jit_compile` of True is taken on torch as "auto", so
+    a file saved on jax does not run under `torch.compile`.
 
     Example:
     >>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
@@ -56,9 +57,26 @@ def compile_as_saved(model, config):
     >>> restored.loss, restored.optimizer.built
     ('mse', True)
     """
-    keras.Model.compile(model, **keras.saving.deserialize_keras_object(config))
+    arguments = keras.saving.deserialize_keras_object(config)
+    if "jit_compile" in arguments:
+        arguments["jit_compile"] = _loading_jit_compile(arguments["jit_compile"])
+    keras.Model.compile(model, **arguments)
     if model.built:
         build_optimizer(model)
+
+
+def _loading_jit_compile(saved):
+    """The `jit_compile` to compile a loaded model with, given the one its file holds.
+
+    Keras saves `jit_compile` as the saving backend resolved "auto": True on
+    jax. On torch True means `torch.compile`, which Keras' torch default
+    leaves off and which recompiles for every batch shape, minutes a
+    `predict`; there a saved True is taken as "auto". After loading,
+    `compile(jit_compile=True)` asks for `torch.compile` again.
+    """
+    if saved is True and keras.backend.backend() == "torch":
+        return "auto"
+    return saved
 
 
 def _strategy_scope(model):

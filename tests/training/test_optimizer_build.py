@@ -9,6 +9,7 @@ from bert_keras.data.length_batching import batch_by_length
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_classifier import BertClassifier
 from bert_keras.training.optimizer_build import build_optimizer
+from bert_keras.training.optimizer_build import compile_as_saved
 from tests.test_case import TRAINING_BACKBONE
 
 SEQUENCE_LENGTH = 8
@@ -81,3 +82,12 @@ def test_under_a_tensorflow_strategy_the_slots_are_the_strategy_s_variables():
     before = [np.array(weight) for weight in model.trainable_weights]
     model.fit(_two_width_batches(), verbose=0)
     assert not np.array_equal(before[0], np.array(model.trainable_weights[0]))
+
+
+def test_a_jit_compile_saved_as_true_is_torch_s_default_on_torch():
+    # As a file saved on jax holds it: jax resolves Keras' "auto" to True.
+    saved_on_jax = {**_classifier().get_compile_config(), "jit_compile": True}
+    restored = BertClassifier(BertBackbone(**TRAINING_BACKBONE), num_classes=2)
+    compile_as_saved(restored, saved_on_jax)
+    # On torch True is torch.compile, which retraces every batch shape; Keras' torch default is off.
+    assert restored.jit_compile is (keras.backend.backend() != "torch")
