@@ -9,10 +9,10 @@ from keras import ops
 from bert_keras.checkpoints import read_checkpoint
 from bert_keras.layers.masked_lm_head import MaskedLMHead
 from bert_keras.models.bert_backbone import INPUT_NAMES
-from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_task import BertTask
 from bert_keras.models.bert_task import backbone_inputs
 from bert_keras.models.bert_task import check_not_a_backbone_preset
+from bert_keras.models.bert_task import checkpoint_backbone
 from bert_keras.models.bert_task import checkpoint_preprocessor
 from bert_keras.models.checkpoint_weights import apply_checkpoint
 from bert_keras.models.input_checks import check_positive_count
@@ -65,6 +65,7 @@ class BertMaskedLM(BertTask):
 
     Example:
     >>> import numpy as np
+    >>> from bert_keras.models.bert_backbone import BertBackbone
     >>> backbone = BertBackbone(vocabulary_size=30, num_layers=1, num_heads=2,
     ...                         hidden_dim=8, intermediate_dim=16)
     >>> model = BertMaskedLM(backbone)
@@ -139,6 +140,7 @@ class BertMaskedLM(BertTask):
 
         Example:
         >>> import tempfile
+        >>> from bert_keras.models.bert_backbone import BertBackbone
         >>> directory = tempfile.mkdtemp() + "/plain"
         >>> BertBackbone(6, 1, 2, 8, 16).save_to_preset(directory)
         >>> BertMaskedLM.from_preset(directory)
@@ -161,11 +163,11 @@ class BertMaskedLM(BertTask):
                 "checkpoint with one, e.g. a Hugging Face BertForMaskedLM or BertForPreTraining "
                 "directory."
             )
-        backbone = BertBackbone.from_config(checkpoint.backbone_config)
+        backbone = checkpoint_backbone(checkpoint, kwargs)
         if "preprocessor" not in kwargs:
             kwargs["preprocessor"] = checkpoint_preprocessor(
                 checkpoint,
-                sequence_length or backbone.max_sequence_length,
+                backbone.max_sequence_length if sequence_length is None else sequence_length,
                 by_length=True,
                 special_tokens_in_strings=True,
             )
@@ -177,6 +179,7 @@ class BertMaskedLM(BertTask):
         """The preprocessor's inputs plus `masked_positions`: each text's [MASK]s, padded with 0.
 
         Example:
+        >>> from bert_keras.models.bert_backbone import BertBackbone
         >>> from bert_keras.text.preprocessor import BertPreprocessor
         >>> from bert_keras.text.tokenizer import BertTokenizer
         >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi"],
@@ -257,6 +260,7 @@ class BertMaskedLM(BertTask):
                 tokenizer splits "[MASK]".
 
         Example:
+        >>> from bert_keras.models.bert_backbone import BertBackbone
         >>> from bert_keras.text.preprocessor import BertPreprocessor
         >>> from bert_keras.text.tokenizer import BertTokenizer
         >>> vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat"]

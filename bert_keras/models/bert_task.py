@@ -1,5 +1,6 @@
 """What every task model shares: a backbone, its dtype, raw text input, its serialisation."""
 
+import functools
 import inspect
 import itertools
 import os
@@ -38,6 +39,28 @@ from bert_keras.training.optimizers import create_optimizer
 
 # The original run_classifier.py's --max_seq_length.
 DEFAULT_SEQUENCE_LENGTH = 128
+
+
+def _forgetting_widths_on_failure(method):
+    """`method`, after which the widths chosen are kept as compiled only if it returns.
+
+    A call that fails (an input the model refuses, an interrupt) may have
+    chosen widths it never compiled; later calls would pad to them.
+    """
+
+    @functools.wraps(method)
+    def kept_on_success(self, *args, **kwargs):
+        known = {
+            step: (function, {shape: set(widths) for shape, widths in by_shape.items()})
+            for step, (function, by_shape) in self._widths_of_steps.items()
+        }
+        try:
+            return method(self, *args, **kwargs)
+        except BaseException:
+            self._widths_of_steps = known
+            raise
+
+    return kept_on_success
 
 
 class BertTask(QuantizeCollectingOnce, keras.Model):
@@ -94,12 +117,7 @@ class BertTask(QuantizeCollectingOnce, keras.Model):
     one_label_per_example = False  # else labels per token
 
     def __init__(self, backbone, inputs, outputs, preprocessor=None, **kwargs):
-        length = getattr(preprocessor, "sequence_length", None)
-        if length is not None and length > backbone.max_sequence_length:
-            raise ValueError(
-                f"The preprocessor packs sequences of {length} tokens (sequence_length), but the "
-                f"backbone has {backbone.max_sequence_length} positions (max_sequence_length)."
-            )
+        check_preprocessor_fits(preprocessor, backbone)
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         self.dtype_policy = backbone.dtype_policy
         self.backbone = backbone
@@ -211,14 +229,14 @@ class BertTask(QuantizeCollectingOnce, keras.Model):
                     f"{preset} has no {cls.checkpoint_head} head to take the number of classes "
                     "from: give num_classes."
                 )
-        backbone = BertBackbone.from_config(checkpoint.backbone_config)
+        backbone = checkpoint_backbone(checkpoint, kwargs)
         if "preprocessor" not in kwargs:
+            default_length = checkpoint.task_config.get(
+                "max_seq_length", min(DEFAULT_SEQUENCE_LENGTH, backbone.max_sequence_length)
+            )
             kwargs["preprocessor"] = checkpoint_preprocessor(
                 checkpoint,
-                sequence_length
-                or checkpoint.task_config.get(
-                    "max_seq_length", min(DEFAULT_SEQUENCE_LENGTH, backbone.max_sequence_length)
-                ),
+                default_length if sequence_length is None else sequence_length,
                 by_length=cls.pads_batches_by_length,
             )
             if kwargs["preprocessor"] is None:
@@ -255,6 +273,7 @@ class BertTask(QuantizeCollectingOnce, keras.Model):
         """
         return self.preprocessor(texts)
 
+    @_forgetting_widths_on_failure
     def fit(
         self,
         x=None,
@@ -316,6 +335,7 @@ class BertTask(QuantizeCollectingOnce, keras.Model):
             + "; pass compile(loss=...)."
         )
 
+    @_forgetting_widths_on_failure
     def evaluate(self, x=None, y=None, batch_size=None, *, sample_weight=None, **kwargs):
         """`keras.Model.evaluate`; with a preprocessor, `x` may be text."""
         x = _generator_without_text(x)
@@ -347,6 +367,7 @@ class BertTask(QuantizeCollectingOnce, keras.Model):
         labels = np.asarray(y)
         return labels[:, 0] if labels.ndim == 2 and labels.shape[1] == 1 else y
 
+    @_forgetting_widths_on_failure
     def predict(self, x, batch_size=None, **kwargs):
         """`keras.Model.predict`; with a preprocessor, `x` may be text.
 
@@ -718,6 +739,49 @@ class BertTask(QuantizeCollectingOnce, keras.Model):
 
             config["preprocessor"] = keras.layers.deserialize(config["preprocessor"])
         return cls(**config)
+
+
+def check_preprocessor_fits(preprocessor, backbone):
+    """Raises a ValueError where `preprocessor` packs texts longer than `backbone` has positions.
+
+    A preprocessor without a `sequence_length` cuts no text: a long one
+    would fail inside Keras' loop (on jax, leaving the model's variables
+    without their values).
+
+    Example:
+    >>> from bert_keras.text.preprocessor import BertPreprocessor
+    >>> from bert_keras.text.tokenizer import BertTokenizer
+    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
+    >>> check_preprocessor_fits(BertPreprocessor(tokenizer, None), BertBackbone(5, 1, 2, 8, 16))
+    Traceback (most recent call last):
+    ...
+    ValueError: The preprocessor packs texts of any length (sequence_length None), but the backbone ...
+    """
+    if not hasattr(preprocessor, "sequence_length"):
+        return
+    length, positions = preprocessor.sequence_length, backbone.max_sequence_length
+    if length is None:
+        raise ValueError(
+            f"The preprocessor packs texts of any length (sequence_length None), but the backbone "
+            f"has {positions} positions (max_sequence_length): give the preprocessor a "
+            f"sequence_length of at most {positions}, which cuts longer texts."
+        )
+    if length > positions:
+        raise ValueError(
+            f"The preprocessor packs sequences of {length} tokens (sequence_length), but the "
+            f"backbone has {positions} positions (max_sequence_length)."
+        )
+
+
+def checkpoint_backbone(checkpoint, task_arguments):
+    """The backbone of `checkpoint`, in the `dtype` popped from a task's `task_arguments`, if any.
+
+    A task model's dtype policy is its backbone's, so `from_preset(...,
+    dtype="mixed_bfloat16")` builds the backbone so.
+    """
+    dtype = task_arguments.pop("dtype", None)
+    overrides = {} if dtype is None else {"dtype": dtype}
+    return BertBackbone.from_config({**checkpoint.backbone_config, **overrides})
 
 
 def check_not_a_backbone_preset(task_class, preset):

@@ -3,6 +3,7 @@
 import logging
 import subprocess
 import sys
+from unittest import mock
 
 import keras
 import numpy as np
@@ -769,6 +770,36 @@ def test_from_preset_names_the_way_to_build_a_task_on_a_backbone_preset(task_cla
         r"\.from_preset\('bert_tiny'\), \.\.\.\)",
     ):
         task_class.from_preset("bert_tiny")
+
+
+@pytest.mark.one_backend
+def test_from_preset_takes_the_dtype_and_refuses_a_length_of_zero(vocabulary_file, tmp_path):
+    directory = str(tmp_path / "backbone")
+    _backbone().save_to_preset(directory, vocabulary_file=vocabulary_file)
+    mixed = BertClassifier.from_preset(directory, num_classes=2, dtype="mixed_bfloat16")
+    assert mixed.dtype_policy.name == mixed.backbone.dtype_policy.name == "mixed_bfloat16"
+    assert mixed.predict(["good"], verbose=0).dtype == np.float32  # float32 logits
+    with pytest.raises(ValueError, match="sequence_length must leave room for"):
+        BertClassifier.from_preset(directory, num_classes=2, sequence_length=0)
+
+
+def test_a_preprocessor_that_cuts_no_text_is_refused(vocabulary_file):
+    with pytest.raises(ValueError, match=r"packs texts of any length \(sequence_length None\)"):
+        BertClassifier(
+            _backbone(), num_classes=2, preprocessor=_preprocessor(vocabulary_file, None)
+        )
+
+
+@pytest.mark.skipif(keras.backend.backend() != "jax", reason="XLA's widths: jax compiles each")
+def test_a_failed_predict_keeps_no_width_as_compiled(vocabulary_file, monkeypatch):
+    classifier = _classifier(vocabulary_file)
+    with monkeypatch.context() as patched:
+        patched.setattr(keras.Model, "predict_on_batch", mock.Mock(side_effect=KeyboardInterrupt))
+        with pytest.raises(KeyboardInterrupt):
+            classifier.predict(MIXED_LENGTHS, batch_size=2, verbose=0)
+    assert classifier.compiled_widths("predict") == {}
+    classifier.predict(MIXED_LENGTHS, batch_size=2, verbose=0)
+    assert classifier.compiled_widths("predict")
 
 
 def test_from_preset_loads_backbone_head_and_preprocessor(vocabulary_file, tmp_path, caplog):
