@@ -83,10 +83,15 @@ def _is_text_array(array):
     if isinstance(array, np.ndarray):
         if array.dtype.kind in "US":
             return True
-        return array.dtype.kind == "O" and array.size > 0 and _is_text_array(array.flat[0])
+        return array.dtype.kind == "O" and _is_text_array(_first_present(array.flat))
     if isinstance(array, list):
-        return bool(array) and _is_text_array(array[0])
+        return _is_text_array(_first_present(array))
     return False
+
+
+def _first_present(items):
+    """The first of `items` that is not None (a missing text, which the checks name), else None."""
+    return next((item for item in items if item is not None), None)
 
 
 def text_dataset(preprocess, x, y=None, sample_weight=None, batch_size=None, shuffle=False):

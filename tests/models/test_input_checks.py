@@ -43,6 +43,8 @@ def test_datasets_and_generators_pass_unchecked():
         ((), None, None, "x is an empty tuple"),
         ({"token_ids": np.ones((0, 4))}, None, None, r"x\['token_ids'\] holds no examples"),
         (["a", None], None, None, r"x\[1\] is None, not a string"),
+        ([None, "a"], None, None, r"x\[0\] is None, not a string"),
+        (np.array([None, "a", 3], dtype=object), None, None, r"x\[0\] is None, not a string"),
         (np.array(["a", 3], dtype=object), None, None, r"x\[1\] is 3, not a string"),
         ((["a", "b"], ["c", 4]), None, None, r"x\[1\]\[1\] is 4, not a string"),
         ([["EU", "rejects"], ["Peter", None]], None, None, r"x\[1\]\[1\] is None"),
