@@ -26,6 +26,7 @@ def target_ranks(scores, targets, excluded=None):
         targets: int array `[rows]`, the target's column in each row.
         excluded: optional list of int arrays, per row the columns that are
             not candidates; a target among them ranks after every column.
+            A NaN score (a diverged model's) counts as excluded too.
 
     Example:
     >>> scores = np.array([[0.1, 0.9, 0.5], [0.2, 0.2, 0.2]])
@@ -35,8 +36,11 @@ def target_ranks(scores, targets, excluded=None):
     [1, 3]
     >>> target_ranks(scores, np.array([1, 0]), excluded=[np.array([1]), np.array([])]).tolist()
     [4, 3]
+    >>> target_ranks(np.array([[np.nan, 0.2, np.nan]]), np.array([0])).tolist()
+    [4]
     """
     scores = np.array(scores, dtype="float64", copy=True)
+    scores[np.isnan(scores)] = -np.inf
     if excluded is not None:
         for row, columns in enumerate(excluded):
             scores[row, np.asarray(columns, dtype="int64")] = -np.inf

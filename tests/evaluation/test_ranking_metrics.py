@@ -31,6 +31,13 @@ def test_excluded_columns_do_not_count_and_an_excluded_target_ranks_last():
     assert target_ranks(scores, np.array([2]), [np.array([0, 1, 2])]).tolist() == [5]
 
 
+def test_a_diverged_model_s_nan_scores_rank_its_targets_last():
+    scores = np.array([[np.nan, np.nan, np.nan], [0.1, np.nan, 0.3], [np.nan, 0.5, 0.2]])
+    ranks = target_ranks(scores, np.array([0, 2, 2]))
+    assert ranks.tolist() == [4, 1, 2]  # NaN: no score, never a hit
+    assert ranking_metrics(ranks[:1], cutoffs=(1,)) == {"hr@1": 0.0, "mrr": 0.25}
+
+
 def test_a_constant_model_hits_no_target_the_user_has_seen_before():
     scores = np.zeros((2, 7))  # ids 0 (padding) .. 6
     histories = [np.array([1, 2, 3, 4, 5, 6]), np.array([1, 2, 3, 4, 5])]
