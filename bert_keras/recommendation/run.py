@@ -232,7 +232,7 @@ class RecommendationRun:
         finished = resumed is not None and (
             initial_epoch >= num_epochs or _stopped_early(stopping, patience, initial_epoch)
         )
-        if finished and os.path.exists(os.path.join(self.output_dir, MODEL_FILE)):
+        if finished and self._model_saved_after(resumed):
             logging.info(
                 "%s finished training after epoch %d of %d; loading its %s instead of training "
                 "again (delete %s to train anew).",
@@ -301,6 +301,25 @@ class RecommendationRun:
             "learning-rate schedule": schedule,
         }
         return json.loads(json.dumps(settings))
+
+    def _model_saved_after(self, checkpoint):
+        """Whether OUTPUT_DIR holds a model.keras written after `checkpoint`: this run's, not an older one's.
+
+        A run whose checkpoints were deleted to train anew, stopped between its
+        last checkpoint and its model.keras, would otherwise load the older run's.
+        """
+        path = os.path.join(self.output_dir, MODEL_FILE)
+        if not os.path.exists(path):
+            return False
+        if os.path.getmtime(path) >= os.path.getmtime(checkpoint.weights_path):
+            return True
+        logging.warning(
+            "%s is older than the checkpoint of epoch %d (another run's): this run's best "
+            "weights replace it.",
+            path,
+            checkpoint.step,
+        )
+        return False
 
     def _resume_point(self, checkpoints, best_weights, settings):
         """The latest whole checkpoint (or None), its history and early-stopping state.

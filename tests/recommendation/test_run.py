@@ -3,6 +3,7 @@
 import contextlib
 import json
 import os
+import shutil
 
 import keras
 import numpy as np
@@ -318,3 +319,27 @@ def test_early_stopping_restores_the_best_epoch_after_a_resume(tmp_path, monkeyp
     for restored, best in zip(run.model.get_weights(), weights[2]):
         np.testing.assert_array_equal(restored, best)
     assert any(np.any(now != best) for now, best in zip(weights[3], weights[2]))
+
+
+def test_a_run_trained_anew_and_stopped_before_its_model_saves_ignores_the_older_model(
+    tmp_path, monkeypatch
+):
+    scores = [0.1, 0.5, 0.2]  # validation NDCG@10 by epoch: the best is epoch 2
+
+    def scripted_ranking(callback, epoch, logs=None):
+        logs[EARLY_STOPPING_METRIC] = scores[epoch]
+
+    monkeypatch.setattr(ValidationRanking, "on_epoch_end", scripted_ranking)
+    log = write_cluster_walks(tmp_path / "walks.csv", num_users=TINY_LOG_USERS)
+    output_dir = tmp_path / "run"
+    tiny_run(log, output_dir).train(**TINY_TRAINING)  # an older run, with its model.keras
+    shutil.rmtree(output_dir / "checkpoints")  # as the README says, to train anew
+    anew, weights = {**TINY_TRAINING, "learning_rate": 3e-3}, {}
+    with checkpoints_recorded(stop_after=3, weights=weights), pytest.raises(Interruption):
+        tiny_run(log, output_dir).train(**anew)  # killed before its model.keras
+    history = tiny_run(log, output_dir).train(**anew)
+    assert history[EARLY_STOPPING_METRIC] == scores
+    reloaded = tiny_run(log, output_dir)
+    reloaded.load_model()
+    for saved, best in zip(reloaded.model.get_weights(), weights[2]):
+        np.testing.assert_array_equal(saved, best)
