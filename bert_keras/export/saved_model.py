@@ -366,7 +366,11 @@ def _recommender_file(path):
         path = os.path.join(path, RECOMMENDER_MODEL_FILE)
     if not (path.endswith(".keras") and os.path.isfile(path)):
         return None
+    if not zipfile.is_zipfile(path):
+        raise ValueError(f"{path} is not a .keras (zip) file; it cannot be read.")
     with zipfile.ZipFile(path) as archive:
+        if "config.json" not in archive.namelist():
+            raise ValueError(f"{path} holds no config.json: it is not a .keras file Keras saved.")
         config = json.loads(archive.read("config.json"))
     return path if config.get("class_name") == Bert4Rec.__name__ else None
 

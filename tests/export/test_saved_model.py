@@ -2,6 +2,7 @@
 
 import os
 import shutil
+import zipfile
 
 import keras
 import numpy as np
@@ -288,6 +289,13 @@ def test_versions_and_bad_models_are_refused_with_nothing_written(classifier, tm
     headless.save(tmp_path / "headless.keras")
     with pytest.raises(ValueError, match="without a preprocessor, and no vocab.txt is beside it"):
         export_saved_model(tmp_path / "headless.keras", base)
+    (tmp_path / "broken.keras").write_text("")
+    with pytest.raises(ValueError, match=r"broken.keras is not a \.keras \(zip\) file"):
+        export_saved_model(tmp_path / "broken.keras", base)
+    with zipfile.ZipFile(tmp_path / "configless.keras", "w") as archive:
+        archive.writestr("metadata.json", "{}")
+    with pytest.raises(ValueError, match="configless.keras holds no config.json"):
+        export_saved_model(tmp_path / "configless.keras", base)
     (tmp_path / "empty").mkdir()
     with pytest.raises(ValueError, match="No checkpoint recognised"):
         export_saved_model(tmp_path / "empty", base)
