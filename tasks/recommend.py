@@ -84,6 +84,8 @@ def check_flags():
     for flag in (*positive, _SAMPLED_NEGATIVES):
         if flag.value is not None and flag.value < 1:
             raise app.UsageError(f"--{flag.name} must be positive, got {flag.value}.")
+    if not _LEARNING_RATE.value > 0:  # NaN too
+        raise app.UsageError(f"--learning_rate must be positive, got {_LEARNING_RATE.value}.")
     if _NUM_NEGATIVES.value < 0:
         raise app.UsageError(f"--num_negatives must be 0 or more, got {_NUM_NEGATIVES.value}.")
     if _MIN_INTERACTIONS.value < 3:

@@ -96,6 +96,7 @@ DATA = ["--input_file=f", "--input_format=csv", "--output_dir=o"]
         (["--input_file=.", *DATA[1:], "--do_eval"], "--input_file=. is a directory, not a log"),
         ([*DATA, "--do_train", "--num_warmup_steps=-5"], "--num_warmup_steps must not be negative"),
         ([*DATA, "--do_train", "--seed=-1"], "--seed must be in 0..2**32 - 1"),
+        ([*DATA, "--do_train", "--learning_rate=nan"], "--learning_rate must be positive, got nan"),
     ],
 )
 def test_bad_flags_are_named(arguments, message):
