@@ -15,6 +15,7 @@ numbers the items by descending frequency: id 0 is padding, items are
 1..`num_items`, as BERT4Rec's vocabulary does.
 """
 
+import contextlib
 import csv
 import dataclasses
 import hashlib
@@ -130,7 +131,8 @@ def _recbole_rows(file, path):
 
 def _csv_rows(file, path):
     reader = csv.reader(file)
-    names = [name.strip() for name in next(reader, [])]
+    with _csv_errors_named(reader, path, header_lines=0):
+        names = [name.strip() for name in next(reader, [])]
     # userId and movieId: MovieLens' own CSV files (ML-20M, ML-25M, ml-latest).
     aliases = {"user": ["user", "user_id", "userId"], "item": ["item", "item_id", "movieId"]}
     yield from _delimited_rows(reader, _column_indexes(names, path, aliases), path, header_lines=0)
@@ -151,16 +153,26 @@ def _column_indexes(names, path, aliases):
 
 def _delimited_rows(reader, columns, path, header_lines):
     """`header_lines`: lines read before `reader` started counting."""
-    for row in reader:
-        line_number = reader.line_num + header_lines
-        if not any(field.strip() for field in row):
-            continue
-        if len(row) <= max(columns):
-            raise ValueError(
-                f"{path}:{line_number}: expected at least {max(columns) + 1} fields, "
-                f"got {len(row)}: {row}."
-            )
-        yield line_number, tuple(row[index].strip() for index in columns)
+    with _csv_errors_named(reader, path, header_lines):
+        for row in reader:
+            line_number = reader.line_num + header_lines
+            if not any(field.strip() for field in row):
+                continue
+            if len(row) <= max(columns):
+                raise ValueError(
+                    f"{path}:{line_number}: expected at least {max(columns) + 1} fields, "
+                    f"got {len(row)}: {row}."
+                )
+            yield line_number, tuple(row[index].strip() for index in columns)
+
+
+@contextlib.contextmanager
+def _csv_errors_named(reader, path, header_lines):
+    """The csv module's own errors (a field past its size limit) as errors naming the file and line."""
+    try:
+        yield
+    except csv.Error as error:
+        raise ValueError(f"{path}:{reader.line_num + header_lines}: {error}.") from None
 
 
 @dataclasses.dataclass(frozen=True)

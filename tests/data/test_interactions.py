@@ -100,6 +100,13 @@ def test_leave_one_out_refuses_short_sequences():
             r"log:1: the header .* has no tabs; RecBole's .inter files are tab-separated",
         ),
         ("parquet", "", r"Unknown input_format 'parquet'"),
+        ("csv", "user,item,timestamp\n1,a,2\n1," + "b" * 200_000 + ",3\n", r"log:3: field larger"),
+        ("csv", "user," + "i" * 200_000 + ",timestamp\n", r"log:1: field larger than field limit"),
+        (
+            "recbole",
+            "user_id:token\titem_id:token\ttimestamp:float\n1\t" + "a" * 200_000 + "\t3\n",
+            r"log:2: field larger",
+        ),
     ],
 )
 def test_bad_input_names_the_file_and_line(tmp_path, input_format, text, message):
