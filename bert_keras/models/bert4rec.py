@@ -227,6 +227,8 @@ class Bert4Rec(QuantizeCollectingOnce, keras.Model):
             for row, history in enumerate(histories):
                 scores[row, np.asarray(history, dtype="int64")] = -np.inf
         scores[:, PAD_ID] = -np.inf
+        if top_k > scores.shape[1]:  # more than the catalogue: the rest of the row is [PAD]
+            scores = np.pad(scores, [(0, 0), (0, top_k - scores.shape[1])], constant_values=-np.inf)
         top = np.argsort(-scores, axis=1, kind="stable")[:, :top_k]
         top_scores = np.take_along_axis(scores, top, axis=1)
         return np.where(np.isneginf(top_scores), PAD_ID, top), top_scores

@@ -129,6 +129,10 @@ class TestBert4Rec(TestCase):
         assert np.all(np.diff(scores[1]) <= 0)
         unfiltered, _ = model.recommend([np.array([5])], top_k=30, exclude_seen=False)
         assert 5 in unfiltered[0].tolist()
+        beyond, beyond_scores = model.recommend([np.array([5])], top_k=40)  # 30 items
+        assert beyond.shape == beyond_scores.shape == (1, 40)
+        assert sorted(beyond[0, :29].tolist()) == [item for item in range(1, 31) if item != 5]
+        assert not beyond[0, 29:].any() and np.all(np.isneginf(beyond_scores[0, 29:]))
 
     def test_recommend_refuses_unknown_ids(self):
         with pytest.raises(
