@@ -224,7 +224,7 @@ def export_saved_model(
             if name not in _RECOMMENDER_ARGUMENTS and value is not None
         ]
         if text_only:
-            raise ValueError(f"{', '.join(text_only)} apply to text models, not to Bert4Rec.")
+            raise ValueError(_applying_only(text_only, "text models", "Bert4Rec"))
         return _export_recommender(recommender_file, export_base, version, overwrite, top_k)
     if top_k is not None:
         raise ValueError("top_k applies to recommenders (Bert4Rec) only.")
@@ -513,26 +513,39 @@ def load_served_model(path, sequence_length=None, question_answering=None):
         )
     settings = {k: v for k, v in (question_answering or {}).items() if v is not None}
     if settings and task != "question_answering":
-        raise ValueError(
-            f"{', '.join(settings)} apply to question answerers only, not to a {task}."
-        )
-    task_config = {**task_config, **settings}
+        raise ValueError(_applying_only(list(settings), "question answerers only", f"a {task}"))
     if task == "question_answering":
-        _check_question_room(sequence_length, task_config)
+        _check_question_room(sequence_length, task_config, settings)
+    task_config = {**task_config, **settings}
     preprocessor = BertPreprocessor(tokenizer, sequence_length=sequence_length, padding="longest")
     return ServedModel(model, preprocessor, task, label_names, task_config)
 
 
-def _check_question_room(sequence_length, task_config):
-    """Raises ValueError when a question of max_query_length tokens leaves no room for context."""
-    max_query_length = task_config.get("max_query_length", DEFAULT_MAX_QUERY_LENGTH)
+def _applying_only(names, models, model):
+    """The message for arguments `names` that apply to `models`, given for `model`.
+
+    Example:
+    >>> _applying_only(["top_k"], "recommenders", "a classifier")
+    'top_k applies to recommenders, not to a classifier.'
+    """
+    verb = "applies" if len(names) == 1 else "apply"
+    return f"{', '.join(names)} {verb} to {models}, not to {model}."
+
+
+def _check_question_room(sequence_length, task_config, given):
+    """Raises ValueError when a question of max_query_length tokens leaves no room for context.
+
+    The length is `given`'s (the caller's settings), else the checkpoint's `task_config`'s.
+    """
+    if "max_query_length" in given:
+        max_query_length, origin = given["max_query_length"], "as given"
+    elif "max_query_length" in task_config:
+        max_query_length, origin = task_config["max_query_length"], "recorded by the checkpoint"
+    else:
+        max_query_length = DEFAULT_MAX_QUERY_LENGTH
+        origin = "tasks.squad's default; the model records none"
     if sequence_length - max_query_length - 3 >= 1:
         return
-    origin = (
-        "recorded by the checkpoint"
-        if "max_query_length" in task_config
-        else "tasks.squad's default; the model records none"
-    )
     raise ValueError(
         f"sequence_length {sequence_length} leaves no room for context after a question of "
         f"max_query_length {max_query_length} tokens ({origin}), [CLS] and two [SEP]: pass a "

@@ -119,6 +119,10 @@ def test_settings_the_model_does_not_record_are_taken_as_tasks_squad_takes_them(
     length = WINDOWS["max_seq_length"]
     with pytest.raises(ValueError, match=r"\(tasks.squad's default; the model records none\)"):
         export_saved_model(tmp_path / "bare", tmp_path / "squad", sequence_length=length)
+    with pytest.raises(ValueError, match=r"max_query_length 200 tokens \(as given\)"):
+        export_saved_model(
+            tmp_path / "bare", tmp_path / "squad", sequence_length=length, max_query_length=200
+        )
     choice = {"n_best_size": 3, "max_answer_length": 2}
     exported = export_saved_model(
         tmp_path / "bare",
@@ -137,7 +141,7 @@ def test_settings_the_model_does_not_record_are_taken_as_tasks_squad_takes_them(
     assert [answer.decode() for answer in served["answer"].numpy()] == answers
     backbone = str(tmp_path / "backbone")
     BertBackbone(**CONFIG).save_to_preset(backbone, vocabulary_file=str(tmp_path / "vocab.txt"))
-    with pytest.raises(ValueError, match="max_answer_length apply to question answerers only"):
+    with pytest.raises(ValueError, match="max_answer_length applies to question answerers only"):
         export_saved_model(backbone, tmp_path / "other", max_answer_length=2)
 
 

@@ -85,7 +85,9 @@ def test_the_export_needs_only_ops_stock_tf_serving_links(served):
 
 def test_refusals_name_the_problem(run_directory, tmp_path):
     directory, _ = run_directory
-    with pytest.raises(ValueError, match="^sequence_length apply to text models, not to Bert4Rec"):
+    with pytest.raises(
+        ValueError, match="^sequence_length applies to text models, not to Bert4Rec"
+    ):
         export_saved_model(directory, tmp_path / "a", sequence_length=8)
     with pytest.raises(ValueError, match="^label_names, max_answer_length apply to text models"):
         export_saved_model(directory, tmp_path / "a", label_names=["a"], max_answer_length=3)
