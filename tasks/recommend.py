@@ -43,7 +43,9 @@ _DO_PREDICT = flags.DEFINE_boolean("do_predict", False, "Write top-k items per u
 _NUM_TRAIN_EPOCHS = flags.DEFINE_integer("num_train_epochs", 100, "Training epochs (at most).")
 _TRAIN_BATCH_SIZE = flags.DEFINE_integer("train_batch_size", 256, "Training batch size.")
 _LEARNING_RATE = flags.DEFINE_float("learning_rate", 1e-4, "Peak learning rate.")
-_NUM_WARMUP_STEPS = flags.DEFINE_integer("num_warmup_steps", 100, "Warmup steps.")
+_NUM_WARMUP_STEPS = flags.DEFINE_integer(
+    "num_warmup_steps", 100, "Warmup steps; at most a tenth of the training steps."
+)
 _MAX_SEQUENCE_LENGTH = flags.DEFINE_integer(
     "max_sequence_length", None, "Items per window; the preset's by default."
 )

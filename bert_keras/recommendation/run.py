@@ -187,7 +187,8 @@ class RecommendationRun:
             num_epochs: passes over the training windows (at most).
             batch_size: windows per step.
             learning_rate: peak learning rate.
-            num_warmup_steps: steps of linear warmup.
+            num_warmup_steps: steps of linear warmup, at most a tenth of the
+                training steps.
             sliding_window: window step as a fraction of the sequence length
                 (the original's `prop_sliding_window`).
             mask_last_rate: share of windows that mask only their last item;
@@ -209,7 +210,14 @@ class RecommendationRun:
             mask_last_rate = DEFAULT_MASK_LAST_RATE
         steps_per_epoch = math.ceil(len(windows) / batch_size)
         steps = steps_per_epoch * num_epochs
-        num_warmup_steps = min(num_warmup_steps, steps // 10 or 1)
+        if num_warmup_steps > (steps // 10 or 1):
+            logging.info(
+                "num_warmup_steps %d is more than a tenth of the %d training steps: %d instead.",
+                num_warmup_steps,
+                steps,
+                steps // 10 or 1,
+            )
+            num_warmup_steps = steps // 10 or 1
         settings = self._training_settings(
             windows,
             data_order={

@@ -2,6 +2,7 @@
 
 import contextlib
 import json
+import logging
 import os
 import shutil
 
@@ -322,7 +323,7 @@ def test_early_stopping_restores_the_best_epoch_after_a_resume(tmp_path, monkeyp
 
 
 def test_a_run_trained_anew_and_stopped_before_its_model_saves_ignores_the_older_model(
-    tmp_path, monkeypatch
+    tmp_path, monkeypatch, caplog
 ):
     scores = [0.1, 0.5, 0.2]  # validation NDCG@10 by epoch: the best is epoch 2
 
@@ -332,7 +333,10 @@ def test_a_run_trained_anew_and_stopped_before_its_model_saves_ignores_the_older
     monkeypatch.setattr(ValidationRanking, "on_epoch_end", scripted_ranking)
     log = write_cluster_walks(tmp_path / "walks.csv", num_users=TINY_LOG_USERS)
     output_dir = tmp_path / "run"
-    tiny_run(log, output_dir).train(**TINY_TRAINING)  # an older run, with its model.keras
+    with caplog.at_level(logging.INFO):
+        tiny_run(log, output_dir).train(**TINY_TRAINING)  # an older run, with its model.keras
+    # 3 epochs of 3 batches: the default 100 warmup steps are capped.
+    assert "num_warmup_steps 100 is more than a tenth of the 9 training steps: 1" in caplog.text
     shutil.rmtree(output_dir / "checkpoints")  # as the README says, to train anew
     anew, weights = {**TINY_TRAINING, "learning_rate": 3e-3}, {}
     with checkpoints_recorded(stop_after=3, weights=weights), pytest.raises(Interruption):
