@@ -101,6 +101,11 @@ class BertEmbeddings(keras.layers.Layer):
     def call(self, token_ids, segment_ids=None, training=None):
         embedded = self.token_embedding(token_ids)  # [batch, seq, hidden]
         if self.segment_embedding is not None:
+            if segment_ids is None:
+                raise ValueError(
+                    f"{self.name} has {self.num_segments} segments (num_segments) but got no "
+                    "segment_ids: give them, or build it with num_segments=0."
+                )
             embedded = embedded + self.segment_embedding(segment_ids)
         embedded = embedded + self.position_embedding(embedded)
         embedded = self.layer_norm(embedded)

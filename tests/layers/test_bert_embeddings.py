@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 from keras import ops
 
 from bert_keras.layers.bert_embeddings import BertEmbeddings
@@ -54,3 +55,9 @@ class TestBertEmbeddings(TestCase):
         )
         expected = reference.layer_norm(summed, w["layer_norm/gamma"], w["layer_norm/beta"], 1e-12)
         np.testing.assert_allclose(output, expected, atol=1e-5)
+
+    def test_segments_without_segment_ids_are_an_error_naming_them(self):
+        with pytest.raises(
+            ValueError, match=r"has 2 segments \(num_segments\) but got no segment_ids"
+        ):
+            BertEmbeddings(**INIT)(TOKEN_IDS)
