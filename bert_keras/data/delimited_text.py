@@ -5,6 +5,9 @@ Standard library only, so importing this module loads no TensorFlow.
 
 from bert_keras.data.input_file_error import InputFileError
 
+# A line that is not UTF-8 is quoted whole up to this many bytes (a binary file's "line" is long).
+EXCERPT_BYTES = 80
+
 
 def numbered_records(reader):
     """`(line number, row)` for each record of a `csv.reader`, numbered by its first line.
@@ -16,7 +19,7 @@ def numbered_records(reader):
     >>> list(numbered_records(csv.reader(io.StringIO('text,label\\n"two\\nlines",a\\nb,c\\n'))))
     [(1, ['text', 'label']), (2, ['two\\nlines', 'a']), (4, ['b', 'c'])]
     """
-    first_line = 1
+    first_line = reader.line_num + 1  # past any lines read before
     for row in reader:
         yield first_line, row
         first_line = reader.line_num + 1
@@ -50,16 +53,29 @@ def not_utf8_error(path):
     >>> print(not_utf8_error(path))
     /...latin1.json:2: b' "caf\\xe9"}' is not UTF-8; save the file as UTF-8.
     """
-    line_number, line = _first_undecodable_line(path)
-    return InputFileError(f"{path}:{line_number}: {line!r} is not UTF-8; save the file as UTF-8.")
+    line_number, line, position = _first_undecodable_line(path)
+    return InputFileError(
+        f"{path}:{line_number}: {_excerpt(line, position)} is not UTF-8; save the file as UTF-8."
+    )
 
 
 def _first_undecodable_line(path):
-    """(line number, bytes) of the first line that is not UTF-8; ("?", b"") if each line is."""
+    """(line number, bytes, the first bad byte's index) of the first line that is not UTF-8.
+
+    ("?", b"", 0) if each line is.
+    """
     with open(path, "rb") as file:
         for line_number, line in enumerate(file, start=1):
             try:
                 line.decode("utf-8")
-            except UnicodeDecodeError:
-                return line_number, line.rstrip(b"\r\n")
-    return "?", b""
+            except UnicodeDecodeError as error:
+                return line_number, line.rstrip(b"\r\n"), error.start
+    return "?", b"", 0
+
+
+def _excerpt(line, position):
+    """`line` (bytes) as a repr, or where long (a binary file's), the bytes from just before `position`."""
+    if len(line) <= EXCERPT_BYTES:
+        return repr(line)
+    start = max(0, position - EXCERPT_BYTES // 4)
+    return f"{line[start : start + EXCERPT_BYTES]!r} (from byte {start + 1} of {len(line)})"

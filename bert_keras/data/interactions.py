@@ -26,6 +26,7 @@ import os
 import numpy as np
 
 from bert_keras.atomic_files import write_text
+from bert_keras.data.delimited_text import numbered_records
 from bert_keras.data.delimited_text import utf8_records
 
 INPUT_FORMATS = ("movielens", "recbole", "csv")
@@ -154,8 +155,8 @@ def _column_indexes(names, path, aliases):
 def _delimited_rows(reader, columns, path, header_lines):
     """`header_lines`: lines read before `reader` started counting."""
     with _csv_errors_named(reader, path, header_lines):
-        for row in reader:
-            line_number = reader.line_num + header_lines
+        for first_line, row in numbered_records(reader):
+            line_number = first_line + header_lines
             if not any(field.strip() for field in row):
                 continue
             if len(row) <= max(columns):

@@ -91,6 +91,7 @@ def test_leave_one_out_refuses_short_sequences():
             r"log:1: the header .* names no item column",
         ),
         ("csv", "user,item,timestamp\n1,a,2\n,b,3\n", r"log:3: empty user or item id"),
+        ("csv", "user,item,timestamp\n,b,3\n", r"log:2: empty user or item id"),
         ("csv", "user,item,timestamp\n1,a,2\n1,b,nan\n", r"log:3: .*'nan' is not a finite number"),
         ("movielens", "1::a::5::2\n1::b::5::inf\n", r"log:2: .*'inf' is not a finite number"),
         ("csv", "user,item,timestamp\n", r"log holds no interactions"),
@@ -120,6 +121,23 @@ def test_a_line_that_is_not_utf8_is_named(tmp_path):
     path = tmp_path / "log"
     path.write_bytes(b"user,item,timestamp\n1,a,2\n1,caf\xe9,3\n")
     with pytest.raises(ValueError, match=r"log:3: b'1,caf\\xe9,3' is not UTF-8"):
+        read_interactions(path, "csv")
+
+
+def test_a_binary_file_is_named_with_a_short_excerpt(tmp_path):
+    path = tmp_path / "log"
+    path.write_bytes(b"user,item,timestamp\n" + b"x" * 5000 + b"\xe9" + b"y" * 5000 + b"\n")
+    with pytest.raises(ValueError) as raised:
+        read_interactions(path, "csv")
+    assert str(raised.value).startswith(f"{path}:2: b'xxxxxxxxxxxxxxxxxxxx\\xe9yyy")
+    assert "(from byte 4981 of 10001) is not UTF-8" in str(raised.value)
+    assert len(str(raised.value)) < 200 + len(str(path))
+
+
+def test_a_stray_quote_is_named_at_the_line_it_opens(tmp_path):
+    path = tmp_path / "log"
+    path.write_text('user,item,timestamp\n1,a,2\n1,"b,3\n2,c,4\n2,d,5\n')
+    with pytest.raises(ValueError, match=r"log:3: expected at least 3 fields, got 2"):
         read_interactions(path, "csv")
 
 
