@@ -299,13 +299,20 @@ def test_a_compiled_width_serves_where_padding_to_it_costs_less_than_a_compile()
     assert fewest_padding_widths(lengths, None, 1, 64, 1000, {20, 70}).tolist() == [30]
 
 
-@pytest.mark.one_backend
-def test_later_predictions_take_the_widths_compiled_before_where_they_cost_less():
-    shapes = []
+def _summing_batches(shapes):
+    """A `predict_batch` that sums each row's token ids, recording each batch's shape in `shapes`."""
 
     def predict_batch(batch):
         shapes.append(batch["token_ids"].shape)
         return batch["token_ids"].sum(axis=1)
+
+    return predict_batch
+
+
+@pytest.mark.one_backend
+def test_later_predictions_take_the_widths_compiled_before_where_they_cost_less():
+    shapes = []
+    predict_batch = _summing_batches(shapes)
 
     def predict(lengths, compiled_widths):
         features = _packed_examples(lengths)
@@ -334,10 +341,7 @@ def test_later_predictions_take_the_widths_compiled_before_where_they_cost_less(
 @pytest.mark.one_backend
 def test_small_calls_fill_their_rows_to_a_compiled_program_until_that_has_cost_a_compile():
     shapes = []
-
-    def predict_batch(batch):
-        shapes.append(batch["token_ids"].shape)
-        return batch["token_ids"].sum(axis=1)
+    predict_batch = _summing_batches(shapes)
 
     def predict(lengths, compiled_widths, filling_tokens, batch_size=8, packed_to=SEQUENCE_LENGTH):
         features = _packed_examples(lengths, packed_to)

@@ -315,31 +315,24 @@ def _jax_compilations():
 
 
 @pytest.mark.skipif(keras.backend.backend() != "jax", reason="counts XLA compilations of JAX")
-def test_jax_predicts_later_texts_at_the_widths_it_compiled_before(vocabulary_file):
+@pytest.mark.parametrize(
+    "batch_size, later",
+    [
+        (2, ["good", "fine nice", "great", "best"]),  # narrower than any width compiled
+        (3, ["fine nice", "bad awful"]),  # 2 rows: filled to 3 rather than compiled anew
+    ],
+)
+def test_jax_predicts_later_texts_with_the_programs_it_compiled_before(
+    vocabulary_file, batch_size, later
+):
     compilations = _jax_compilations()
     classifier = _classifier(vocabulary_file)
-    classifier.predict(MIXED_LENGTHS, batch_size=2, verbose=0)
+    classifier.predict(MIXED_LENGTHS, batch_size=batch_size, verbose=0)
     first = len(compilations)
-    shorter = ["good", "fine nice", "great", "best"]  # narrower than any width compiled
-    predictions = classifier.predict(shorter, batch_size=2, verbose=0)
+    predictions = classifier.predict(later, batch_size=batch_size, verbose=0)
     assert len(compilations) == first  # a compile costs more than this padding
     expected = classifier.predict(
-        {k: v.numpy() for k, v in _preprocessor(vocabulary_file)(shorter).items()}, verbose=0
-    )
-    np.testing.assert_allclose(predictions, expected, atol=1e-5)
-
-
-@pytest.mark.skipif(keras.backend.backend() != "jax", reason="counts XLA compilations of JAX")
-def test_jax_predicts_a_few_texts_in_a_batch_of_rows_it_compiled_before(vocabulary_file):
-    compilations = _jax_compilations()
-    classifier = _classifier(vocabulary_file)
-    classifier.predict(MIXED_LENGTHS, batch_size=3, verbose=0)
-    first = len(compilations)
-    few = ["fine nice", "bad awful"]  # 2 rows: filled to 3 rather than compiled anew
-    predictions = classifier.predict(few, batch_size=3, verbose=0)
-    assert len(compilations) == first
-    expected = classifier.predict(
-        {k: v.numpy() for k, v in _preprocessor(vocabulary_file)(few).items()}, verbose=0
+        {k: v.numpy() for k, v in _preprocessor(vocabulary_file)(later).items()}, verbose=0
     )
     np.testing.assert_allclose(predictions, expected, atol=1e-5)
 
