@@ -848,7 +848,8 @@ def _widened(features, width):
 
 def _padded_length_axis(array, length, fill, axis=1):
     """`[batch, width, ...]` -> `[batch, length, ...]` (or along another `axis`), cut where wider."""
-    array = np.take(array, np.arange(min(length, array.shape[axis])), axis=axis)
+    if array.shape[axis] > length:
+        array = np.take(array, np.arange(length), axis=axis)
     padding = [(0, 0)] * array.ndim
     padding[axis] = (0, length - array.shape[axis])
     return np.pad(array, padding, constant_values=fill)

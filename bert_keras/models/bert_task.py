@@ -778,6 +778,14 @@ def checkpoint_backbone(checkpoint, task_arguments):
 
     A task model's dtype policy is its backbone's, so `from_preset(...,
     dtype="mixed_bfloat16")` builds the backbone so.
+
+    Example:
+    >>> import tempfile
+    >>> directory = tempfile.mkdtemp() + "/tiny"
+    >>> BertBackbone(6, 1, 2, 8, 16).save_to_preset(directory)
+    >>> arguments = {"num_classes": 2, "dtype": "mixed_bfloat16"}
+    >>> checkpoint_backbone(read_checkpoint(directory), arguments).dtype_policy.name, arguments
+    ('mixed_bfloat16', {'num_classes': 2})
     """
     dtype = task_arguments.pop("dtype", None)
     overrides = {} if dtype is None else {"dtype": dtype}
