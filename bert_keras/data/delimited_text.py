@@ -3,22 +3,44 @@
 Standard library only, so importing this module loads no TensorFlow.
 """
 
+import csv
+import sys
+
 from bert_keras.data.input_file_error import InputFileError
 
 # A line that is not UTF-8 is quoted whole up to this many bytes (a binary file's "line" is long).
 EXCERPT_BYTES = 80
 
 
+def fields_of_any_size():
+    """Lifts the csv module's limit on a field's size (131,072 characters), for the whole process.
+
+    A text (a SQuAD context, a long review) or an id may be longer; the
+    limit would stop the read with an error naming neither file nor line.
+    The readers call this before they read, so that what they accept does
+    not depend on what else the process imported.
+
+    Example:
+    >>> import csv
+    >>> fields_of_any_size()
+    >>> csv.field_size_limit() == sys.maxsize
+    True
+    """
+    csv.field_size_limit(sys.maxsize)
+
+
 def numbered_records(reader):
     """`(line number, row)` for each record of a `csv.reader`, numbered by its first line.
 
     A quoted field may span lines, so a record's number is not its index.
+    Fields may be of any size (`fields_of_any_size`).
 
     Example:
     >>> import csv, io
     >>> list(numbered_records(csv.reader(io.StringIO('text,label\\n"two\\nlines",a\\nb,c\\n'))))
     [(1, ['text', 'label']), (2, ['two\\nlines', 'a']), (4, ['b', 'c'])]
     """
+    fields_of_any_size()
     first_line = reader.line_num + 1  # past any lines read before
     for row in reader:
         yield first_line, row

@@ -12,13 +12,10 @@ import dataclasses
 import itertools
 import math
 import os
-import sys
 
 from bert_keras.data.delimited_text import numbered_records
 from bert_keras.data.delimited_text import utf8_records
 from bert_keras.data.input_file_error import InputFileError
-
-csv.field_size_limit(sys.maxsize)
 
 
 @dataclasses.dataclass(frozen=True)

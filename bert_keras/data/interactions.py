@@ -15,7 +15,6 @@ numbers the items by descending frequency: id 0 is padding, items are
 1..`num_items`, as BERT4Rec's vocabulary does.
 """
 
-import contextlib
 import csv
 import dataclasses
 import hashlib
@@ -26,6 +25,7 @@ import os
 import numpy as np
 
 from bert_keras.atomic_files import write_text
+from bert_keras.data.delimited_text import fields_of_any_size
 from bert_keras.data.delimited_text import numbered_records
 from bert_keras.data.delimited_text import utf8_records
 
@@ -66,6 +66,7 @@ def read_interactions(path, input_format):
     readers = {"movielens": _movielens_rows, "recbole": _recbole_rows, "csv": _csv_rows}
     if input_format not in readers:
         raise ValueError(f"Unknown input_format {input_format!r}; expected one of {INPUT_FORMATS}.")
+    fields_of_any_size()
     users, items, timestamps = [], [], []
     # utf-8-sig: a byte-order mark (spreadsheets write one) is not part of the header.
     with open(path, encoding="utf-8-sig", newline="") as file:
@@ -132,8 +133,7 @@ def _recbole_rows(file, path):
 
 def _csv_rows(file, path):
     reader = csv.reader(file)
-    with _csv_errors_named(reader, path, header_lines=0):
-        names = [name.strip() for name in next(reader, [])]
+    names = [name.strip() for name in next(reader, [])]
     # userId and movieId: MovieLens' own CSV files (ML-20M, ML-25M, ml-latest).
     aliases = {"user": ["user", "user_id", "userId"], "item": ["item", "item_id", "movieId"]}
     yield from _delimited_rows(reader, _column_indexes(names, path, aliases), path, header_lines=0)
@@ -154,26 +154,16 @@ def _column_indexes(names, path, aliases):
 
 def _delimited_rows(reader, columns, path, header_lines):
     """`header_lines`: lines read before `reader` started counting."""
-    with _csv_errors_named(reader, path, header_lines):
-        for first_line, row in numbered_records(reader):
-            line_number = first_line + header_lines
-            if not any(field.strip() for field in row):
-                continue
-            if len(row) <= max(columns):
-                raise ValueError(
-                    f"{path}:{line_number}: expected at least {max(columns) + 1} fields, "
-                    f"got {len(row)}: {row}."
-                )
-            yield line_number, tuple(row[index].strip() for index in columns)
-
-
-@contextlib.contextmanager
-def _csv_errors_named(reader, path, header_lines):
-    """The csv module's own errors (a field past its size limit) as errors naming the file and line."""
-    try:
-        yield
-    except csv.Error as error:
-        raise ValueError(f"{path}:{reader.line_num + header_lines}: {error}.") from None
+    for first_line, row in numbered_records(reader):
+        line_number = first_line + header_lines
+        if not any(field.strip() for field in row):
+            continue
+        if len(row) <= max(columns):
+            raise ValueError(
+                f"{path}:{line_number}: expected at least {max(columns) + 1} fields, "
+                f"got {len(row)}: {row}."
+            )
+        yield line_number, tuple(row[index].strip() for index in columns)
 
 
 @dataclasses.dataclass(frozen=True)
