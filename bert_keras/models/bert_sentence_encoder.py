@@ -6,13 +6,12 @@ import os
 import keras
 import numpy as np
 
+from bert_keras.checkpoints.writing import SENTENCE_TRANSFORMERS_CONFIG
 from bert_keras.models.bert_task import BertTask
 from bert_keras.models.bert_task import backbone_inputs
 
 # torch.nn.functional.normalize's floor on the norm, so a zero vector stays zero.
 _NORM_EPSILON = 1e-12
-# Where sentence-transformers keeps the length it cuts a model's texts at.
-SENTENCE_TRANSFORMERS_CONFIG = "sentence_bert_config.json"
 # sentence-transformers' floor on the count of tokens, so a text of none pools to zeros.
 _TOKEN_COUNT_EPSILON = 1e-9
 
