@@ -10,6 +10,8 @@ from bert_keras.models.bert_backbone import INPUT_NAMES
 from bert_keras.models.bert_task import BertTask
 from bert_keras.models.bert_task import backbone_inputs
 from bert_keras.models.bert_task import float32_logits
+from bert_keras.training.replica_losses import mean_over_replicas
+from bert_keras.training.replica_losses import share_of_replicas
 
 # The original's normaliser: sum(weights * loss) / (sum(weights) + 1e-5).
 _WEIGHT_EPSILON = 1e-5
@@ -127,7 +129,7 @@ class BertPretrainer(BertTask):
     computes_its_own_loss = True
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        masked_lm_loss, next_sentence_loss = self._pretraining_losses(y, y_pred)
+        masked_lm_loss, next_sentence_loss = self._pretraining_losses(y, y_pred, training)
         # Tracked here, where they are computed: compute_metrics would compute
         # them again, which eager torch pays for (XLA would merge the two).
         self.masked_lm_loss_tracker.update_state(masked_lm_loss)
@@ -135,7 +137,7 @@ class BertPretrainer(BertTask):
         total = masked_lm_loss + next_sentence_loss
         if self.losses:
             total = total + ops.sum(self.losses)
-        return _share_of_replicas(total)
+        return share_of_replicas(total)
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         self.masked_lm_accuracy.update_state(
@@ -146,13 +148,16 @@ class BertPretrainer(BertTask):
         )
         return self.get_metrics_result()
 
-    def _pretraining_losses(self, y, y_pred):
+    def _pretraining_losses(self, y, y_pred, training):
         _check_labels(y)
         per_prediction = keras.losses.sparse_categorical_crossentropy(
             y["masked_lm_ids"], y_pred["masked_lm_logits"], from_logits=True
         )  # [batch, num_predictions]
         weights = ops.cast(y["masked_lm_weights"], "float32")
-        masked_lm_loss = ops.sum(per_prediction * weights) / (ops.sum(weights) + _WEIGHT_EPSILON)
+        predictions = ops.sum(weights)
+        if training:  # the replicas' losses average to the global batch's
+            predictions = mean_over_replicas(predictions)
+        masked_lm_loss = ops.sum(per_prediction * weights) / (predictions + _WEIGHT_EPSILON)
         next_sentence_loss = ops.mean(
             keras.losses.sparse_categorical_crossentropy(
                 _next_sentence_labels(y), y_pred["next_sentence_logits"], from_logits=True
@@ -181,18 +186,6 @@ def _check_labels(y):
             f"BertPretrainer expects labels as a dict with keys {list(LABEL_NAMES)}; "
             f"received {received}."
         )
-
-
-def _share_of_replicas(loss):
-    """Under `tf.distribute` each replica's gradients are summed, so Keras'
-    own losses divide by the replica count (and its loss tracker multiplies
-    back); a `compute_loss` of one's own must do the same."""
-    if keras.backend.backend() != "tensorflow":
-        return loss
-    import tensorflow as tf
-
-    replicas = tf.distribute.get_strategy().num_replicas_in_sync
-    return loss / replicas if replicas > 1 else loss
 
 
 def _next_sentence_labels(y):

@@ -19,7 +19,11 @@ def write_records(
     seed=0,
     vocabulary_size=TRAINING_BACKBONE["vocabulary_size"],
 ):
-    """Writes `num_examples` records of the original layout; returns `path`."""
+    """Writes `num_examples` records of the original layout; returns `path`.
+
+    Each record holds 1 to `max_predictions_per_seq` real predictions, the
+    rest padded as the original pads them (position, id and weight 0).
+    """
     rng = np.random.default_rng(seed)
     spec = original_feature_spec(max_seq_length, max_predictions_per_seq)
     os.makedirs(os.path.dirname(os.fspath(path)), exist_ok=True)
@@ -30,15 +34,16 @@ def write_records(
                 rng.integers(5, vocabulary_size, length), (0, max_seq_length - length)
             )
             positions = rng.choice(np.arange(1, length), max_predictions_per_seq, replace=False)
+            real = np.arange(max_predictions_per_seq) < rng.integers(1, max_predictions_per_seq + 1)
             values = {
                 "input_ids": input_ids,
                 "input_mask": np.pad(np.ones(length, int), (0, max_seq_length - length)),
                 "segment_ids": np.pad(
                     (np.arange(length) >= length // 2).astype(int), (0, max_seq_length - length)
                 ),
-                "masked_lm_positions": positions,
-                "masked_lm_ids": input_ids[positions],
-                "masked_lm_weights": np.ones(max_predictions_per_seq, "float32"),
+                "masked_lm_positions": np.where(real, positions, 0),
+                "masked_lm_ids": np.where(real, input_ids[positions], 0),
+                "masked_lm_weights": real.astype("float32"),
                 "next_sentence_labels": [index % 2],
             }
             example = tf.train.Example()
