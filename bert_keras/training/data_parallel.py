@@ -24,6 +24,7 @@ batch. TensorFlow's `MultiWorkerMirroredStrategy` does not run under Keras
 
 import contextlib
 import os
+import sys
 
 import keras
 from absl import logging
@@ -64,6 +65,8 @@ class DataParallel:
 
     Attributes:
         num_replicas: devices that share each batch, over all processes.
+        model_splits: devices that share each weight `layout_map` splits
+            (the mesh's model size; 1 without "model_parallel").
         num_processes: processes training the model together.
         is_chief: whether this process writes the run's files (process 0).
 
@@ -92,12 +95,13 @@ class DataParallel:
         self.distribution = distribution
         self._engine = None
         self.num_replicas = 1
+        self.model_splits = 1
         self.num_processes = 1
         self.is_chief = True
         if distribution == "data_parallel":
             self._engine, self.num_replicas = _data_parallel_engine(keras.backend.backend())
         elif distribution == "model_parallel":
-            self._engine, self.num_replicas = _model_parallel_engine(
+            self._engine, (self.num_replicas, self.model_splits) = _model_parallel_engine(
                 keras.backend.backend(), mesh_shape, layout_map
             )
         if isinstance(self._engine, TorchProcesses):
@@ -237,9 +241,18 @@ def _data_parallel_engine(backend):
         return processes, processes.world_size
     raise ValueError(
         f"distribution='data_parallel' on Keras' {backend} backend needs processes started by "
-        "torchrun (e.g. torchrun --nproc_per_node=2 -m tasks.classify ...): Keras has no "
+        f"torchrun (e.g. torchrun --nproc_per_node=2 {_this_program()} ...): Keras has no "
         f"distribution API on {backend}."
     )
+
+
+def _this_program():
+    """How torchrun would start this program: `-m` and its module, or its script."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if spec is not None:
+        return f"-m {spec.name.removesuffix('.__main__')}"
+    return os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "PROGRAM"
 
 
 def _model_parallel_engine(backend, mesh_shape, layout_map):
@@ -262,4 +275,4 @@ def _model_parallel_engine(backend, mesh_shape, layout_map):
     distribution = keras.distribution.ModelParallel(
         layout_map=layout_map(mesh), batch_dim_name=MESH_AXES[0]
     )
-    return distribution, mesh_shape[0]
+    return distribution, mesh_shape

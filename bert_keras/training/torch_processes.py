@@ -22,13 +22,13 @@ WORLD_SIZE_VARIABLE = "WORLD_SIZE"
 
 
 def launched_by_torchrun():
-    """Whether torchrun started this process as one of several.
+    """Whether torchrun (or a launcher like it) started this process, one of any number.
 
     Example:
-    >>> launched_by_torchrun() == (int(os.environ.get("WORLD_SIZE", "1")) > 1)
+    >>> launched_by_torchrun() == ("WORLD_SIZE" in os.environ)
     True
     """
-    return int(os.environ.get(WORLD_SIZE_VARIABLE, "1")) > 1
+    return WORLD_SIZE_VARIABLE in os.environ
 
 
 class TorchProcesses:

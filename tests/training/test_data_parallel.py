@@ -1,12 +1,14 @@
 """Pretraining and fine-tuning on several CPU devices or processes match one device."""
 
 import contextlib
+import importlib.machinery
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import types
 
 import keras
 import numpy as np
@@ -206,9 +208,34 @@ def test_two_torchrun_processes_train_as_one_process_does(tmp_path, job):
 
 
 @pytest.mark.skipif(BACKEND != "torch", reason="only Keras' torch backend lacks distribution")
-def test_data_parallel_on_torch_without_torchrun_is_refused():
-    with pytest.raises(ValueError, match="on Keras' torch backend needs processes started by"):
+def test_data_parallel_on_torch_without_torchrun_is_refused(monkeypatch):
+    program = types.ModuleType("__main__")
+    program.__spec__ = importlib.machinery.ModuleSpec("tasks.pretrain", None)
+    monkeypatch.setitem(sys.modules, "__main__", program)
+    with pytest.raises(
+        ValueError, match="on Keras' torch backend needs processes started by"
+    ) as raised:
         DataParallel("data_parallel")
+    assert "torchrun --nproc_per_node=2 -m tasks.pretrain ..." in str(raised.value)
+
+
+@pytest.mark.skipif(BACKEND != "torch", reason="torchrun's processes are torch's engine")
+def test_one_torchrun_process_trains_as_data_parallel_of_one(monkeypatch, caplog):
+    import torch.distributed as dist
+
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    environment = {"WORLD_SIZE": "1", "RANK": "0", "MASTER_ADDR": "127.0.0.1"}
+    for name, value in {**environment, "MASTER_PORT": str(port)}.items():
+        monkeypatch.setenv(name, value)
+    try:
+        replicas = DataParallel("data_parallel")
+        assert (replicas.num_replicas, replicas.num_processes, replicas.is_chief) == (1, 1, True)
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+    assert "found one device" in caplog.text
 
 
 @pytest.mark.skipif(BACKEND == "jax", reason="jax has model parallelism")
