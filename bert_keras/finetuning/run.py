@@ -35,6 +35,7 @@ from bert_keras.models.bert_task import checkpoint_tokenizer
 from bert_keras.models.checkpoint_weights import apply_checkpoint
 from bert_keras.models.checkpoint_weights import model_checkpoint
 from bert_keras.models.layout_map import bert_layout_map
+from bert_keras.models.layout_map import check_model_splits
 from bert_keras.training.callbacks import HistoryPlot
 from bert_keras.training.callbacks import JsonLinesHistory
 from bert_keras.training.callbacks import StopAtStep
@@ -333,6 +334,7 @@ class FineTuningRun:
             The task model; `head_loaded` says whether the head was loaded.
         """
         config = {**self.checkpoint.backbone_config, "dtype": self.execution.dtype_policy}
+        check_model_splits(config, self.replicas.model_splits)
         with self.replicas.scope():
             model = build_task(BertBackbone.from_config(config))
         heads = {} if head_name is None else {head_name: output_layer}

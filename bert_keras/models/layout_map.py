@@ -52,3 +52,29 @@ def bert_layout_map(device_mesh, model_axis=MESH_AXES[1]):
     layout_map[r".*transform_dense/kernel"] = column
     layout_map[r".*transform_dense/bias"] = (model_axis,)
     return layout_map
+
+
+# The backbone's widths that `bert_layout_map` splits along the model axis.
+SPLIT_WIDTHS = ("hidden_dim", "intermediate_dim")
+
+
+def check_model_splits(backbone_config, model_splits):
+    """Refuses a model axis of `model_splits` devices that does not divide a width `bert_layout_map` splits.
+
+    Example:
+    >>> check_model_splits({"hidden_dim": 128, "intermediate_dim": 512}, 2)
+    >>> try:
+    ...     check_model_splits({"hidden_dim": 128, "intermediate_dim": 512}, 3)
+    ... except ValueError as error:
+    ...     print(str(error)[:98])
+    mesh_shape splits the model's weights among 3 devices, which must divide the widths hidden_dim=128
+    """
+    widths = {name: backbone_config[name] for name in SPLIT_WIDTHS}
+    if all(width % model_splits == 0 for width in widths.values()):
+        return
+    named = ", ".join(f"{name}={width}" for name, width in widths.items())
+    raise ValueError(
+        f"mesh_shape splits the model's weights among {model_splits} devices, which must divide "
+        f"the widths {named}: give a (batch, model) mesh_shape whose model count divides them "
+        "(the default mesh puts every device on the model axis)."
+    )

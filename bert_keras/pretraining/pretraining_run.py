@@ -50,6 +50,7 @@ from bert_keras.models.bert_pretrainer import BertPretrainer
 from bert_keras.models.checkpoint_weights import apply_checkpoint
 from bert_keras.models.checkpoint_weights import model_checkpoint
 from bert_keras.models.layout_map import bert_layout_map
+from bert_keras.models.layout_map import check_model_splits
 from bert_keras.models.presets import backbone_preset_config
 from bert_keras.training.callbacks import HistoryPlot
 from bert_keras.training.callbacks import JsonLinesHistory
@@ -300,6 +301,7 @@ class PretrainingRun:
         backbone_config = self._backbone_config(initial)
         self._check_resumable(backbone_config)
         self._check_sequence_length(backbone_config)
+        check_model_splits(_architecture(backbone_config), self.replicas.model_splits)
         self.vocabulary_size = _architecture(backbone_config)["vocabulary_size"]
         self.id_limit, self.id_source = self._id_limit(backbone_config)
         self.dataset(skip_batches=0)  # checks the records' lengths against the settings

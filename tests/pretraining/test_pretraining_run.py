@@ -12,11 +12,13 @@ import pytest
 
 from bert_keras.checkpoints import read_checkpoint
 from bert_keras.models.bert_backbone import BertBackbone
+from bert_keras.pretraining import pretraining_run
 from bert_keras.pretraining.pretraining_run import PretrainingConfig
 from bert_keras.pretraining.pretraining_run import PretrainingRun
 from bert_keras.pretraining.pretraining_run import fit_plan
 from bert_keras.pretraining.pretraining_run import resolve_backbone_config
 from bert_keras.training.checkpoint_manager import random_states
+from bert_keras.training.data_parallel import DataParallel
 from tests.pretraining.synthetic_records import write_records
 from tests.test_case import TRAINING_BACKBONE
 
@@ -234,6 +236,21 @@ def test_bad_settings_fail_before_training(overrides, message, records, tmp_path
         PretrainingRun(tiny_config(records, tmp_path / "run", **overrides))
     assert message in str(error.value)
     assert not (tmp_path / "run" / "history.jsonl").exists()
+
+
+def test_a_model_axis_that_does_not_divide_the_widths_is_refused_before_building(
+    records, tmp_path, monkeypatch
+):
+    def three_model_splits(*arguments):
+        replicas = DataParallel("none")
+        replicas.model_splits = 3  # as model_parallel's default mesh makes it on 3 devices
+        return replicas
+
+    monkeypatch.setattr(pretraining_run, "DataParallel", three_model_splits)
+    with pytest.raises(
+        ValueError, match="among 3 devices, which must divide the widths hidden_dim=16"
+    ):
+        PretrainingRun(tiny_config(records, tmp_path / "run"))
 
 
 def test_records_that_hold_no_example_are_refused_before_training(tmp_path):
