@@ -215,11 +215,17 @@ steps_per_execution=1, mesh_shape=None, compilation_cache_dir=None)
     )
     flags.register_validator(  # at parsing, before TensorFlow and the backend load
         "mesh_shape",
-        lambda counts: counts is None or all(count.strip().isdigit() for count in counts),
+        lambda counts: counts is None or all(_is_count(count) for count in counts),
         "--mesh_shape takes device counts such as 2,4.",
         flag_values=flag_values,
     )
     return execution_flags
+
+
+def _is_count(text):
+    """Whether `text` is a count in ASCII digits (`str.isdigit` takes "²" too, which `int` refuses)."""
+    text = text.strip()
+    return text.isascii() and text.isdigit()
 
 
 def xla_left_off(backend, distribution):

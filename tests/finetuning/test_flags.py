@@ -48,7 +48,12 @@ def test_public_names_still_import_from_the_package():
             "--init_checkpoint is required",
         ),
         (
-            ["--task_name=SST-2", "--do_train", *REQUIRED, "--mesh_shape=2,x"],
+            [
+                "--task_name=SST-2",
+                "--do_train",
+                *REQUIRED,
+                "--mesh_shape=2,²",
+            ],  # a digit to isdigit, not to int
             "--mesh_shape takes device counts such as 2,4.",
         ),
     ],
