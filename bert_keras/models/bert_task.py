@@ -687,12 +687,15 @@ class BertTask(QuantizeCollectingOnce, keras.Model):
     def _takes_as_text(self, x):
         if not holds_text(x):
             return False
+        self._check_preprocessor_for_text()
+        return True
+
+    def _check_preprocessor_for_text(self):
         if self.preprocessor is None:
             raise ValueError(
                 f"{type(self).__name__} got text but has no preprocessor: build it with "
                 "preprocessor=BertPreprocessor(tokenizer, sequence_length), or give token ids."
             )
-        return True
 
     def _validation_dataset(self, validation_data, batch_size):
         if isinstance(validation_data, tuple):

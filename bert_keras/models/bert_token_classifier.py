@@ -214,7 +214,10 @@ class BertTokenClassifier(BertTask):
             )
 
     def _takes_words(self, x):
-        return holds_words(x) and self._takes_as_text(x)
+        if not holds_words(x):
+            return False
+        self._check_preprocessor_for_text()
+        return True
 
     def _validation_dataset(self, validation_data, batch_size):
         if isinstance(validation_data, tuple):

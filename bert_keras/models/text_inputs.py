@@ -54,6 +54,8 @@ def holds_words(data):
     Example:
     >>> holds_words([["EU", "rejects"], ["Peter"]]), holds_words(["EU rejects"])
     (True, False)
+    >>> holds_words([[], ["Peter"]]), holds_words([[]]), holds_words([[101, 102]])
+    (True, True, False)
     """
     tf = _imported_tensorflow()
     if tf and isinstance(data, tf.data.Dataset):
@@ -61,12 +63,10 @@ def holds_words(data):
         return words.dtype == tf.string and words.shape.rank == 2
     if isinstance(data, np.ndarray) or (tf and isinstance(data, (tf.Tensor, tf.RaggedTensor))):
         return _is_text_array(data) and len(data.shape) == 2
-    return (
-        isinstance(data, list)
-        and bool(data)
-        and isinstance(data[0], list)
-        and _is_text_array(data[0])
-    )
+    if not (isinstance(data, list) and data and all(isinstance(item, list) for item in data)):
+        return False
+    words = next((sentence for sentence in data if sentence), None)
+    return words is None or _is_text_array(words)  # sentences of no words are words too
 
 
 def _imported_tensorflow():
@@ -90,8 +90,12 @@ def _is_text_array(array):
 
 
 def _first_present(items):
-    """The first of `items` that is not None (a missing text, which the checks name), else None."""
-    return next((item for item in items if item is not None), None)
+    """The first of `items` that is not None (a missing text, which the checks name) or [], else None."""
+    return next((item for item in items if item is not None and not _is_empty_list(item)), None)
+
+
+def _is_empty_list(item):
+    return isinstance(item, list) and not item
 
 
 def text_dataset(preprocess, x, y=None, sample_weight=None, batch_size=None, shuffle=False):

@@ -215,3 +215,16 @@ def test_labels_per_word_with_unsplit_texts_are_an_error_before_any_step(tokeniz
     per_token = np.full((2, SEQUENCE_LENGTH), IGNORED_LABEL)  # labels per packed token pass
     per_token[:, 1] = 1
     tagger.fit(sentences, per_token, verbose=0)
+
+
+@pytest.mark.one_backend  # where the inputs go is backend-free
+def test_a_sentence_of_no_words_is_a_sentence_wherever_it_stands(tokenizer):
+    tagger = _tagger(tokenizer)
+    tagger.compile()
+    logits = tagger.predict([[], ["EUs", "rejects"]], verbose=0)
+    np.testing.assert_allclose(
+        logits[1], tagger.predict([["EUs", "rejects"]], verbose=0)[0], atol=1e-6
+    )
+    np.testing.assert_allclose(logits[0], tagger.predict([[]], verbose=0)[0], atol=1e-6)
+    tagger.fit([[], ["Peter", "calls"]], [[], [1, 0]], epochs=1, verbose=0)
+    assert tagger.optimizer.iterations.numpy() == 1
