@@ -301,7 +301,8 @@ def _steps(run, program_flags):
         )
     if program_flags.do_eval.value:
         results = run.evaluate("dev", program_flags.eval_batch_size.value)
-        print(json.dumps(results))
+        if run.replicas.is_chief:  # of several processes, the one that writes the results
+            print(json.dumps(results))
     if program_flags.do_predict.value:
         run.predict("test", program_flags.eval_batch_size.value)
     run.warn_of_earlier_files_kept()
