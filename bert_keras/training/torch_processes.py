@@ -7,7 +7,9 @@ GPUs; rank, world size and rendezvous from torchrun's environment), start
 from process 0's weights, each trains on its slice of every global batch, and
 a hook on every trainable weight averages its gradient over the processes as
 soon as backward has produced it, before the optimizer (and its clipping)
-sees it. The update is then the single-process update of the global batch.
+sees it. The update is then the single-process update of the global batch
+when the loss is a mean over examples, or divides by the processes' mean
+count (`bert_keras.training.replica_losses`).
 
 Launch (one machine with 8 GPUs; several machines: torchrun's --nnodes and
 --rdzv_endpoint):
