@@ -129,7 +129,7 @@ class BertPretrainer(BertTask):
     computes_its_own_loss = True
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        masked_lm_loss, next_sentence_loss = self._pretraining_losses(y, y_pred, training)
+        masked_lm_loss, next_sentence_loss = self._pretraining_losses(y, y_pred)
         # Tracked here, where they are computed: compute_metrics would compute
         # them again, which eager torch pays for (XLA would merge the two).
         self.masked_lm_loss_tracker.update_state(masked_lm_loss)
@@ -148,15 +148,13 @@ class BertPretrainer(BertTask):
         )
         return self.get_metrics_result()
 
-    def _pretraining_losses(self, y, y_pred, training):
+    def _pretraining_losses(self, y, y_pred):
         _check_labels(y)
         per_prediction = keras.losses.sparse_categorical_crossentropy(
             y["masked_lm_ids"], y_pred["masked_lm_logits"], from_logits=True
         )  # [batch, num_predictions]
         weights = ops.cast(y["masked_lm_weights"], "float32")
-        predictions = ops.sum(weights)
-        if training:  # the replicas' losses average to the global batch's
-            predictions = mean_over_replicas(predictions)
+        predictions = mean_over_replicas(ops.sum(weights))  # replicas average to the whole batch
         masked_lm_loss = ops.sum(per_prediction * weights) / (predictions + _WEIGHT_EPSILON)
         next_sentence_loss = ops.mean(
             keras.losses.sparse_categorical_crossentropy(

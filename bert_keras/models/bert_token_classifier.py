@@ -12,8 +12,8 @@ from bert_keras.models.text_inputs import holds_text
 from bert_keras.models.text_inputs import holds_words
 from bert_keras.models.text_inputs import split_for_validation
 from bert_keras.models.text_inputs import text_dataset
-
-IGNORED_LABEL = -100
+from bert_keras.models.token_cross_entropy import IGNORED_LABEL
+from bert_keras.models.token_cross_entropy import TokenCrossEntropy
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")
@@ -23,7 +23,7 @@ class BertTokenClassifier(BertTask):
     Outputs float32 logits `[batch, seq, num_classes]`. As in the paper, each
     word is labelled on its first word piece; the other pieces, [CLS], [SEP]
     and padding carry the label `IGNORED_LABEL` (-100), which the default loss
-    skips.
+    (`TokenCrossEntropy`) skips.
 
     With a preprocessor, `fit`, `evaluate` and `predict` take sentences split
     into words, `[batch, (words)]` strings (a list of lists, a
@@ -76,9 +76,7 @@ class BertTokenClassifier(BertTask):
         self.dropout = dropout
 
     def default_loss(self):
-        return keras.losses.SparseCategoricalCrossentropy(
-            from_logits=True, ignore_class=IGNORED_LABEL
-        )
+        return TokenCrossEntropy()
 
     def preprocess_text(self, texts):
         """The model's inputs for a batch of texts, or of sentences split into words."""

@@ -20,8 +20,10 @@ import keras
 def mean_over_replicas(value):
     """The mean of `value` over the replicas training together (`value` itself on one).
 
-    Call it in a training step only: on torch it is a collective of the
-    process group, which every process must reach.
+    On torch it is a collective of the process group, taken only where
+    autograd records, in a training step, which every process runs
+    (evaluate and predict may run on one process alone, and then average
+    nothing).
 
     Example:
     >>> float(mean_over_replicas(keras.ops.convert_to_tensor(3.0)))
@@ -36,9 +38,12 @@ def mean_over_replicas(value):
             return value
         return context.all_reduce(tf.distribute.ReduceOp.MEAN, value)
     if backend == "torch":
+        import torch
         import torch.distributed as dist
 
-        if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        if not (torch.is_grad_enabled() and dist.is_available() and dist.is_initialized()):
+            return value
+        if dist.get_world_size() == 1:
             return value
         total = value.detach().clone()
         dist.all_reduce(total)

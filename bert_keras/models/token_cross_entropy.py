@@ -1,0 +1,42 @@
+"""Token tagging's loss: cross-entropy averaged over the labelled tokens of the whole batch."""
+
+import keras
+from keras import ops
+
+from bert_keras.training.replica_losses import mean_over_replicas
+
+# Packed tokens that carry no label of their own: special tokens, padding,
+# and a word's pieces after its first.
+IGNORED_LABEL = -100
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class TokenCrossEntropy(keras.losses.SparseCategoricalCrossentropy):
+    """Sparse cross-entropy from logits, averaged over the tokens whose label is not `ignore_class`.
+
+    On one device it is Keras' `SparseCategoricalCrossentropy(from_logits=True,
+    ignore_class=-100)`. Under data parallelism each replica divides its
+    slice's sum by the replicas' mean count of labelled tokens
+    (`bert_keras.training.replica_losses`), so the replicas train as one
+    device on the whole batch; Keras' loss would average each slice's mean.
+
+    Args:
+        ignore_class: the label of tokens that count nothing.
+        name: the loss's name.
+
+    Example:
+    >>> import numpy as np
+    >>> logits = np.log(np.array([[[0.8, 0.2], [0.5, 0.5], [0.1, 0.9]]], "float32"))
+    >>> round(float(TokenCrossEntropy()(np.array([[0, -100, 1]]), logits)), 4)
+    0.1643
+    """
+
+    def __init__(self, ignore_class=IGNORED_LABEL, name="token_cross_entropy", **kwargs):
+        kwargs.update(from_logits=True, reduction="sum")
+        super().__init__(ignore_class=ignore_class, name=name, **kwargs)
+
+    def call(self, y_true, y_pred):
+        per_token = super().call(y_true, y_pred)  # 0 where the label is ignore_class
+        labelled = ops.not_equal(y_true, ops.cast(self._fn_kwargs["ignore_class"], y_true.dtype))
+        count = mean_over_replicas(ops.sum(ops.cast(labelled, per_token.dtype)))
+        return ops.divide_no_nan(per_token, count)
