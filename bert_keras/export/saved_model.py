@@ -353,9 +353,9 @@ def _served_label_names(served, label_names, path):
     if not all(label_names):
         raise ValueError(f"label_names must be non-empty strings, got {label_names!r}.")
     if len(label_names) != served.model.num_classes:
+        names = "1 name" if len(label_names) == 1 else f"{len(label_names)} names"
         raise ValueError(
-            f"label_names holds {len(label_names)} names but {path} has "
-            f"{served.model.num_classes} classes."
+            f"label_names holds {names} but {path} has {served.model.num_classes} classes."
         )
     return list(label_names)
 

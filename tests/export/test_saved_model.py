@@ -235,8 +235,9 @@ def test_a_keras_file_classifier_answers_the_label_names_given(vocabulary_file, 
     preprocessor = BertPreprocessor(BertTokenizer(vocabulary_file), SEQUENCE_LENGTH)
     model = BertClassifier(BertBackbone(**CONFIG), num_classes=3, preprocessor=preprocessor)
     model.save(tmp_path / "sentiment.keras")
-    with pytest.raises(ValueError, match="label_names holds 2 names but .* has 3 classes"):
-        export_saved_model(tmp_path / "sentiment.keras", tmp_path / "base", label_names=["a", "b"])
+    for names, held in ((["a", "b"], "2 names"), (["a"], "1 name")):
+        with pytest.raises(ValueError, match=f"label_names holds {held} but .* has 3 classes"):
+            export_saved_model(tmp_path / "sentiment.keras", tmp_path / "base", label_names=names)
     named = export_saved_model(tmp_path / "sentiment.keras", tmp_path / "base", label_names=LABELS)
     serve = tf.saved_model.load(named).signatures["serving_default"]
     assert serve(text=tf.constant(["good"]))["label"].numpy()[0].decode() in LABELS
