@@ -5,6 +5,7 @@ where programs share flag names but not defaults.
 """
 
 import functools
+import json
 import os
 import subprocess
 import sys
@@ -34,3 +35,26 @@ def run_module(module, *arguments):
 def program(module):
     """`run_module` bound to one module: `program("tasks.squad")("--flag=value")`."""
     return functools.partial(run_module, module)
+
+
+def json_printed_by(arguments, timeout=600):
+    """The last line `python *arguments` prints, read as JSON; the child runs on this process's backend.
+
+    The test fails, with the child's stderr, if the child does.
+
+    Example:
+    >>> json_printed_by(["-c", "print('[1, 2]')"])
+    [1, 2]
+    """
+    import keras
+
+    completed = subprocess.run(
+        [sys.executable, *arguments],
+        cwd=REPOSITORY,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "KERAS_BACKEND": keras.backend.backend()},
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return json.loads(completed.stdout.strip().splitlines()[-1])

@@ -22,6 +22,7 @@ from bert_keras.training.execution import Execution
 from bert_keras.training.history_records import read_history
 from tests.pretraining.synthetic_records import write_bert_config
 from tests.pretraining.synthetic_records import write_records
+from tests.programs import json_printed_by
 from tests.training.two_device_run import JOBS
 from tests.training.two_device_run import copy_first_checkpoint
 from tests.training.two_device_run import resume_pretraining
@@ -40,16 +41,7 @@ COMPARED = (
 
 
 def _two_device_run(work_dir, job, spec="data_parallel", replicas=2):
-    completed = subprocess.run(
-        [sys.executable, "-m", "tests.training.two_device_run", str(work_dir), job, spec],
-        cwd=REPOSITORY,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "KERAS_BACKEND": BACKEND},
-    )
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    result = json.loads(completed.stdout.strip().splitlines()[-1])
+    result = json_printed_by(["-m", "tests.training.two_device_run", str(work_dir), job, spec])
     assert result["replicas"] == replicas
     assert result["max_weight_difference"] < 1e-4
     if job == "pretraining":  # each run's step-3 checkpoint resumed under the other's

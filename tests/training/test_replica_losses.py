@@ -1,19 +1,14 @@
 """Losses that average over a count: N replicas, each given a slice, average to one device's loss."""
 
-import json
-import os
-import subprocess
-import sys
-
 import keras
 import numpy as np
 import pytest
 
 from bert_keras.models.token_cross_entropy import TokenCrossEntropy
 from bert_keras.training.replica_losses import mean_over_replicas
+from tests.programs import json_printed_by
 from tests.training.replica_loss_run import batch
 
-REPOSITORY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BACKEND = keras.backend.backend()
 
 
@@ -36,19 +31,10 @@ def test_on_one_device_the_token_loss_is_keras_ignoring_the_class():
 @pytest.mark.large
 @pytest.mark.skipif(BACKEND == "jax", reason="jax's mesh computes the whole batch's loss as it is")
 def test_two_replicas_average_to_the_whole_batch_loss():
-    command = [sys.executable, "-m", "tests.training.replica_loss_run"]
+    command = ["-m", "tests.training.replica_loss_run"]
     if BACKEND == "torch":
-        command[1:1] = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
-    completed = subprocess.run(
-        command,
-        cwd=REPOSITORY,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "KERAS_BACKEND": BACKEND},
-    )
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    result = json.loads(completed.stdout.strip().splitlines()[-1])
+        command[:0] = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
+    result = json_printed_by(command, timeout=300)
     np.testing.assert_allclose(result["replicas"], result["whole"], rtol=1e-6)
     # The halves' counts differ, so the mean of their means is another number.
     assert abs(result["keras_replicas"] - result["whole"]) > 1e-2 * result["whole"]
