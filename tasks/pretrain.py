@@ -78,6 +78,7 @@ def main(argv):
             "One of --preset, --bert_config_file or --init_checkpoint is required."
         )
     with long_lived_objects():
+        from bert_keras.data.input_file_error import InputFileError
         from bert_keras.pretraining.pretraining_run import PretrainingConfig
         from bert_keras.pretraining.pretraining_run import PretrainingRun
         from bert_keras.pretraining.pretraining_run import resolve_backbone_config
@@ -115,7 +116,10 @@ def main(argv):
             run = PretrainingRun(config)
         except (ValueError, FileNotFoundError, OutputLockedError) as error:
             raise app.UsageError(str(error)) from error
-        run.train()
+        try:
+            run.train()
+        except InputFileError as error:  # a record the run reached that it cannot train on
+            raise app.UsageError(str(error)) from error
 
 
 if __name__ == "__main__":

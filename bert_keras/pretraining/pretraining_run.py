@@ -28,9 +28,11 @@ phase 2 all of them. `max_seq_length` above the backbone's
 `max_sequence_length` is refused before training.
 """
 
+import contextlib
 import dataclasses
 import inspect
 import os
+import re
 
 import keras
 from absl import logging
@@ -42,6 +44,7 @@ from bert_keras.checkpoints import tokenizer_settings
 from bert_keras.checkpoints import write_checkpoint
 from bert_keras.checkpoints.config_arguments import SIZE_ARGUMENTS
 from bert_keras.checkpoints.vocabulary import read_vocabulary
+from bert_keras.data.input_file_error import InputFileError
 from bert_keras.data.pretraining_corpus import resolve_input_files
 from bert_keras.data.pretraining_records import pretraining_dataset
 from bert_keras.models.bert_backbone import BertBackbone
@@ -500,7 +503,7 @@ class PretrainingRun:
             tf.cast(self.id_limit, largest.dtype),
             message=(
                 f"The records ({self.config.input_file}) hold a token id past {self.id_source}: "
-                "they were made with a larger vocab.txt"
+                f"{_LARGER_VOCABULARY}"
             ),
         )
         with tf.control_dependencies([check]):
@@ -547,8 +550,10 @@ class PretrainingRun:
         return read_history(os.path.join(config.output_dir, HISTORY_FILE))
 
     def _fit(self, step, initial_epoch, epochs, steps_per_epoch, callbacks, verbose):
+        import tensorflow as tf
+
         accumulation = self.config.gradient_accumulation_steps
-        with self.replicas.scope():
+        with self.replicas.scope(), _records_check_named(tf.errors.InvalidArgumentError):
             self.model.fit(
                 self.dataset(skip_batches=step * accumulation),
                 initial_epoch=initial_epoch,
@@ -616,6 +621,26 @@ def fit_plan(initial_step, save_checkpoints_steps, num_train_steps):
 def _matching_files(input_file):
     """Absolute paths, so a resumed run's check does not depend on the working directory."""
     return [os.path.abspath(path) for path in resolve_input_files(input_file)]
+
+
+_LARGER_VOCABULARY = "they were made with a larger vocab.txt"
+
+
+@contextlib.contextmanager
+def _records_check_named(pipeline_error):
+    """Raises `_ids_checked`'s failure, which `pipeline_error` carries inside TensorFlow's text, as an
+    `InputFileError` of its own message and the id that failed it."""
+    try:
+        yield
+    except pipeline_error as error:
+        found = re.search(
+            rf"\[(The records .*?{_LARGER_VOCABULARY})\].*?\[x \(\w+:0\) = \] \[(\d+)\]",
+            str(error),
+            flags=re.DOTALL,
+        )
+        if found is None:
+            raise
+        raise InputFileError(f"{found[1]} (one holds the id {found[2]}).") from None
 
 
 def _architecture(backbone_config):

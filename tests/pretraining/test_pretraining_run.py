@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from bert_keras.checkpoints import read_checkpoint
+from bert_keras.data.input_file_error import InputFileError
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.pretraining import pretraining_run
 from bert_keras.pretraining.pretraining_run import PretrainingConfig
@@ -277,7 +278,7 @@ def test_records_of_a_larger_vocabulary_stop_the_run_instead_of_training_on_nan(
     small = {**TRAINING_BACKBONE, "vocabulary_size": 8}  # the records' ids reach past 8
     run = PretrainingRun(tiny_config(records, tmp_path / "run", backbone_config=small))
     with pytest.raises(
-        Exception, match="hold a token id past the vocabulary_size 8 of the backbone"
+        InputFileError, match="hold a token id past the vocabulary_size 8 of the backbone"
     ):
         run.train(verbose=0)
     assert not (tmp_path / "run" / "export").exists()
@@ -288,7 +289,7 @@ def test_records_of_a_larger_vocabulary_than_the_vocab_file_stop_the_run(records
     vocabulary.write_text("".join(f"token{index}\n" for index in range(8)))
     run = PretrainingRun(tiny_config(records, tmp_path / "run", vocab_file=str(vocabulary)))
     with pytest.raises(
-        Exception, match=f"hold a token id past the 8 tokens of vocab_file {vocabulary}"
+        InputFileError, match=f"hold a token id past the 8 tokens of vocab_file {vocabulary}"
     ):
         run.train(verbose=0)
     assert not (tmp_path / "run" / "export").exists()

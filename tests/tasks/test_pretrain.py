@@ -162,3 +162,19 @@ def test_bad_records_are_usage_errors_naming_the_file(records, bert_config_file,
     ):
         run_main(*arguments)
     assert not os.path.exists(tmp_path / "run" / "history.jsonl")
+
+
+def test_records_past_the_vocab_file_are_a_usage_error_naming_an_id(
+    records, bert_config_file, tmp_path
+):
+    vocabulary = tmp_path / "vocab.txt"  # fits the embeddings; the records' ids reach past 8
+    vocabulary.write_text("".join(f"token{index}\n" for index in range(8)))
+    arguments = program_flags(records, bert_config_file, tmp_path / "run")
+    with pytest.raises(
+        app.UsageError,
+        match=r"past the 8 tokens of vocab_file .*: they were made with a larger vocab.txt "
+        r"\(one holds the id \d+\)\.$",
+    ):
+        run_main(
+            *arguments, f"--vocab_file={vocabulary}", "--num_train_steps=2", "--num_warmup_steps=1"
+        )
