@@ -34,9 +34,10 @@ class TokenCrossEntropy(keras.losses.SparseCategoricalCrossentropy):
     def __init__(self, ignore_class=IGNORED_LABEL, name="token_cross_entropy", **kwargs):
         kwargs.update(from_logits=True, reduction="sum")
         super().__init__(ignore_class=ignore_class, name=name, **kwargs)
+        self.ignore_class = ignore_class
 
     def call(self, y_true, y_pred):
         per_token = super().call(y_true, y_pred)  # 0 where the label is ignore_class
-        labelled = ops.not_equal(y_true, ops.cast(self._fn_kwargs["ignore_class"], y_true.dtype))
+        labelled = ops.not_equal(y_true, ops.cast(self.ignore_class, y_true.dtype))
         count = mean_over_replicas(ops.sum(ops.cast(labelled, per_token.dtype)))
         return ops.divide_no_nan(per_token, count)
