@@ -7,6 +7,7 @@ from bert_keras.layers.activations import get_activation
 from bert_keras.layers.dense import Dense
 from bert_keras.layers.initializers import bert_kernel_initializer
 from bert_keras.layers.initializers import clone_initializer
+from bert_keras.layers.input_shapes import check_rank
 from bert_keras.layers.sequence_positions import gather_positions
 
 
@@ -86,6 +87,8 @@ class MaskedLMHead(keras.layers.Layer):
         self.bias_initializer = keras.initializers.get(bias_initializer)
 
     def build(self, inputs_shape, masked_positions_shape=None):
+        check_rank(self.name, "inputs", inputs_shape)
+        check_rank(self.name, "masked_positions", masked_positions_shape, "[batch, predictions]")
         hidden_dim = inputs_shape[-1]
         gathered_shape = (inputs_shape[0], None, hidden_dim)
         self.transform_dense = Dense(

@@ -13,6 +13,9 @@ from bert_keras.layers.dense import Dense
 from bert_keras.layers.dropout import Dropout
 from bert_keras.layers.initializers import bert_kernel_initializer
 from bert_keras.layers.initializers import clone_initializer
+from bert_keras.layers.input_shapes import check_floating
+from bert_keras.layers.input_shapes import check_mask_length
+from bert_keras.layers.input_shapes import check_rank
 from bert_keras.layers.sequence_positions import gather_positions
 
 
@@ -85,6 +88,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         self.bias_initializer = keras.initializers.get(bias_initializer)
 
     def build(self, inputs_shape):
+        check_rank(self.name, "inputs", inputs_shape)
         hidden_dim = inputs_shape[-1]
         if hidden_dim % self.num_heads:
             raise ValueError(
@@ -111,6 +115,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         )
 
     def call(self, inputs, attention_mask=None, query_positions=None, training=None):
+        check_floating(self.name, "inputs", inputs)
+        check_mask_length(self.name, "attention_mask", attention_mask, inputs.shape[1])
         if query_positions is None:
             query_key_value = self.query_key_value(inputs)  # [batch, seq, 3 * hidden]
             query, key, value = ops.split(query_key_value, 3, axis=-1)

@@ -5,6 +5,7 @@ from keras import ops
 
 from bert_keras.layers.initializers import bert_kernel_initializer
 from bert_keras.layers.initializers import clone_initializer
+from bert_keras.layers.input_shapes import check_rank
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")
@@ -48,6 +49,7 @@ class PositionEmbedding(keras.layers.Layer):
         )
 
     def build(self, inputs_shape):
+        check_rank(self.name, "inputs", inputs_shape)
         hidden_dim = inputs_shape[-1]
         self.position_embeddings = self.add_weight(
             name="embeddings",

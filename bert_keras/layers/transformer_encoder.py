@@ -8,6 +8,8 @@ from bert_keras.layers.dense import Dense
 from bert_keras.layers.dropout import Dropout
 from bert_keras.layers.initializers import bert_kernel_initializer
 from bert_keras.layers.initializers import clone_initializer
+from bert_keras.layers.input_shapes import check_mask_length
+from bert_keras.layers.input_shapes import check_rank
 from bert_keras.layers.multi_head_self_attention import MultiHeadSelfAttention
 from bert_keras.layers.sequence_positions import gather_positions
 
@@ -86,6 +88,7 @@ class TransformerEncoder(keras.layers.Layer):
         self.bias_initializer = keras.initializers.get(bias_initializer)
 
     def build(self, inputs_shape):
+        check_rank(self.name, "inputs", inputs_shape)
         hidden_dim = inputs_shape[-1]
         self.self_attention = MultiHeadSelfAttention(
             self.num_heads,
@@ -131,6 +134,7 @@ class TransformerEncoder(keras.layers.Layer):
         output_positions=None,
         training=None,
     ):
+        check_mask_length(self.name, "padding_mask", padding_mask, inputs.shape[1])
         attention_mask = merge_attention_masks(padding_mask, attention_mask)
         residual = inputs
         if output_positions is not None:

@@ -1,0 +1,58 @@
+"""Layers given inputs of the wrong rank, dtype or mask length say so, alike on every backend."""
+
+import numpy as np
+import pytest
+
+from bert_keras.layers.masked_lm_head import MaskedLMHead
+from bert_keras.layers.multi_head_self_attention import MultiHeadSelfAttention
+from bert_keras.layers.position_embedding import PositionEmbedding
+from bert_keras.layers.transformer_encoder import TransformerEncoder
+
+SEQUENCE = np.zeros((2, 5, 8), "float32")
+
+MISUSES = {
+    "encoder inputs without a sequence axis": (
+        lambda: TransformerEncoder(2, 16, name="encoder")(np.zeros((2, 8), "float32")),
+        r"encoder takes inputs of the shape \[batch, sequence, hidden\]; got the shape \(2, 8\)\.",
+    ),
+    "encoder padding mask of another length": (
+        lambda: TransformerEncoder(2, 16, name="encoder")(
+            SEQUENCE, padding_mask=np.ones((2, 4), bool)
+        ),
+        r"encoder's padding_mask of the shape \(2, 4\) masks 4 positions, but its inputs have 5\.",
+    ),
+    "attention inputs without a sequence axis": (
+        lambda: MultiHeadSelfAttention(2, name="attention")(np.zeros((2, 8), "float32")),
+        r"attention takes inputs of the shape \[batch, sequence, hidden\]; got the shape \(2, 8\)",
+    ),
+    "attention mask of another length": (
+        lambda: MultiHeadSelfAttention(2, name="attention")(
+            SEQUENCE, attention_mask=np.ones((2, 5, 4), bool)
+        ),
+        r"attention's attention_mask of the shape \(2, 5, 4\) masks 4 positions, but its inputs",
+    ),
+    "attention on integers": (
+        lambda: MultiHeadSelfAttention(2, name="attention")(np.zeros((2, 5, 8), "int32")),
+        r"attention takes floating-point inputs; got int32",
+    ),
+    "position embedding of a vector": (
+        lambda: PositionEmbedding(16, name="positions")(np.zeros((2,), "float32")),
+        r"positions takes inputs of the shape \[batch, sequence, hidden\]; got the shape \(2,\)",
+    ),
+    "masked positions of a vector": (
+        lambda: MaskedLMHead(10, name="head")(SEQUENCE, masked_positions=np.zeros((2,), "int32")),
+        r"head takes masked_positions of the shape \[batch, predictions\]; got the shape \(2,\)",
+    ),
+}
+
+
+@pytest.mark.parametrize("misuse", MISUSES)
+def test_a_misused_layer_names_itself_the_argument_and_the_shape(misuse):
+    call, message = MISUSES[misuse]
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_a_mask_that_broadcasts_over_the_keys_still_passes():
+    attended = MultiHeadSelfAttention(2)(SEQUENCE, attention_mask=np.ones((2, 5, 1), bool))
+    assert tuple(attended.shape) == (2, 5, 8)
