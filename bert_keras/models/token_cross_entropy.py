@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from bert_keras.training.replica_losses import mean_over_replicas
+from bert_keras.training.replica_losses import share_of_replicas
 
 # Packed tokens that carry no label of their own: special tokens, padding,
 # and a word's pieces after its first.
@@ -17,8 +18,10 @@ class TokenCrossEntropy(keras.losses.SparseCategoricalCrossentropy):
     On one device it is Keras' `SparseCategoricalCrossentropy(from_logits=True,
     ignore_class=-100)`. Under data parallelism each replica divides its
     slice's sum by the replicas' mean count of labelled tokens
-    (`bert_keras.training.replica_losses`), so the replicas train as one
-    device on the whole batch; Keras' loss would average each slice's mean.
+    (`bert_keras.training.replica_losses`), and under `tf.distribute`, which
+    sums the replicas' gradients, by the replica count too, so the replicas
+    train as one device on the whole batch; Keras' loss would average each
+    slice's mean.
 
     Args:
         ignore_class: the label of tokens that count nothing.
@@ -40,4 +43,5 @@ class TokenCrossEntropy(keras.losses.SparseCategoricalCrossentropy):
         per_token = super().call(y_true, y_pred)  # 0 where the label is ignore_class
         labelled = ops.not_equal(y_true, ops.cast(self.ignore_class, y_true.dtype))
         count = mean_over_replicas(ops.sum(ops.cast(labelled, per_token.dtype)))
-        return ops.divide_no_nan(per_token, count)
+        # Keras divides only its mean reductions among tf.distribute's replicas.
+        return share_of_replicas(ops.divide_no_nan(per_token, count))

@@ -1,13 +1,15 @@
-"""Token tagging's loss on two replicas, each given half of a batch, against one device.
+"""Token tagging's loss in one `fit` step on two replicas, each given half of a batch, against one device.
 
 `python -m tests.training.replica_loss_run` on the tensorflow backend makes
-two CPU devices and runs each half under a `MirroredStrategy`; on torch,
-start it with `python -m torch.distributed.run --standalone
---nproc_per_node=2`, one half per process. Prints (process 0) a JSON line:
-the whole batch's loss on one device (`whole`), the mean of the replicas'
-`TokenCrossEntropy` (`replicas`) and of Keras' own loss (`keras_replicas`)
-in a training step, and on torch the processes' losses outside one
-(`evaluating`: each its own half's, with no collective).
+two CPU devices and trains under a `MirroredStrategy`; on torch, start it
+with `python -m torch.distributed.run --standalone --nproc_per_node=2`: each
+process trains on its half, its gradients averaged by `TorchProcesses`.
+The model is one dense layer over the batch's logits, trained one SGD step
+with `TokenCrossEntropy` and with Keras' own loss. Prints (process 0) a
+JSON line: each loss's largest weight difference from one device's step on
+the whole batch (`ours`, `keras`) and, on torch, the loss each process
+computes outside a training step (`evaluating`: its own half's, with no
+collective, alike for both losses).
 """
 
 import json
@@ -36,7 +38,22 @@ def losses():
     from bert_keras.models.token_cross_entropy import TokenCrossEntropy
 
     keras_loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=-100)
-    return TokenCrossEntropy(), keras_loss
+    return {"ours": TokenCrossEntropy(), "keras": keras_loss}
+
+
+def stepped_kernel(loss, labels, logits, scope=None, prepare=None):
+    """The dense kernel after one SGD step of `fit` on (logits, labels), built under `scope`."""
+    import contextlib
+
+    with scope or contextlib.nullcontext():
+        model = keras.Sequential(
+            [keras.Input((5, 3)), keras.layers.Dense(3, kernel_initializer="identity")]
+        )
+        model.compile(optimizer=keras.optimizers.SGD(1.0), loss=loss)
+    if prepare is not None:
+        prepare(model)
+    model.fit(logits, labels, batch_size=len(labels), epochs=1, shuffle=False, verbose=0)
+    return keras.ops.convert_to_numpy(model.layers[0].kernel)
 
 
 def on_tensorflow():
@@ -44,49 +61,36 @@ def on_tensorflow():
 
     make_cpu_devices("tensorflow", 2)
     labels, logits = batch()
-    ours, theirs = losses()
     strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
-
-    def halves(context):
-        half = slice(2 * context.replica_id_in_sync_group, 2 * context.replica_id_in_sync_group + 2)
-        return tf.constant(labels[half]), tf.constant(logits[half])
-
-    def step(inputs):
-        return ours(*inputs), theirs(*inputs)
-
-    per_replica = strategy.run(
-        step, args=(strategy.experimental_distribute_values_from_function(halves),)
-    )
-    mean = [float(strategy.reduce("MEAN", value, axis=None)) for value in per_replica]
-    return {"whole": float(ours(*batch())), "replicas": mean[0], "keras_replicas": mean[1]}
+    differences = {}
+    for name, loss in losses().items():
+        whole = stepped_kernel(loss, labels, logits)
+        replicas = stepped_kernel(loss, labels, logits, scope=strategy.scope())
+        differences[name] = float(np.max(np.abs(replicas - whole)))
+    return differences
 
 
 def on_torch():
     import torch
-    import torch.distributed as dist
 
-    dist.init_process_group("gloo")
-    rank = dist.get_rank()
+    from bert_keras.training.torch_processes import TorchProcesses
+
+    processes = TorchProcesses()
     labels, logits = batch()
-    half = (
-        torch.tensor(labels[2 * rank : 2 * rank + 2]),
-        torch.tensor(logits[2 * rank : 2 * rank + 2]),
-    )
-    ours, theirs = losses()
-
-    def mean_over_processes(value):
-        total = value.detach().clone()
-        dist.all_reduce(total)
-        return float(total) / 2
-
-    training = [mean_over_processes(loss(*half)) for loss in (ours, theirs)]
-    with torch.no_grad():  # as in evaluate: each process its own half, no collective
-        evaluating = [float(ours(*half)), float(theirs(*half))]
-        whole = float(ours(*(torch.tensor(array) for array in batch())))
-    result = {"whole": whole, "replicas": training[0], "keras_replicas": training[1]}
-    result["evaluating"] = evaluating
-    dist.destroy_process_group()
-    return result if rank == 0 else None
+    half = slice(2 * processes.rank, 2 * processes.rank + 2)
+    result = {}
+    for name, loss in losses().items():
+        # Every process steps on the whole batch alike, so a collective there averages equals.
+        whole = stepped_kernel(loss, labels, logits)
+        replicas = stepped_kernel(loss, labels[half], logits[half], prepare=processes.prepare)
+        result[name] = float(np.max(np.abs(replicas - whole)))
+    with torch.no_grad():  # as in evaluate
+        result["evaluating"] = [
+            float(loss(torch.tensor(labels[half]), torch.tensor(logits[half])))
+            for loss in losses().values()
+        ]
+    torch.distributed.destroy_process_group()
+    return result if processes.rank == 0 else None
 
 
 if __name__ == "__main__":
