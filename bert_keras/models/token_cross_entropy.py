@@ -9,6 +9,8 @@ from bert_keras.training.replica_losses import share_of_replicas
 # Packed tokens that carry no label of their own: special tokens, padding,
 # and a word's pieces after its first.
 IGNORED_LABEL = -100
+# The parent's settings this loss is built on, which its config records.
+_FIXED = {"from_logits": True, "reduction": "sum", "axis": -1}
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")
@@ -24,8 +26,11 @@ class TokenCrossEntropy(keras.losses.SparseCategoricalCrossentropy):
     slice's mean.
 
     Args:
-        ignore_class: the label of tokens that count nothing.
+        ignore_class: the label of tokens that count nothing (None: every
+            token counts).
         name: the loss's name.
+        **kwargs: `dtype`; and, as its config records them, `from_logits=True`,
+            `reduction="sum"` and `axis=-1`, which are the only values it takes.
 
     Example:
     >>> import numpy as np
@@ -35,13 +40,23 @@ class TokenCrossEntropy(keras.losses.SparseCategoricalCrossentropy):
     """
 
     def __init__(self, ignore_class=IGNORED_LABEL, name="token_cross_entropy", **kwargs):
-        kwargs.update(from_logits=True, reduction="sum")
+        for argument, value in _FIXED.items():
+            if kwargs.setdefault(argument, value) != value:
+                raise ValueError(
+                    f"TokenCrossEntropy takes {argument}={value!r} only, got {kwargs[argument]!r}: "
+                    "it reads logits and reduces to the mean over labelled tokens itself (use "
+                    "keras.losses.SparseCategoricalCrossentropy for other settings)."
+                )
         super().__init__(ignore_class=ignore_class, name=name, **kwargs)
         self.ignore_class = ignore_class
 
     def call(self, y_true, y_pred):
         per_token = super().call(y_true, y_pred)  # 0 where the label is ignore_class
-        labelled = ops.not_equal(y_true, ops.cast(self.ignore_class, y_true.dtype))
-        count = mean_over_replicas(ops.sum(ops.cast(labelled, per_token.dtype)))
+        labelled = ops.ones_like(per_token)
+        if self.ignore_class is not None:
+            labelled = ops.cast(
+                ops.not_equal(y_true, ops.cast(self.ignore_class, y_true.dtype)), per_token.dtype
+            )
+        count = mean_over_replicas(ops.sum(labelled))
         # Keras divides only its mean reductions among tf.distribute's replicas.
         return share_of_replicas(ops.divide_no_nan(per_token, count))

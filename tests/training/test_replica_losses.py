@@ -26,6 +26,24 @@ def test_on_one_device_the_token_loss_is_keras_ignoring_the_class():
     restored = TokenCrossEntropy.from_config(TokenCrossEntropy(ignore_class=-1).get_config())
     assert restored.get_config()["ignore_class"] == -1
     assert float(mean_over_replicas(keras.ops.convert_to_tensor(3.0))) == 3.0  # one replica
+    every_label = np.where(labels < 0, 1, labels)
+    np.testing.assert_allclose(  # no class ignored: every token counts
+        float(TokenCrossEntropy(ignore_class=None)(every_label, logits)),
+        float(keras.losses.SparseCategoricalCrossentropy(from_logits=True)(every_label, logits)),
+        rtol=1e-6,
+    )
+
+
+@pytest.mark.parametrize(
+    "setting, message",
+    [
+        ({"from_logits": False}, "takes from_logits=True only, got False"),
+        ({"reduction": None}, "takes reduction='sum' only, got None"),
+    ],
+)
+def test_the_token_loss_refuses_settings_it_would_not_follow(setting, message):
+    with pytest.raises(ValueError, match=message):
+        TokenCrossEntropy(**setting)
 
 
 @pytest.mark.large
