@@ -72,14 +72,28 @@ class TorchProcesses:
         parameter.grad.div_(self.world_size)
 
     def local_share(self, dataset):
-        """`dataset`'s batches cut to this process's slice (the batch size must divide)."""
+        """`dataset`'s batches cut to this process's slice; a batch the processes do not divide fails.
+
+        A batch of another size than the others (a short last batch) would
+        leave its remainder in no process's slice.
+        """
         import tensorflow as tf
 
         rank, world_size = self.rank, self.world_size
 
         def share(*batch):
             def cut(tensor):
-                size = tf.shape(tensor)[0] // world_size
+                examples = tf.shape(tensor)[0]
+                check = tf.debugging.assert_equal(
+                    examples % world_size,
+                    0,
+                    message=(
+                        f"A batch does not split among the {world_size} processes: give batches "
+                        "whose size they divide, the last one too (batch(..., drop_remainder=True))"
+                    ),
+                )
+                with tf.control_dependencies([check]):
+                    size = examples // world_size
                 return tensor[rank * size : (rank + 1) * size]
 
             sliced = tf.nest.map_structure(cut, batch)

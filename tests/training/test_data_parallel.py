@@ -366,3 +366,17 @@ def test_a_compilation_cache_that_is_a_file_is_refused(tmp_path):
     execution = Execution(compilation_cache_dir=str(tmp_path / "cache" / "jax"))
     with pytest.raises(ValueError, match=f"but {tmp_path / 'cache'} is a file: name a directory"):
         execution.validate()
+
+
+@pytest.mark.one_backend  # tf.data slicing, whatever the backend
+def test_a_batch_the_processes_do_not_divide_is_refused_not_cut_short():
+    import tensorflow as tf
+
+    from bert_keras.training.torch_processes import TorchProcesses
+
+    second = TorchProcesses.__new__(TorchProcesses)  # its place only, joining no process group
+    second.rank, second.world_size = 1, 2
+    batches = iter(second.local_share(tf.data.Dataset.range(5).batch(4)))
+    assert next(batches).numpy().tolist() == [2, 3]
+    with pytest.raises(tf.errors.InvalidArgumentError, match="does not split among the 2 process"):
+        next(batches)  # [4] would give no process anything
