@@ -46,8 +46,9 @@ def compile_as_saved(model, config):
     and Bert4Rec's are); the saved config holds the resolved optimizer,
     loss and metrics, so they go straight to `keras.Model.compile`. The
     optimizer is built so that its saved state (moments, iterations) loads
-    into it. A saved `jit_compile` of True is taken on torch as "auto", so
-    a file saved on jax does not run under `torch.compile`.
+    into it. A saved `jit_compile` of True is taken as "auto" on torch and
+    under several TensorFlow replicas, so that a file saved on jax runs
+    neither under `torch.compile` nor XLA across replicas.
 
     Example:
     >>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
@@ -71,12 +72,23 @@ def _loading_jit_compile(saved):
     Keras saves `jit_compile` as the saving backend resolved "auto": True on
     jax. On torch True means `torch.compile`, which Keras' torch default
     leaves off and which recompiles for every batch shape, minutes a
-    `predict`; there a saved True is taken as "auto". After loading,
-    `compile(jit_compile=True)` asks for `torch.compile` again.
+    `predict`; under a `tf.distribute` strategy of several replicas XLA
+    cannot reach the other replicas' variables, and Keras' "auto" leaves it
+    off. There a saved True is taken as "auto". After loading,
+    `compile(jit_compile=True)` asks for it again.
     """
-    if saved is True and keras.backend.backend() == "torch":
+    if saved is True and (keras.backend.backend() == "torch" or _tensorflow_replicas() > 1):
         return "auto"
     return saved
+
+
+def _tensorflow_replicas():
+    """The replicas of the `tf.distribute` strategy in scope (1 off TensorFlow or without one)."""
+    if keras.backend.backend() != "tensorflow":
+        return 1
+    import tensorflow as tf
+
+    return tf.distribute.get_strategy().num_replicas_in_sync
 
 
 def _strategy_scope(model):
