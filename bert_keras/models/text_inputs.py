@@ -302,9 +302,9 @@ def split_for_validation(arrays, validation_split):
     """Splits array-like `(x, y, sample_weight)` into the first and last parts, as `fit` does.
 
     Args:
-        arrays: a tuple of array-likes (lists, numpy arrays, tuples of them)
-            or None, all with the same number of examples; `tf.RaggedTensor`s
-            (sentences of words) too.
+        arrays: a tuple of array-likes (lists, numpy arrays, tuples or
+            dicts of them) or None, all with the same number of examples;
+            `tf.RaggedTensor`s (sentences of words) too.
         validation_split: fraction, in (0, 1), of the examples, taken from
             the end, to validate on.
 
@@ -315,6 +315,9 @@ def split_for_validation(arrays, validation_split):
     >>> train, validation = split_for_validation((["a", "b", "c", "d"], [0, 1, 0, 1]), 0.25)
     >>> train[0].tolist(), validation[0].tolist(), validation[1].tolist()
     (['a', 'b', 'c'], ['d'], [1])
+    >>> _, validation = split_for_validation((["a", "b"], {"start": [1, 2], "end": [3, 4]}), 0.5)
+    >>> validation[1]["end"].tolist()
+    [4]
     """
     arrays = _map_arrays(_sliceable, arrays)
     count = int(next(array for array in _flat_arrays(arrays)).shape[0])
@@ -347,13 +350,17 @@ def _sliceable(array):
 
 
 def _map_arrays(function, arrays):
-    """`function` on every array of nested tuples; lists are arrays, None stays."""
+    """`function` on every array of nested tuples and dicts; lists are arrays, None stays."""
     if isinstance(arrays, tuple):
         return tuple(_map_arrays(function, part) for part in arrays)
+    if isinstance(arrays, dict):
+        return {name: _map_arrays(function, part) for name, part in arrays.items()}
     return None if arrays is None else function(arrays)
 
 
 def _flat_arrays(arrays):
     if isinstance(arrays, tuple):
         return [array for part in arrays for array in _flat_arrays(part)]
+    if isinstance(arrays, dict):
+        return [array for part in arrays.values() for array in _flat_arrays(part)]
     return [] if arrays is None else [arrays]

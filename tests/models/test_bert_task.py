@@ -752,6 +752,20 @@ def test_span_labels_in_a_pair_are_starts_then_ends_and_checked(vocabulary_file)
     assert np.isfinite(history.history["val_start_logits_loss"][0])
 
 
+@pytest.mark.one_backend  # how the arrays are split is backend-free
+def test_span_labels_split_for_validation_as_pairs_and_as_dicts(vocabulary_file):
+    reader = BertQuestionAnswerer(_backbone(), preprocessor=_preprocessor(vocabulary_file))
+    reader.compile()
+    pairs = (["good word1", "good", "bad", "word2"], ["word2 bad word3", "bad", "good", "bad"])
+    starts, ends = np.array([1, 2, 1, 2]), np.array([6, 3, 3, 3])
+    for labels in ((starts, ends), {"start_logits": starts, "end_logits": ends}):
+        history = reader.fit(pairs, labels, validation_split=0.5, batch_size=2, verbose=0).history
+        expected = reader.evaluate(
+            (pairs[0][2:], pairs[1][2:]), (starts[2:], ends[2:]), verbose=0, return_dict=True
+        )
+        assert history["val_end_logits_loss"][0] == pytest.approx(expected["end_logits_loss"])
+
+
 @pytest.mark.parametrize(
     "task_class", [BertClassifier, BertMultipleChoice, BertQuestionAnswerer, BertMaskedLM]
 )
