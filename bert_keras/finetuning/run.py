@@ -398,6 +398,8 @@ class FineTuningRun:
                     f"{self.replicas.num_replicas} replicas train on full batches only."
                 )
             dataset = dataset.filter(lambda *batch: _batch_size(batch) == batch_size)
+            # Keras shares a batch among jax's processes by its static size.
+            dataset = dataset.map(functools.partial(_of_batch_size, batch_size))
             dataset = self.replicas.local_share(dataset)
         asked = max(1, int(batches_per_pass(num_examples, batch_size) * num_epochs))
         # A call of more batches than the run has would stretch the run to fill it.
@@ -671,6 +673,13 @@ def _log_first_interval_overhead(history):
 
 def _batch_size(batch):
     return tf.shape(tf.nest.flatten(batch)[0])[0]
+
+
+def _of_batch_size(batch_size, *batch):
+    """The batch, its tensors' first dimension known to be `batch_size`."""
+    return tf.nest.map_structure(
+        lambda tensor: tf.ensure_shape(tensor, [batch_size, *tensor.shape[1:]]), batch
+    )
 
 
 def _one_graph_step(model):
