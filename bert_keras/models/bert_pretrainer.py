@@ -154,7 +154,8 @@ class BertPretrainer(BertTask):
             y["masked_lm_ids"], y_pred["masked_lm_logits"], from_logits=True
         )  # [batch, num_predictions]
         weights = ops.cast(y["masked_lm_weights"], "float32")
-        predictions = mean_over_replicas(ops.sum(weights))  # replicas average to the whole batch
+        # The replicas' losses average to the whole batch's.
+        predictions = mean_over_replicas(ops.sum(weights), loss=per_prediction)
         masked_lm_loss = ops.sum(per_prediction * weights) / (predictions + _WEIGHT_EPSILON)
         next_sentence_loss = ops.mean(
             keras.losses.sparse_categorical_crossentropy(

@@ -57,6 +57,6 @@ class TokenCrossEntropy(keras.losses.SparseCategoricalCrossentropy):
             labelled = ops.cast(
                 ops.not_equal(y_true, ops.cast(self.ignore_class, y_true.dtype)), per_token.dtype
             )
-        count = mean_over_replicas(ops.sum(labelled))
+        count = mean_over_replicas(ops.sum(labelled), loss=per_token)
         # Keras divides only its mean reductions among tf.distribute's replicas.
         return share_of_replicas(ops.divide_no_nan(per_token, count))

@@ -17,16 +17,18 @@ the global batch's loss as it is (XLA's GSPMD), so there is nothing to do.
 import keras
 
 
-def mean_over_replicas(value):
+def mean_over_replicas(value, loss):
     """The mean of `value` over the replicas training together (`value` itself on one).
 
-    On torch it is a collective of the process group, taken only where
-    autograd records, in a training step, which every process runs
-    (evaluate and predict may run on one process alone, and then average
-    nothing).
+    `loss` is the loss, or the per-example losses, that `value` normalises.
+    On torch the mean is a collective of the process group, taken only
+    where `loss` records gradients: in a training step, which every process
+    runs (evaluate, predict, or a loss computed on one process alone average
+    nothing, and wait for no other process).
 
     Example:
-    >>> float(mean_over_replicas(keras.ops.convert_to_tensor(3.0)))
+    >>> three = keras.ops.convert_to_tensor(3.0)
+    >>> float(mean_over_replicas(three, loss=three))
     3.0
     """
     backend = keras.backend.backend()
@@ -38,10 +40,9 @@ def mean_over_replicas(value):
             return value
         return context.all_reduce(tf.distribute.ReduceOp.MEAN, value)
     if backend == "torch":
-        import torch
         import torch.distributed as dist
 
-        if not (torch.is_grad_enabled() and dist.is_available() and dist.is_initialized()):
+        if not (getattr(loss, "requires_grad", False) and dist.is_initialized()):
             return value
         if dist.get_world_size() == 1:
             return value

@@ -8,8 +8,9 @@ The model is one dense layer over the batch's logits, trained one SGD step
 with `TokenCrossEntropy` and with Keras' own loss. Prints (process 0) a
 JSON line: each loss's largest weight difference from one device's step on
 the whole batch (`ours`, `keras`); on tensorflow, a tagger saved with XLA on
-evaluated on one device and reloaded under the strategy (`reloaded`); on torch, the loss each process
-computes outside a training step (`evaluating`: its own half's, with no
+evaluated on one device and reloaded under the strategy (`reloaded`); on
+torch, the losses of its half that process 0 computes outside a training
+step, as evaluate does and alone (`evaluating`, `alone`: with no
 collective, alike for both losses).
 """
 
@@ -112,11 +113,11 @@ def on_torch():
         whole = stepped_kernel(loss, labels, logits)
         replicas = stepped_kernel(loss, labels[half], logits[half], prepare=processes.prepare)
         result[name] = float(np.max(np.abs(replicas - whole)))
+    halves = (torch.tensor(labels[half]), torch.tensor(logits[half]))
     with torch.no_grad():  # as in evaluate
-        result["evaluating"] = [
-            float(loss(torch.tensor(labels[half]), torch.tensor(logits[half])))
-            for loss in losses().values()
-        ]
+        result["evaluating"] = [float(loss(*halves)) for loss in losses().values()]
+    if processes.rank == 0:  # a loss of arrays on one process: the other never joins a collective
+        result["alone"] = [float(loss(*halves)) for loss in losses().values()]
     torch.distributed.destroy_process_group()
     return result if processes.rank == 0 else None
 
