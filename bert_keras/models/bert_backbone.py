@@ -19,6 +19,7 @@ from bert_keras.models.checkpoint_weights import model_checkpoint
 from bert_keras.models.input_checks import check_matching_shapes
 from bert_keras.models.input_checks import check_sequence_widths
 from bert_keras.models.input_checks import check_token_ids
+from bert_keras.models.layout_map import check_distributed_widths
 from bert_keras.models.presets import backbone_preset_config
 from bert_keras.training.garbage_collection import QuantizeCollectingOnce
 
@@ -97,6 +98,7 @@ class BertBackbone(QuantizeCollectingOnce, keras.Model):
                 "layer_norm_epsilon": layer_norm_epsilon,
             }
         )
+        check_distributed_widths({"hidden_dim": hidden_dim, "intermediate_dim": intermediate_dim})
         _check_architecture(hidden_dim, num_heads, activation)
         _check_model_arguments(kwargs)
 

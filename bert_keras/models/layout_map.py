@@ -78,3 +78,17 @@ def check_model_splits(backbone_config, model_splits):
         f"the widths {named}: give a (batch, model) mesh_shape whose model count divides them "
         "(the default mesh puts every device on the model axis)."
     )
+
+
+def check_distributed_widths(backbone_config):
+    """`check_model_splits` against the model axis of the `ModelParallel` in scope, if there is one.
+
+    Example:
+    >>> check_distributed_widths({"hidden_dim": 128, "intermediate_dim": 512})  # none in scope
+    """
+    distribution = keras.distribution.distribution()
+    if not isinstance(distribution, keras.distribution.ModelParallel):
+        return
+    mesh = distribution.device_mesh
+    if MESH_AXES[1] in mesh.axis_names:
+        check_model_splits(backbone_config, mesh.shape[mesh.axis_names.index(MESH_AXES[1])])

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from bert_keras.checkpoints import read_checkpoint
+from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.layout_map import bert_layout_map
 from bert_keras.training import execution as execution_module
 from bert_keras.training.data_parallel import DataParallel
@@ -23,6 +24,7 @@ from bert_keras.training.history_records import read_history
 from tests.pretraining.synthetic_records import write_bert_config
 from tests.pretraining.synthetic_records import write_records
 from tests.programs import json_printed_by
+from tests.test_case import TRAINING_BACKBONE
 from tests.training.two_device_run import JOBS
 from tests.training.two_device_run import copy_first_checkpoint
 from tests.training.two_device_run import resume_pretraining
@@ -380,3 +382,20 @@ def test_a_batch_the_processes_do_not_divide_is_refused_not_cut_short():
     assert next(batches).numpy().tolist() == [2, 3]
     with pytest.raises(tf.errors.InvalidArgumentError, match="does not split among the 2 process"):
         next(batches)  # [4] would give no process anything
+
+
+@pytest.mark.skipif(BACKEND != "jax", reason="model parallelism runs on jax only")
+def test_a_backbone_under_a_model_axis_that_does_not_divide_its_widths_is_named():
+    mesh = keras.distribution.DeviceMesh(  # as the default mesh of three devices
+        (1, 3), ("batch", "model"), ["cpu:0", "cpu:1", "cpu:2"]
+    )
+    distribution = keras.distribution.ModelParallel(
+        layout_map=bert_layout_map(mesh), batch_dim_name="batch"
+    )
+    with (
+        distribution.scope(),
+        pytest.raises(
+            ValueError, match="among 3 devices, which must divide the widths hidden_dim=16"
+        ),
+    ):
+        BertBackbone(**TRAINING_BACKBONE)
