@@ -295,6 +295,7 @@ class BertTask(QuantizeCollectingOnce, keras.Model):
         x = _generator_without_text(x)
         self._check_array_inputs(x, y, sample_weight, batch_size)
         y = self._labels_as_read(y)
+        validation_batch_size = kwargs.pop("validation_batch_size", None) or batch_size
         if self._takes_as_text(x):
             if validation_split:
                 (x, y, sample_weight), validation_data = split_for_validation(
@@ -306,9 +307,9 @@ class BertTask(QuantizeCollectingOnce, keras.Model):
             )
             # The dataset reshuffles itself each epoch.
             y, sample_weight, batch_size, shuffle = None, None, None, False
-        validation_data = self._validation_dataset(
-            validation_data, kwargs.get("validation_batch_size") or batch_size
-        )
+        validation_data = self._validation_dataset(validation_data, validation_batch_size)
+        if isinstance(validation_data, tuple):  # arrays, which Keras batches
+            kwargs["validation_batch_size"] = validation_batch_size
         build_optimizer(self)
         return super().fit(
             without_autotuning_thread(x),

@@ -109,6 +109,7 @@ class BertTokenClassifier(BertTask):
                 )
                 validation_split = 0.0
             x = self.tagged_words_dataset(x, y, sample_weight, batch_size, shuffle)
+            kwargs.setdefault("validation_batch_size", batch_size)
             # The dataset reshuffles itself each epoch.
             y, sample_weight, batch_size, shuffle = None, None, None, False
         return super().fit(

@@ -107,6 +107,30 @@ def test_a_generator_of_texts_is_an_error_and_one_of_ids_is_read_whole(vocabular
     assert classifier.optimizer.iterations.numpy() == 2
 
 
+class _ValidationSteps(keras.callbacks.Callback):
+    def on_epoch_begin(self, epoch, logs=None):
+        self.steps = 0
+
+    def on_test_batch_end(self, batch, logs=None):
+        self.steps += 1
+
+
+@pytest.mark.one_backend  # how the validation texts are batched is backend-free
+def test_validation_on_texts_takes_fits_batch_size_unless_told_its_own(vocabulary_file):
+    texts, labels = _toy_sentiment(8)
+    classifier = _classifier(vocabulary_file)
+    classifier.compile()
+    for options, steps in (
+        ({"validation_split": 0.5}, 2),
+        ({"validation_data": (texts[4:], labels[4:])}, 2),
+        ({"validation_split": 0.5, "validation_batch_size": 4}, 1),
+        ({"validation_data": (classifier.preprocessor(texts[4:]), labels[4:])}, 2),  # ids
+    ):
+        counted = _ValidationSteps()
+        classifier.fit(texts, labels, batch_size=2, verbose=0, callbacks=[counted], **options)
+        assert counted.steps == steps, options
+
+
 def _toy_sentiment(count, seed=0):
     """Three-word sentences of positive (label 1) or negative (label 0) words."""
     rng = np.random.default_rng(seed)
