@@ -297,6 +297,7 @@ class BertTask(QuantizeCollectingOnce, keras.Model):
         y = self._labels_as_read(y)
         validation_batch_size = kwargs.pop("validation_batch_size", None) or batch_size
         if self._takes_as_text(x):
+            self._check_labels_given(x, y, "fit")
             if validation_split:
                 (x, y, sample_weight), validation_data = split_for_validation(
                     (x, y, sample_weight), validation_split
@@ -343,6 +344,7 @@ class BertTask(QuantizeCollectingOnce, keras.Model):
         self._check_array_inputs(x, y, sample_weight, batch_size)
         y = self._labels_as_read(y)
         if self._takes_as_text(x):
+            self._check_labels_given(x, y, "evaluate")
             if self._packs_texts_once(x):
                 x, y, sample_weight = self._first_batches((x, y, sample_weight), batch_size, kwargs)
             x = self._labelled_text_dataset(x, y, sample_weight, batch_size)
@@ -690,6 +692,14 @@ class BertTask(QuantizeCollectingOnce, keras.Model):
             return False
         self._check_preprocessor_for_text()
         return True
+
+    def _check_labels_given(self, x, y, method):
+        """Refuses texts without labels (a dataset holds its own), before Keras' loop."""
+        if y is None and not holds_dataset(x):
+            raise ValueError(
+                f"{type(self).__name__}.{method} got texts but y is None: give their labels as y "
+                "(or a tf.data.Dataset of (texts, labels)); predict takes texts alone."
+            )
 
     def _check_preprocessor_for_text(self):
         if self.preprocessor is None:

@@ -107,6 +107,18 @@ def test_a_generator_of_texts_is_an_error_and_one_of_ids_is_read_whole(vocabular
     assert classifier.optimizer.iterations.numpy() == 2
 
 
+@pytest.mark.one_backend  # checked before Keras' loop
+def test_texts_without_labels_are_refused_by_fit_and_evaluate(vocabulary_file):
+    classifier = _classifier(vocabulary_file)
+    classifier.compile()
+    for method in (classifier.fit, classifier.evaluate):
+        with pytest.raises(
+            ValueError, match=rf"BertClassifier.{method.__name__} got texts but y is"
+        ):
+            method(["good word1", "bad"], verbose=0)
+    assert classifier.optimizer.iterations.numpy() == 0
+
+
 class _ValidationSteps(keras.callbacks.Callback):
     def on_epoch_begin(self, epoch, logs=None):
         self.steps = 0
