@@ -118,6 +118,12 @@ class BertTask(QuantizeCollectingOnce, keras.Model):
 
     def __init__(self, backbone, inputs, outputs, preprocessor=None, **kwargs):
         check_preprocessor_fits(preprocessor, backbone)
+        unknown = sorted(set(kwargs) - {"name", "trainable", "dtype"})
+        if unknown:  # which keras.Model would drop, a mistyped argument too
+            raise TypeError(
+                f"{type(self).__name__} got unexpected keyword arguments {unknown}; it takes its "
+                "own arguments (see its docstring), preprocessor, name, trainable and dtype."
+            )
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         self.dtype_policy = backbone.dtype_policy
         self.backbone = backbone
@@ -381,7 +387,8 @@ class BertTask(QuantizeCollectingOnce, keras.Model):
         less than a compile costs); the predictions come back in the
         texts' order. With `steps`, the first `steps` batches of the texts
         are predicted, as Keras takes them from arrays. `callbacks` and
-        `verbose` act as in Keras' loop.
+        `verbose` act as in Keras' loop; a callback's `outputs` are each
+        batch as predicted (sorted, and a filled batch with its copies).
         """
         x = _generator_without_text(x)
         self._check_array_inputs(x, batch_size=batch_size)

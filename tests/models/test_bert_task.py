@@ -970,3 +970,25 @@ def test_fit_without_a_loss_is_refused_on_every_backend(vocabulary_file):
     classifier.compile()
     history = classifier.fit(texts, labels, epochs=1, verbose=0)
     assert history.history["loss"][0] > 0
+
+
+@pytest.mark.one_backend  # checked before any layer is built
+@pytest.mark.parametrize("argument", ["activaton", "load_weights"])
+def test_an_argument_a_task_model_does_not_take_is_named_not_dropped(argument):
+    with pytest.raises(
+        TypeError, match=rf"BertClassifier got unexpected keyword arguments \['{argument}'\]"
+    ):
+        BertClassifier(_backbone(), num_classes=2, **{argument: "softmax"})
+
+
+@pytest.mark.one_backend  # checked before Keras' loop
+def test_a_reader_refuses_questions_without_their_contexts(vocabulary_file):
+    reader = BertQuestionAnswerer(_backbone(), preprocessor=_preprocessor(vocabulary_file))
+    reader.compile()
+    message = (
+        r"x is a list of texts; BertQuestionAnswerer takes text as a tuple \(questions, contexts"
+    )
+    with pytest.raises(ValueError, match=message):
+        reader.predict(["good word1", "bad"], verbose=0)
+    with pytest.raises(ValueError, match=message):
+        reader.fit(["good word1", "bad"], ([1, 1], [2, 1]), verbose=0)
