@@ -90,6 +90,12 @@ class BertQuestionAnswerer(BertTask):
         check_one_text_per_example(
             x, f"{source}x", "questions and contexts as a tuple (questions, contexts)"
         )
+        if not isinstance(x, (tuple, dict)) and not holds_dataset(x) and holds_text(x):
+            raise ValueError(
+                f"{source}x is a {type(x).__name__} of texts; BertQuestionAnswerer takes text as "
+                "a tuple (questions, contexts), each [batch] strings: an answer is a span of "
+                "the context."
+            )
         if not isinstance(y, dict):
             return
         losses = {name: self._loss_of(name) for name in ("start_logits", "end_logits") if name in y}
