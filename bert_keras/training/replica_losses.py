@@ -42,7 +42,9 @@ def mean_over_replicas(value, loss):
     if backend == "torch":
         import torch.distributed as dist
 
-        if not (getattr(loss, "requires_grad", False) and dist.is_initialized()):
+        if not getattr(loss, "requires_grad", False):
+            return value
+        if not (dist.is_available() and dist.is_initialized()):
             return value
         if dist.get_world_size() == 1:
             return value
