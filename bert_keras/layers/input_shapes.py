@@ -1,5 +1,7 @@
 """What a layer's inputs must look like, checked where their shapes are known: a misuse named, not a backend's error."""
 
+import keras
+
 SEQUENCE = "[batch, sequence, hidden]"
 
 
@@ -53,8 +55,6 @@ def check_floating(layer, argument, tensor):
     ...
     ValueError: attention takes floating-point inputs; got int32 (token ids go to an embedding first).
     """
-    import keras
-
     dtype = keras.backend.standardize_dtype(tensor.dtype)
     if not dtype.startswith(("float", "bfloat")):
         raise ValueError(

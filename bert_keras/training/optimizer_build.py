@@ -14,6 +14,8 @@ import contextlib
 
 import keras
 
+from bert_keras.training.replica_losses import tensorflow_replicas
+
 
 def build_optimizer(model):
     """Creates the compiled optimizer's variables for `model`'s trainable weights, once.
@@ -77,18 +79,9 @@ def _loading_jit_compile(saved):
     off. There a saved True is taken as "auto". After loading,
     `compile(jit_compile=True)` asks for it again.
     """
-    if saved is True and (keras.backend.backend() == "torch" or _tensorflow_replicas() > 1):
+    if saved is True and (keras.backend.backend() == "torch" or tensorflow_replicas() > 1):
         return "auto"
     return saved
-
-
-def _tensorflow_replicas():
-    """The replicas of the `tf.distribute` strategy in scope (1 off TensorFlow or without one)."""
-    if keras.backend.backend() != "tensorflow":
-        return 1
-    import tensorflow as tf
-
-    return tf.distribute.get_strategy().num_replicas_in_sync
 
 
 def _strategy_scope(model):

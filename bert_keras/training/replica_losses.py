@@ -42,11 +42,9 @@ def mean_over_replicas(value, loss):
     if backend == "torch":
         import torch.distributed as dist
 
-        if not getattr(loss, "requires_grad", False):
-            return value
-        if not (dist.is_available() and dist.is_initialized()):
-            return value
-        if dist.get_world_size() == 1:
+        in_a_training_step = getattr(loss, "requires_grad", False)
+        joined = in_a_training_step and dist.is_available() and dist.is_initialized()
+        if not joined or dist.get_world_size() == 1:
             return value
         total = value.detach().clone()
         dist.all_reduce(total)
@@ -65,9 +63,19 @@ def share_of_replicas(loss):
     >>> float(share_of_replicas(keras.ops.convert_to_tensor(3.0)))
     3.0
     """
+    replicas = tensorflow_replicas()
+    return loss / replicas if replicas > 1 else loss
+
+
+def tensorflow_replicas():
+    """The replicas of the `tf.distribute` strategy in scope (1 off TensorFlow or without one).
+
+    Example:
+    >>> tensorflow_replicas()
+    1
+    """
     if keras.backend.backend() != "tensorflow":
-        return loss
+        return 1
     import tensorflow as tf
 
-    replicas = tf.distribute.get_strategy().num_replicas_in_sync
-    return loss / replicas if replicas > 1 else loss
+    return tf.distribute.get_strategy().num_replicas_in_sync

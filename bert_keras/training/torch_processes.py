@@ -82,21 +82,20 @@ class TorchProcesses:
         rank, world_size = self.rank, self.world_size
 
         def share(*batch):
-            def cut(tensor):
-                examples = tf.shape(tensor)[0]
-                check = tf.debugging.assert_equal(
-                    examples % world_size,
-                    0,
-                    message=(
-                        f"A batch does not split among the {world_size} processes: give batches "
-                        "whose size they divide, the last one too (batch(..., drop_remainder=True))"
-                    ),
-                )
-                with tf.control_dependencies([check]):
-                    size = examples // world_size
-                return tensor[rank * size : (rank + 1) * size]
-
-            sliced = tf.nest.map_structure(cut, batch)
+            examples = tf.shape(tf.nest.flatten(batch)[0])[0]
+            check = tf.debugging.assert_equal(
+                examples % world_size,
+                0,
+                message=(
+                    f"A batch does not split among the {world_size} processes: give batches "
+                    "whose size they divide, the last one too (batch(..., drop_remainder=True))"
+                ),
+            )
+            with tf.control_dependencies([check]):
+                size = examples // world_size
+            sliced = tf.nest.map_structure(
+                lambda tensor: tensor[rank * size : (rank + 1) * size], batch
+            )
             return sliced if len(sliced) > 1 else sliced[0]
 
         return dataset.map(share, num_parallel_calls=tf.data.AUTOTUNE)
