@@ -19,6 +19,7 @@ from bert_keras.models.sampled_softmax import sampled_softmax_loss
 from bert_keras.training.garbage_collection import QuantizeCollectingOnce
 from bert_keras.training.optimizer_build import build_optimizer
 from bert_keras.training.optimizer_build import compile_as_saved
+from bert_keras.training.replica_build import BuildsFromOneReplica
 
 INPUT_NAMES = ("item_ids", "masked_positions")
 # Logit of [PAD] and [MASK], which are never an answer; finite so that a
@@ -28,7 +29,7 @@ _WEIGHT_EPSILON = 1e-5
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")
-class Bert4Rec(QuantizeCollectingOnce, keras.Model):
+class Bert4Rec(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
     """Item embeddings + learned positions, post-LN encoder blocks, tied output.
 
     A Functional model with the layers of BERT (`BertEmbeddings` without

@@ -22,12 +22,13 @@ from bert_keras.models.input_checks import check_token_ids
 from bert_keras.models.layout_map import check_distributed_widths
 from bert_keras.models.presets import backbone_preset_config
 from bert_keras.training.garbage_collection import QuantizeCollectingOnce
+from bert_keras.training.replica_build import BuildsFromOneReplica
 
 INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")
-class BertBackbone(QuantizeCollectingOnce, keras.Model):
+class BertBackbone(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
     """BERT (Devlin et al. 2019): embeddings, post-LN encoder blocks, pooler.
 
     A Functional model. It takes a dict of int tensors `[batch, seq]`

@@ -11,6 +11,7 @@ from bert_keras.models.bert_task import BertTask
 from bert_keras.models.bert_task import backbone_inputs
 from bert_keras.models.bert_task import float32_logits
 from bert_keras.training.replica_losses import mean_over_replicas
+from bert_keras.training.replica_losses import reported_as_global
 from bert_keras.training.replica_losses import share_of_replicas
 
 # The original's normaliser: sum(weights * loss) / (sum(weights) + 1e-5).
@@ -137,7 +138,7 @@ class BertPretrainer(BertTask):
         total = masked_lm_loss + next_sentence_loss
         if self.losses:
             total = total + ops.sum(self.losses)
-        return share_of_replicas(total)
+        return reported_as_global(share_of_replicas(total))
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         self.masked_lm_accuracy.update_state(
@@ -157,11 +158,11 @@ class BertPretrainer(BertTask):
         # The replicas' losses average to the whole batch's.
         predictions = mean_over_replicas(ops.sum(weights), loss=per_prediction)
         masked_lm_loss = ops.sum(per_prediction * weights) / (predictions + _WEIGHT_EPSILON)
-        next_sentence_loss = ops.mean(
-            keras.losses.sparse_categorical_crossentropy(
-                _next_sentence_labels(y), y_pred["next_sentence_logits"], from_logits=True
-            )
+        per_example = keras.losses.sparse_categorical_crossentropy(
+            _next_sentence_labels(y), y_pred["next_sentence_logits"], from_logits=True
         )
+        examples = mean_over_replicas(ops.cast(ops.shape(per_example)[0], "float32"), per_example)
+        next_sentence_loss = ops.sum(per_example) / examples
         return masked_lm_loss, next_sentence_loss
 
     @property

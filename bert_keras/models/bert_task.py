@@ -36,6 +36,7 @@ from bert_keras.training.garbage_collection import QuantizeCollectingOnce
 from bert_keras.training.optimizer_build import build_optimizer
 from bert_keras.training.optimizer_build import compile_as_saved
 from bert_keras.training.optimizers import create_optimizer
+from bert_keras.training.replica_build import BuildsFromOneReplica
 
 # The original run_classifier.py's --max_seq_length.
 DEFAULT_SEQUENCE_LENGTH = 128
@@ -63,7 +64,7 @@ def _forgetting_widths_on_failure(method):
     return kept_on_success
 
 
-class BertTask(QuantizeCollectingOnce, keras.Model):
+class BertTask(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
     """Base of the Functional task models built on a `BertBackbone`.
 
     Subclasses build their graph in `__init__` and call

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from bert_keras.training.replica_losses import mean_over_replicas
+from bert_keras.training.replica_losses import reported_as_global
 from bert_keras.training.replica_losses import share_of_replicas
 
 # Packed tokens that carry no label of their own: special tokens, padding,
@@ -49,6 +50,9 @@ class TokenCrossEntropy(keras.losses.SparseCategoricalCrossentropy):
                 )
         super().__init__(ignore_class=ignore_class, name=name, **kwargs)
         self.ignore_class = ignore_class
+
+    def __call__(self, y_true, y_pred, sample_weight=None):
+        return reported_as_global(super().__call__(y_true, y_pred, sample_weight))
 
     def call(self, y_true, y_pred):
         per_token = super().call(y_true, y_pred)  # 0 where the label is ignore_class

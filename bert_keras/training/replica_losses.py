@@ -67,6 +67,31 @@ def share_of_replicas(loss):
     return loss / replicas if replicas > 1 else loss
 
 
+def reported_as_global(share):
+    """A replica's `share` of the global loss, valued as the global loss's share.
+
+    Keras' TensorFlow trainer reports each replica's loss times the replica
+    count, weighted by the replica's examples: the global loss for a mean
+    over examples, but not for `share`s that sum to a loss normalised by a
+    count (`mean_over_replicas`) when a batch splits unevenly (its last).
+    The value returned is the replicas' sum over their count, and its
+    gradient `share`'s, so the replicas still step as one device.
+
+    Example:
+    >>> float(reported_as_global(keras.ops.convert_to_tensor(3.0)))
+    3.0
+    """
+    if tensorflow_replicas() == 1:
+        return share
+    import tensorflow as tf
+
+    context = tf.distribute.get_replica_context()
+    if context is None:
+        return share
+    total = context.all_reduce(tf.distribute.ReduceOp.SUM, share)
+    return share + tf.stop_gradient(total / context.num_replicas_in_sync - share)
+
+
 def tensorflow_replicas():
     """The replicas of the `tf.distribute` strategy in scope (1 off TensorFlow or without one).
 

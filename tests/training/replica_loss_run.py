@@ -8,12 +8,15 @@ The model is one dense layer over the batch's logits, trained one SGD step
 with `TokenCrossEntropy` and with Keras' own loss. Prints (process 0) a
 JSON line: each loss's largest weight difference from one device's step on
 the whole batch (`ours`, `keras`); on tensorflow, a tagger saved with XLA on
-evaluated on one device and reloaded under the strategy (`reloaded`); on
+evaluated on one device and reloaded under the strategy (`reloaded`), and
+a tagger's and a pretrainer's differences from one device on batches that
+split unevenly (`uneven`); on
 torch, the losses of its half that process 0 computes outside a training
 step, as evaluate does and alone (`evaluating`, `alone`: with no
 collective, alike for both losses).
 """
 
+import contextlib
 import json
 
 import keras
@@ -45,8 +48,6 @@ def losses():
 
 def stepped_kernel(loss, labels, logits, scope=None, prepare=None):
     """The dense kernel after one SGD step of `fit` on (logits, labels), built under `scope`."""
-    import contextlib
-
     with scope or contextlib.nullcontext():
         model = keras.Sequential(
             [keras.Input((5, 3)), keras.layers.Dense(3, kernel_initializer="identity")]
@@ -70,7 +71,44 @@ def on_tensorflow():
         replicas = stepped_kernel(loss, labels, logits, scope=strategy.scope())
         result[name] = float(np.max(np.abs(replicas - whole)))
     result["reloaded"] = reloaded_tagger_losses(strategy)
+    result["uneven"] = uneven_batch_differences(strategy)
     return result
+
+
+def uneven_batch_differences(strategy):
+    """Largest difference of `evaluate`, `fit`'s logged losses and weights under `strategy` from one device's.
+
+    Batches of 3 (then 1) of 4 examples: the replicas get 2 and 1 (then 1
+    and 0), which Keras' build from the first batch could not take.
+    """
+    from bert_keras.models.bert_backbone import BertBackbone
+    from bert_keras.models.bert_pretrainer import BertPretrainer
+    from bert_keras.models.bert_token_classifier import BertTokenClassifier
+    from tests.models.test_bert_pretrainer import FEATURES
+    from tests.models.test_bert_pretrainer import LABELS
+    from tests.test_case import TINY_BACKBONE
+
+    tags = np.where(np.arange(40).reshape(4, 10) % 3 == 0, np.arange(40).reshape(4, 10) % 2, -100)
+    tags[0, :] = -100  # the first example has no labelled token
+    words = {key: value for key, value in FEATURES.items() if key != "masked_positions"}
+    models = {
+        "tagger": (lambda b: BertTokenClassifier(b, 2, dropout=0.0), words, tags),
+        "pretrainer": (BertPretrainer, FEATURES, LABELS),
+    }
+    differences = {}
+    for name, (build, x, y) in models.items():
+        results = []
+        for scope in (None, strategy.scope()):
+            keras.utils.set_random_seed(0)
+            with scope or contextlib.nullcontext():
+                model = build(BertBackbone(**TINY_BACKBONE, dropout=0.0))
+                model.compile(optimizer=keras.optimizers.SGD(0.5))
+            evaluated = model.evaluate(x, y, batch_size=3, verbose=0, return_dict=True)
+            history = model.fit(x, y, batch_size=3, shuffle=False, verbose=0).history
+            weights = np.concatenate([np.ravel(w) for w in model.get_weights()])
+            results.append((list(evaluated.values()), [v[0] for v in history.values()], weights))
+        differences[name] = [float(np.max(np.abs(np.subtract(*pair)))) for pair in zip(*results)]
+    return differences
 
 
 def reloaded_tagger_losses(strategy):
