@@ -668,7 +668,10 @@ class BertTask(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
         if preprocessor_id != id(self.preprocessor):
             packer = TextPacker(self.preprocess_text)
             self._text_packer = (id(self.preprocessor), packer)
-        return packer(x)
+        features = packer(x)
+        # A pair's second text is segment 1, which a checkpoint of one segment lacks.
+        self.backbone.check_array_ids(features, "the packed texts")
+        return features
 
     def _packs_texts_once(self, x):
         """Whether texts `x` are packed once and batched by length: arrays, not a dataset.

@@ -826,6 +826,22 @@ def test_from_preset_takes_the_dtype_and_refuses_a_length_of_zero(vocabulary_fil
         BertClassifier.from_preset(directory, num_classes=2, sequence_length=0)
 
 
+def test_text_pairs_are_refused_by_a_backbone_of_one_segment(vocabulary_file):
+    classifier = _classifier(vocabulary_file, num_segments=1)  # jax would gather NaN for id 1
+    classifier.compile()
+    assert classifier.predict(["good word1", "bad"], verbose=0).shape == (2, 2)
+    pairs = (["good word1"], ["bad"])
+    calls = (
+        lambda: classifier.predict(pairs, verbose=0),
+        lambda: classifier.evaluate(pairs, [1], verbose=0),
+        lambda: classifier.fit(pairs, [1], verbose=0),
+    )
+    for call in calls:
+        with pytest.raises(ValueError, match=r"segment_ids'\] holds the id 1 .*\(num_segments 1\)"):
+            call()
+    assert classifier.optimizer.iterations.numpy() == 0
+
+
 def test_a_preprocessor_that_cuts_no_text_is_refused(vocabulary_file):
     with pytest.raises(ValueError, match=r"packs texts of any length \(sequence_length None\)"):
         BertClassifier(
