@@ -68,7 +68,8 @@ class Checkpoint:
         backbone_weights: dict `BertBackbone` weight path (e.g.
             "transformer_layer_0/intermediate_dense/kernel") -> numpy array.
             Lacks `POOLER_PATHS` only for classes built without a pooler
-            (`BertForMaskedLM`, `BertForTokenClassification`, ...).
+            (`BertForMaskedLM`, `BertForTokenClassification`, ...,
+            `add_pooling_layer=False`).
         head_weights: dict head name -> dict weight path -> numpy array, for
             the heads the checkpoint holds: "masked_lm" (the `MaskedLMHead`
             paths `transform_dense/{kernel,bias}`,

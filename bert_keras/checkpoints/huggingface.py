@@ -128,14 +128,6 @@ ARCHITECTURES = {
     ("token_classifier",): "BertForTokenClassification",
     ("question_answering",): "BertForQuestionAnswering",
 }
-# These classes build their encoder without the pooler.
-ARCHITECTURES_WITHOUT_POOLER = (
-    "BertForMaskedLM",
-    "BertForTokenClassification",
-    "BertForQuestionAnswering",
-    "BertLMHeadModel",
-)
-
 # Tensors a checkpoint may hold that carry no weights: a constant buffer, and
 # the masked-LM decoder that transformers ties to the word embeddings.
 IGNORED_TENSORS = (r"embeddings\.position_ids",)  # patterns, matched whole

@@ -26,6 +26,7 @@ probabilities; a checkpoint with anything else is refused when written. Its
 tokenizer maps words over 100 bytes to [UNK].
 """
 
+import dataclasses
 import datetime
 import json
 import os
@@ -33,8 +34,10 @@ import re
 
 import h5py
 import numpy as np
+from absl import logging
 
 from bert_keras.checkpoints.checkpoint import HUGGING_FACE_MAX_CHARS_PER_WORD
+from bert_keras.checkpoints.checkpoint import POOLER_PATHS
 from bert_keras.checkpoints.checkpoint import read_json
 from bert_keras.checkpoints.checkpoint import tokenizer_settings
 from bert_keras.checkpoints.config_arguments import config_arguments
@@ -470,9 +473,12 @@ def write_preset(checkpoint, directory):
     float32. `bert_keras.checkpoints.write_checkpoint` calls this inside an
     atomic directory.
 
+    Heads other than a classifier (a release's pretraining heads) are left
+    out, with a warning.
+
     Raises:
         ValueError: what keras-hub cannot represent: a setting of
-            `config_json`, or heads other than a classifier, naming it.
+            `config_json`, or a checkpoint without the pooler, naming it.
 
     Example:
     >>> import os, tempfile
@@ -483,13 +489,24 @@ def write_preset(checkpoint, directory):
     >>> sorted(os.listdir(directory))
     ['config.json', 'metadata.json', 'model.weights.h5']
     """
+    if not set(POOLER_PATHS) <= set(checkpoint.backbone_weights):
+        raise ValueError(
+            "keras-hub's BertBackbone always has a pooler, and this checkpoint has none (its "
+            "class was built without one); keep it in the bert_keras format."
+        )
     unsupported = sorted(set(checkpoint.head_weights) - set(HEAD_TABLES))
     if unsupported:
-        raise ValueError(
-            f"keras-hub presets hold no {unsupported} head (a BertTextClassifier task holds "
-            "a 'classifier' head only); keep this checkpoint in the bert_keras format, or "
-            "drop those heads from Checkpoint.head_weights to write the backbone alone."
+        logging.warning(
+            "keras-hub presets hold no %s head (a BertTextClassifier task holds a 'classifier' "
+            "head only): writing the checkpoint without it; the bert_keras format keeps it.",
+            unsupported,
         )
+        kept = {
+            head: weights
+            for head, weights in checkpoint.head_weights.items()
+            if head in HEAD_TABLES
+        }
+        checkpoint = dataclasses.replace(checkpoint, head_weights=kept)
     backbone_config = checkpoint.backbone_config
     config = config_json(backbone_config)
     tensors = checkpoint_tensors(checkpoint, _Tables(backbone_config["num_layers"]), "")

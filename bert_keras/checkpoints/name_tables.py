@@ -67,11 +67,14 @@ def read_tables(
     head_tables,
     ignored=(),
     tied=None,
-    pooler_optional=False,
     config_file=None,
     config_table=(),
 ):
     """Reads every tensor of `tensor_file` through the tables into a `Checkpoint`.
+
+    The pooler may be absent as a whole: transformers' token-level classes
+    and `add_pooling_layer=False` save none (`BertBackbone.from_preset`
+    warns that it keeps its initial weights).
 
     Args:
         tensor_file: the format's reader (`shapes`, `read(name)`, `directory`).
@@ -81,7 +84,6 @@ def read_tables(
         head_tables: the format's `HEAD_TABLES` that may occur.
         ignored: patterns (matched whole) of tensors that carry no weights.
         tied: dict tensor -> the tensor it must equal (tied decoders).
-        pooler_optional: the checkpoint's class may lack the pooler.
         config_file: `(path, JSON object)` of the file `config` was read
             from, to name its keys in errors (see `check_config_sizes`).
         config_table: its `(key, BertBackbone argument, default)` triples.
@@ -95,9 +97,7 @@ def read_tables(
     if config_file is not None:
         _check_layer_count(config, names, backbone_table, *config_file, config_table)
     backbone_rows = expand_table(backbone_table, config["num_layers"])
-    if pooler_optional and not any(
-        name in names for name in _row_names(backbone_rows, POOLER_PATHS)
-    ):
+    if not any(name in names for name in _row_names(backbone_rows, POOLER_PATHS)):
         backbone_rows = [row for row in backbone_rows if row[0] not in POOLER_PATHS]
     head_rows = {
         head: rows

@@ -381,7 +381,6 @@ def _read_huggingface(directory):
         heads,
         ignored=huggingface.IGNORED_TENSORS,
         tied=huggingface.TIED_TENSORS,
-        pooler_optional=architecture in huggingface.ARCHITECTURES_WITHOUT_POOLER,
         config_file=(os.path.join(directory, huggingface.CONFIG_FILE), raw),
         config_table=huggingface.CONFIG_TABLE,
     )

@@ -17,6 +17,7 @@ from tests.checkpoints import assert_close
 from tests.checkpoints import max_difference
 from tests.checkpoints import minilm_reference  # noqa: F401 (fixture)
 from tests.checkpoints import save_tiny
+from tests.checkpoints import tiny_config
 from tests.checkpoints import tiny_inputs
 from tests.checkpoints import torch_outputs
 
@@ -128,6 +129,26 @@ def test_headed_variants(tmp_path, model_class, head, has_pooler):
     expected = torch_outputs(model.bert, tiny_inputs())
     differences = max_difference(backbone, tiny_inputs(), expected)
     assert differences["sequence_output"] <= TOLERANCE, differences
+
+
+def test_a_checkpoint_without_its_pooler_loads_and_writes_both_ways(tmp_path):
+    from bert_keras.checkpoints import write_checkpoint
+
+    torch.manual_seed(0)
+    config = tiny_config(hidden_act="gelu_new")  # the original format's GELU
+    model = transformers.BertModel(config, add_pooling_layer=False).eval()
+    model.save_pretrained(tmp_path / "hf")
+    checkpoint = read_checkpoint(tmp_path / "hf")
+    assert "pooler_dense/kernel" not in checkpoint.backbone_weights
+    backbone = BertBackbone.from_preset(tmp_path / "hf")
+    differences = max_difference(backbone, tiny_inputs(), torch_outputs(model, tiny_inputs()))
+    assert differences["sequence_output"] <= TOLERANCE, differences
+    for output_format in ("original", "bert_keras"):
+        write_checkpoint(checkpoint, tmp_path / output_format, format=output_format)
+        written = read_checkpoint(tmp_path / output_format).backbone_weights
+        assert sorted(written) == sorted(checkpoint.backbone_weights)
+        for path, value in checkpoint.backbone_weights.items():
+            np.testing.assert_array_equal(written[path], value, err_msg=path)
 
 
 def test_headed_checkpoint_round_trips_through_our_format(tmp_path):

@@ -20,9 +20,11 @@ from keras import ops
 import bert_keras.checkpoints
 from bert_keras.checkpoints import read_checkpoint
 from bert_keras.checkpoints import write_checkpoint
+from bert_keras.checkpoints.checkpoint import POOLER_PATHS
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_classifier import BertClassifier
 from bert_keras.models.bert_masked_lm import BertMaskedLM
+from bert_keras.models.bert_pretrainer import BertPretrainer
 from bert_keras.models.bert_task import checkpoint_tokenizer
 from bert_keras.models.checkpoint_weights import model_checkpoint
 from bert_keras.text.tokenizer import BertTokenizer
@@ -226,17 +228,29 @@ def test_our_backbone_converted_by_the_tool_loads_in_keras_hub(tmp_path):
         ({"activation": "relu"}, (), "activation 'relu'"),
         ({"layer_norm_epsilon": 1e-6}, (), "layer_norm_epsilon 1e-12; this checkpoint uses 1e-06"),
         ({"attention_dropout": 0.0}, (), "attention_dropout 0.0 and dropout 0.1"),
-        ({}, ("masked_lm",), "no ['masked_lm'] head"),
+        ({}, ("no pooler",), "always has a pooler, and this checkpoint has none"),
     ],
 )
 def test_what_keras_hub_cannot_represent_is_refused(tmp_path, config, heads, message):
     backbone = BertBackbone(**{**BACKBONE, **config})
     checkpoint = model_checkpoint(backbone)
-    checkpoint.head_weights = {head: {} for head in heads}
+    if "no pooler" in heads:
+        for path in POOLER_PATHS:
+            del checkpoint.backbone_weights[path]
     with pytest.raises(ValueError) as error:
         write_checkpoint(checkpoint, tmp_path / "out", format="keras_hub")
     assert message in str(error.value)
     assert not os.path.exists(tmp_path / "out")
+
+
+def test_a_release_with_pretraining_heads_is_written_without_them(tmp_path, caplog):
+    backbone = BertBackbone(**BACKBONE)
+    checkpoint = model_checkpoint(BertPretrainer(backbone), BertPretrainer.checkpoint_heads())
+    assert sorted(checkpoint.head_weights) == ["masked_lm", "next_sentence"]
+    write_checkpoint(checkpoint, tmp_path / "hub", format="keras_hub")
+    assert "hold no ['masked_lm', 'next_sentence'] head" in caplog.text
+    theirs = keras_hub.models.BertBackbone.from_preset(str(tmp_path / "hub"))
+    assert_close(max_difference(backbone, tiny_inputs(), _numpy(theirs(tiny_inputs()))))
 
 
 def _copy(directory, tmp_path):
