@@ -64,6 +64,7 @@ from absl import logging
 
 from bert_keras.data import pretraining_instances
 from bert_keras.data import pretraining_worker
+from bert_keras.data.input_file_error import InputFileError
 
 _FORMAT_VERSION = 2  # 2: input files' modification times
 _IN_FLIGHT_PER_WORKER = 2
@@ -404,6 +405,35 @@ def shard_path(output_files, index):
 def _temporary_path(path):
     directory, name = os.path.split(path)
     return os.path.join(directory, f".{name}.incomplete")
+
+
+def check_shards_finished(paths, flag="--input_file"):
+    """Raises an `InputFileError` for a shard of a run that is under way or was interrupted.
+
+    Until its last shard is written, `create_pretraining_data` keeps its
+    progress log beside the output (`progress_path`): a set of shards with
+    one is partial, or a new run's shards mixed with an earlier run's.
+
+    Example:
+    >>> import os, tempfile
+    >>> directory = tempfile.mkdtemp()
+    >>> shard = os.path.join(directory, "out.tfrecord-00000")
+    >>> check_shards_finished([shard])
+    >>> open(progress_path(os.path.join(directory, "out.tfrecord")), "w").close()
+    >>> check_shards_finished([shard])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    bert_keras.data.input_file_error.InputFileError: --input_file: .../out.tfrecord-00000 belongs ...
+    """
+    for path in paths:
+        log = progress_path(re.sub(r"-\d{5}$", "", path))
+        if os.path.exists(log):
+            raise InputFileError(
+                f"{flag}: {path} belongs to records that create_pretraining_data has not "
+                f"finished ({log} is beside them: a run is writing them, or was interrupted, "
+                "and earlier shards of that name may be another run's). Run the same command "
+                "again to finish them."
+            )
 
 
 def progress_path(output_file):

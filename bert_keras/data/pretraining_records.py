@@ -22,6 +22,7 @@ import tensorflow as tf
 from bert_keras.data.length_batching import PAD_TO_MULTIPLE_OF
 from bert_keras.data.length_batching import batch_by_length
 from bert_keras.data.length_batching import trimmed_batch
+from bert_keras.data.pretraining_corpus import check_shards_finished
 from bert_keras.data.pretraining_corpus import resolve_input_files
 
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -215,6 +216,7 @@ def pretraining_dataset(
     """
     # Every glob must match, as for the programs' --input_file.
     paths = sorted(resolve_input_files(file_pattern, "file_pattern", "*.tfrecord*"))
+    check_shards_finished(paths, "file_pattern")
     compressions = [record_compression(path) for path in paths]
     check_record_lengths(paths, max_seq_length, max_predictions_per_seq, compressions)
     # Repeated before the file shuffle, as the original does, so each pass

@@ -45,6 +45,7 @@ from bert_keras.checkpoints import write_checkpoint
 from bert_keras.checkpoints.config_arguments import SIZE_ARGUMENTS
 from bert_keras.checkpoints.vocabulary import read_vocabulary
 from bert_keras.data.input_file_error import InputFileError
+from bert_keras.data.pretraining_corpus import check_shards_finished
 from bert_keras.data.pretraining_corpus import resolve_input_files
 from bert_keras.data.pretraining_records import pretraining_dataset
 from bert_keras.models.bert_backbone import BertBackbone
@@ -620,7 +621,9 @@ def fit_plan(initial_step, save_checkpoints_steps, num_train_steps):
 
 def _matching_files(input_file):
     """Absolute paths, so a resumed run's check does not depend on the working directory."""
-    return [os.path.abspath(path) for path in resolve_input_files(input_file)]
+    paths = [os.path.abspath(path) for path in resolve_input_files(input_file)]
+    check_shards_finished(paths)
+    return paths
 
 
 _LARGER_VOCABULARY = "they were made with a larger vocab.txt"

@@ -14,6 +14,7 @@ import tensorflow as tf
 from absl import flags
 
 from bert_keras.data import pretraining_corpus
+from bert_keras.data.input_file_error import InputFileError
 from bert_keras.data.offline_text import docstring_corpus
 from bert_keras.data.offline_text import vocab_file
 from bert_keras.data.pretraining_corpus import progress_path
@@ -216,6 +217,9 @@ def test_the_output_glob_reads_only_shards_after_an_interrupted_run_resumes(
     run_interrupted(monkeypatch, *arguments)
     assert len(recorded_shards(progress_path(output))) == 2
     assert sorted(tf.io.gfile.glob(output + "*")) == shard_files(output)
+    # The shards written so far look whole, but are not all of the output.
+    with pytest.raises(InputFileError, match="belongs to records that create_pretraining_data"):
+        pretraining_dataset(output + "*", SEQ_LENGTH, PREDICTIONS, batch_size=256)
 
     assert run_tool(*arguments) is None
     shards = shard_files(output)
