@@ -33,6 +33,7 @@ from bert_keras.finetuning.training_diverged import TrainingDivergedError
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_task import checkpoint_tokenizer
 from bert_keras.models.checkpoint_weights import apply_checkpoint
+from bert_keras.models.checkpoint_weights import exported_backbone_config
 from bert_keras.models.checkpoint_weights import model_checkpoint
 from bert_keras.models.layout_map import bert_layout_map
 from bert_keras.models.layout_map import check_model_splits
@@ -538,6 +539,7 @@ class FineTuningRun:
         checkpoint = model_checkpoint(
             model,
             heads={head_name: output_layer},
+            backbone_config=exported_backbone_config(model.backbone),
             vocabulary_file=self.checkpoint.vocabulary_file,
             tokenizer_settings=self.checkpoint.tokenizer_settings,
             format=self.checkpoint.format,

@@ -140,6 +140,24 @@ def model_checkpoint(model, heads=None, backbone_config=None, **fields):
     )
 
 
+def exported_backbone_config(backbone):
+    """`backbone`'s config as an exported checkpoint records it: float32, trainable.
+
+    A run's precision policy and frozen backbone are its settings, not the
+    checkpoint's: its weights are float32, and whoever loads them (a later
+    run, `from_preset`, transformers) computes and trains as they ask.
+
+    Example:
+    >>> from bert_keras.models.bert_backbone import BertBackbone
+    >>> backbone = BertBackbone(9, 1, 2, 8, 16, dtype="mixed_bfloat16")
+    >>> backbone.trainable = False
+    >>> config = exported_backbone_config(backbone)
+    >>> config["dtype"], config["trainable"]
+    ('float32', True)
+    """
+    return {**backbone.get_config(), "dtype": "float32", "trainable": True}
+
+
 def load_backbone(backbone_class, path, format="auto", **overrides):
     """Builds a backbone from a checkpoint directory (or .keras file).
 

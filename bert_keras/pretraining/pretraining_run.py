@@ -52,6 +52,7 @@ from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_pretrainer import PRETRAINING_HEADS
 from bert_keras.models.bert_pretrainer import BertPretrainer
 from bert_keras.models.checkpoint_weights import apply_checkpoint
+from bert_keras.models.checkpoint_weights import exported_backbone_config
 from bert_keras.models.checkpoint_weights import model_checkpoint
 from bert_keras.models.layout_map import bert_layout_map
 from bert_keras.models.layout_map import check_model_splits
@@ -573,7 +574,7 @@ class PretrainingRun:
         checkpoint = model_checkpoint(
             self.model,
             heads=PRETRAINING_HEADS,
-            backbone_config={**self.model.backbone.get_config(), "dtype": "float32"},
+            backbone_config=exported_backbone_config(self.model.backbone),
             vocabulary_file=self.config.vocab_file,
             tokenizer_settings=tokenizer_settings(lowercase=self.config.do_lower_case),
         )

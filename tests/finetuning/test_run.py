@@ -396,6 +396,8 @@ def test_mixed_precision_keeps_float32_weights_and_the_float32_losses(
     )
     assert run.model.backbone.dtype_policy.name == f"mixed_{mixed_precision}"
     assert {variable.dtype for variable in run.model.weights} == {"float32"}
+    # The policy is the run's: the export computes in float32, as transformers does.
+    assert read_checkpoint(str(tmp_path / "mixed" / "export")).backbone_config["dtype"] == "float32"
     assert np.all(np.isfinite(mixed["loss"]))
     np.testing.assert_allclose(mixed["loss"], full["loss"], rtol=0.03)
     assert max(np.abs(a - b).max() for a, b in zip(mixed_weights, full_weights)) < 0.05
@@ -556,6 +558,8 @@ def test_a_frozen_backbone_keeps_the_checkpoints_weights_while_the_head_trains(
     initial = read_checkpoint(checkpoint).backbone_weights
     for path, value in initial.items():
         np.testing.assert_array_equal(exported[path], value, path)
+    # Freezing is the run's: a run from the export trains its backbone unless told not to.
+    assert read_checkpoint(str(tmp_path / "export")).backbone_config["trainable"] is True
     head_after = keras.ops.convert_to_numpy(run.model.get_layer("logits").kernel)
     assert np.abs(head_after - head_before).max() > 1e-4
 
