@@ -15,6 +15,8 @@ of `BertBackbone` (or of a head) and the layout between them; see
 import glob
 import os
 
+import numpy as np
+
 from bert_keras.checkpoints.checkpoint import read_json
 from bert_keras.checkpoints.config_arguments import config_arguments
 
@@ -247,6 +249,10 @@ def config_json(backbone_config):
 def write_tensors(directory, tensors):
     """Writes `tensors` ({variable name: array}) as `directory`/bert_model.ckpt.
 
+    Floating-point tensors are written as float32, as Google's releases hold
+    them: the original's `init_from_checkpoint` restores no other dtype
+    into its float32 variables (a float16 Hugging Face checkpoint, say).
+
     Example:
     >>> import tempfile, numpy as np
     >>> directory = tempfile.mkdtemp()
@@ -261,8 +267,13 @@ def write_tensors(directory, tensors):
         prefix=os.path.join(directory, DEFAULT_CHECKPOINT),
         tensor_names=names,
         shape_and_slices=[""] * len(names),
-        tensors=[tensors[name] for name in names],
+        tensors=[_as_stored(tensors[name]) for name in names],
     )
+
+
+def _as_stored(value):
+    value = np.asarray(value)
+    return value.astype("float32") if np.issubdtype(value.dtype, np.floating) else value
 
 
 class TensorFile:

@@ -335,6 +335,12 @@ def test_pretraining_checkpoint_round_trips_through_the_original_format(tmp_path
     assert set(written.get_variable_to_shape_map()) == set(variables)
     for name, value in variables.items():
         np.testing.assert_array_equal(written.get_tensor(name), value, err_msg=name)
+    # Half-precision weights (a float16 Hugging Face checkpoint) are written as the release's.
+    halved = read_checkpoint(tmp_path / "ours")
+    halved.backbone_weights = {k: v.astype("float16") for k, v in halved.backbone_weights.items()}
+    write_checkpoint(halved, tmp_path / "halved", format="original")
+    written = tf.train.load_checkpoint(str(tmp_path / "halved" / "bert_model.ckpt"))
+    assert set(written.get_variable_to_dtype_map().values()) == {tf.float32}
     source_config = json.loads((tmp_path / "source" / "bert_config.json").read_text())
     written_config = json.loads((tmp_path / "back" / "bert_config.json").read_text())
     assert {key: written_config[key] for key in source_config} == source_config
