@@ -54,7 +54,8 @@ def convert_checkpoint(
         OutputDirectoryError: `output_dir` cannot be written, naming it
             and the reason.
         ValueError: a checkpoint that cannot be read or written in
-            `output_format`, or a quantized one.
+            `output_format`, or a quantized one; an `output_dir` that holds
+            `source` (which `overwrite` would delete).
 
     Example:
     >>> import tempfile
@@ -64,6 +65,7 @@ def convert_checkpoint(
     'bert_keras'
     """
     check_output_directory(os.fspath(output_dir), overwrite)
+    _refuse_replacing_the_source(source, output_dir, overwrite)
     checkpoint = read_checkpoint(source, format=format)
     backbone = BertBackbone.from_config(checkpoint.backbone_config)
     _refuse_quantized(backbone, source)
@@ -76,6 +78,20 @@ def convert_checkpoint(
             raise
         raise OutputDirectoryError(f"{output_dir} cannot be written: {_reason(error)}.") from error
     return checkpoint
+
+
+def _refuse_replacing_the_source(source, output_dir, overwrite):
+    """Refuses to replace a directory that holds `source` (converting in place is fine)."""
+    source, output_dir = os.path.realpath(source), os.path.realpath(output_dir)
+    if (
+        overwrite
+        and source != output_dir
+        and os.path.commonpath([source, output_dir]) == output_dir
+    ):
+        raise ValueError(
+            f"--output_dir {output_dir} holds the checkpoint being converted ({source}), which "
+            "--overwrite would delete; choose another output directory."
+        )
 
 
 def _refuse_quantized(backbone, source):

@@ -146,6 +146,12 @@ def test_non_empty_output_is_refused_unless_overwrite(tmp_path):
     assert os.listdir(tmp_path / "out") == ["keep.txt"]
     assert run_in_process(*arguments, "--overwrite") is None
     assert "keep.txt" not in os.listdir(tmp_path / "out")
+    # A directory that holds the source is not replaced: that would delete it.
+    holding = (f"--source={tmp_path / 'source'}", f"--output_dir={tmp_path}", "--overwrite")
+    assert "which --overwrite would delete" in run_in_process(*holding)
+    assert "config.json" in os.listdir(tmp_path / "source")
+    in_place = (f"--source={tmp_path / 'out'}", f"--output_dir={tmp_path / 'out'}", "--overwrite")
+    assert run_in_process(*in_place) is None
 
 
 def test_wrong_format_flag_is_refused(tmp_path):
