@@ -6,7 +6,8 @@ create_pretraining_data.py; the original run_pretraining.py reads the output.
 Shards go to `{output_file}-00000`, `-00001`, ..., so `--input_file=OUTPUT_FILE*`
 reads them, and missing directories are created; a killed run continues where
 it stopped when rerun with the same flags (its progress is a hidden file beside
-the output, removed when the run completes). A finished run's --output_file
+the output, removed when the run completes), and a second run started on the
+same --output_file meanwhile is refused. A finished run's --output_file
 given again is made anew: shards the earlier run made beyond the new run's are
 deleted (logged), so give each corpus part its own name. --do_lower_case must
 suit the vocabulary (true for an uncased one): the summary warns when over 5%
@@ -19,6 +20,7 @@ Example:
         --output_file=/tmp/tf_examples.tfrecord --vocab_file=vocab.txt
 """
 
+import contextlib
 import os
 import sys
 
@@ -46,9 +48,13 @@ from absl import app
 from absl import flags
 from absl import logging
 
+from bert_keras.data.pretraining_corpus import check_output_files
 from bert_keras.data.pretraining_corpus import create_pretraining_data
 from bert_keras.data.pretraining_corpus import summary_lines
 from bert_keras.data.pretraining_instances import InstanceOptions
+from bert_keras.training.output_lock import OutputDirectoryError
+from bert_keras.training.output_lock import OutputLockedError
+from bert_keras.training.output_lock import output_file_lock
 
 _INPUT_FILE = flags.DEFINE_string(
     "input_file", None, "Input text files (comma separated, globs allowed)."
@@ -91,6 +97,15 @@ _INPUT_MB_PER_SHARD = flags.DEFINE_float(
 )
 
 
+def _first_output_locked(output_file):
+    """`output_file_lock` on the first of the comma-separated outputs, once they are checked."""
+    names = [name.strip() for name in output_file.split(",") if name.strip()]
+    if not names:
+        return contextlib.nullcontext()  # create_pretraining_data names the problem
+    check_output_files(names)
+    return output_file_lock(names[0])
+
+
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
@@ -108,17 +123,21 @@ def main(argv):
             f"create_pretraining_data: --num_workers is {_NUM_WORKERS.value} but must be at least 1."
         )
     try:
-        summary = create_pretraining_data(
-            _INPUT_FILE.value,
-            _OUTPUT_FILE.value,
-            _VOCAB_FILE.value,
-            options,
-            do_lower_case=_DO_LOWER_CASE.value,
-            compression="GZIP" if _COMPRESSION.value == "gzip" else "",
-            num_workers=_NUM_WORKERS.value,
-            input_mb_per_shard=_INPUT_MB_PER_SHARD.value,
-        )
-    except (FileNotFoundError, IsADirectoryError, ValueError) as error:
+        # One run per output name: two would write each other's shards.
+        with _first_output_locked(_OUTPUT_FILE.value):
+            summary = create_pretraining_data(
+                _INPUT_FILE.value,
+                _OUTPUT_FILE.value,
+                _VOCAB_FILE.value,
+                options,
+                do_lower_case=_DO_LOWER_CASE.value,
+                compression="GZIP" if _COMPRESSION.value == "gzip" else "",
+                num_workers=_NUM_WORKERS.value,
+                input_mb_per_shard=_INPUT_MB_PER_SHARD.value,
+            )
+    except OutputDirectoryError as error:  # from the lock, made beside the output
+        sys.exit(f"create_pretraining_data: --output_file: {error}")
+    except (FileNotFoundError, IsADirectoryError, ValueError, OutputLockedError) as error:
         sys.exit(f"create_pretraining_data: {error}")
     for line in summary_lines(summary):
         logging.info(line)

@@ -102,6 +102,48 @@ def output_lock(directory):
 
 
 @contextlib.contextmanager
+def output_file_lock(output_file):
+    """Holds the run lock of `output_file` (`.NAME.lock` beside it) while the block runs.
+
+    For outputs that share a directory with others (the pretraining-data
+    tool's records, one name per corpus part), where `output_lock` would
+    refuse a run writing another name there. The lock file goes when the
+    block ends; the directory is made if missing, and goes again if the
+    block left it empty.
+
+    Raises:
+        OutputLockedError: another live process writes `output_file`; the
+            message names it.
+        OutputDirectoryError: the directory cannot be made or written in.
+
+    Example:
+    >>> import os, tempfile
+    >>> output = os.path.join(tempfile.mkdtemp(), "records.tfrecord")
+    >>> with output_file_lock(output):
+    ...     print(os.listdir(os.path.dirname(output)))
+    ['.records.tfrecord.lock']
+    >>> os.listdir(os.path.dirname(output))
+    []
+    """
+    if not is_process_zero():
+        yield
+        return
+    directory, name = os.path.split(os.path.abspath(output_file))
+    made_directory = _made_directory(directory)
+    path = os.path.join(directory, f".{name}.lock")
+    with _locked_file(path, directory) as file:
+        try:
+            json.dump(_this_process(), file)
+            file.flush()
+            yield
+        finally:
+            # Unlinked while still locked: a run that opened it meanwhile is refused.
+            os.remove(path)
+            if made_directory and not os.listdir(directory):
+                os.rmdir(directory)
+
+
+@contextlib.contextmanager
 def _locked_file(path, directory):
     """Yields `path` open and `flock`ed, the file that the path names once it is locked."""
     while True:

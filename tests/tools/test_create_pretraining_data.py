@@ -22,6 +22,7 @@ from bert_keras.data.pretraining_instances import InstanceOptions
 from bert_keras.data.pretraining_instances import num_predictions
 from bert_keras.data.pretraining_records import original_feature_spec
 from bert_keras.data.pretraining_records import pretraining_dataset
+from bert_keras.training.output_lock import output_file_lock
 from tests.programs import program
 from tools import create_pretraining_data
 
@@ -231,6 +232,18 @@ def test_the_output_glob_reads_only_shards_after_an_interrupted_run_resumes(
     )
     examples = sum(int(labels["next_sentence_labels"].shape[0]) for _, labels in batches)
     assert examples == len(parsed_records(output)["input_ids"])
+
+
+def test_a_second_run_on_the_same_output_is_refused(corpus, tmp_path):
+    output = str(tmp_path / "examples.tfrecord")
+    arguments = tool_flags(corpus, output, "--num_workers=1", "--dupe_factor=1")
+    with output_file_lock(output):  # as a run writing it holds it
+        message = run_tool(*arguments)
+        assert "is in use by another run (process" in message
+        assert os.listdir(tmp_path) == [".examples.tfrecord.lock"]
+    other = str(tmp_path / "other.tfrecord")  # another name in the directory is free
+    assert run_tool(*tool_flags(corpus, other, "--num_workers=1", "--dupe_factor=1")) is None
+    assert not [name for name in os.listdir(tmp_path) if name.startswith(".")]
 
 
 def test_missing_output_directories_are_created(tmp_path):
