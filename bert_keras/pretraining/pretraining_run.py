@@ -362,6 +362,11 @@ class PretrainingRun:
         if not self.resumed:
             return
         source = self.resumed.weights_path
+        if "architecture" not in self.resumed.metadata:
+            raise ValueError(
+                f"{source} is not a pretraining checkpoint (another program, tasks.recommend "
+                "say, wrote it into this output_dir); choose another output_dir."
+            )
         check_same(
             self.resumed.metadata["architecture"],
             _architecture(backbone_config),

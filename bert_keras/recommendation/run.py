@@ -622,6 +622,11 @@ class EpochCheckpoint(keras.callbacks.Callback):
 
 def _check_resumable(checkpoint, settings):
     """Refuses to resume `checkpoint` under settings other than its own, naming each that differs."""
+    if "settings" not in checkpoint.metadata:
+        raise ValueError(
+            f"{checkpoint.weights_path} is not a BERT4Rec checkpoint (another program, "
+            "tasks.pretrain say, wrote it into this output_dir); choose another output_dir."
+        )
     problems = []
     for what, values in settings.items():
         saved = checkpoint.metadata["settings"][what]

@@ -321,6 +321,14 @@ def test_resuming_with_another_architecture_or_batching_is_refused(finished_run)
         PretrainingRun(dataclasses.replace(config, num_train_steps=4))
 
 
+def test_an_output_dir_holding_another_programs_checkpoints_is_refused(finished_run, tmp_path):
+    shutil.copytree(finished_run.config.output_dir, tmp_path / "run")
+    latest = sorted((tmp_path / "run" / "checkpoints").glob("ckpt-*.json"))[-1]
+    latest.write_text(json.dumps({"settings": {}, "step": 5}))  # as tasks.recommend writes
+    with pytest.raises(ValueError, match=r"ckpt-00000005.weights.h5 is not a pretraining check"):
+        PretrainingRun(dataclasses.replace(finished_run.config, output_dir=str(tmp_path / "run")))
+
+
 def test_resuming_with_or_without_float16_loss_scaling_is_refused(finished_run, caplog):
     config = dataclasses.replace(finished_run.config, num_train_steps=8)
     with pytest.raises(

@@ -299,6 +299,15 @@ def test_a_checkpoint_refuses_other_settings_and_names_them(
         again.train(**{**TINY_TRAINING, **training})
 
 
+def test_an_output_dir_holding_another_programs_checkpoints_is_refused(resumed, tmp_path):
+    log, _, (run, _), _ = resumed
+    shutil.copytree(run.output_dir, tmp_path / "run")
+    latest = sorted((tmp_path / "run" / "checkpoints").glob("ckpt-*.json"))[-1]
+    latest.write_text(json.dumps({"architecture": {}, "step": 3}))  # as tasks.pretrain writes
+    with pytest.raises(ValueError, match=r"ckpt-00000003.weights.h5 is not a BERT4Rec checkpoint"):
+        tiny_run(log, str(tmp_path / "run")).train(**TINY_TRAINING)
+
+
 def test_early_stopping_restores_the_best_epoch_after_a_resume(tmp_path, monkeypatch):
     # Validation NDCG@10 by epoch: best at epoch 2 (1-based), none better in the next one.
     scores = [0.1, 0.5, 0.2, 0.9, 0.9]
