@@ -120,7 +120,8 @@ def atomic_directory(directory, overwrite=False):
     The staging directory is a hidden sibling of `directory`; on failure it is
     removed and `directory` is left as it was. Staging directories of
     `directory` that a killed process left (it could not remove them) are
-    removed first.
+    removed first, and a previous output it had moved aside is put back
+    where `directory` is missing. A symbolic link's target is replaced.
 
     Args:
         directory: the destination.
@@ -139,12 +140,14 @@ def atomic_directory(directory, overwrite=False):
     >>> os.path.isdir(directory)
     True
     """
-    check_output_directory(directory, overwrite)
-    directory = os.path.abspath(os.fspath(directory))
+    # A link's target is replaced, and the link kept.
+    directory = os.path.realpath(_named_destination(directory))
     parent = os.path.dirname(directory)
-    os.makedirs(parent, exist_ok=True)
     prefix = f".{os.path.basename(directory)}{PARTIAL_MARKER}-"
-    _remove_interrupted_stagings(parent, prefix)
+    if os.path.isdir(parent):
+        _remove_interrupted_stagings(parent, prefix, directory)
+    check_output_directory(directory, overwrite)
+    os.makedirs(parent, exist_ok=True)
     staging = tempfile.mkdtemp(prefix=prefix, dir=parent)
     try:
         yield staging
@@ -181,14 +184,18 @@ def _named_destination(path):
     return path
 
 
-def _remove_interrupted_stagings(parent, prefix):
-    """Removes the staging directories a killed write of the same destination left in `parent`.
+def _remove_interrupted_stagings(parent, prefix, directory):
+    """Clears what a killed write of `directory` left in `parent`: its staging directories.
 
-    Not an "-old" one: it may hold the only copy of the previous output, if
-    the kill came between the two renames of `_replace_directory`.
+    An "-old" one is the previous output that `_replace_directory` moved
+    aside: with `directory` missing (the kill came between its two renames)
+    it is the only copy, and goes back in place; beside `directory` it is
+    the leftover of a replacement that was not finished removing it.
     """
     for path in glob.glob(os.path.join(glob.escape(parent), glob.escape(prefix) + "*")):
-        if not path.endswith(_OLD_SUFFIX):
+        if path.endswith(_OLD_SUFFIX) and not os.path.exists(directory):
+            os.rename(path, directory)
+        else:
             shutil.rmtree(path, ignore_errors=True)
 
 

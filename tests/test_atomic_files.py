@@ -33,9 +33,31 @@ def test_the_next_write_removes_what_a_killed_one_left(tmp_path):
     previous.mkdir()
     other = tmp_path / ".2.partial-ghi789"  # another destination's
     other.mkdir()
-    with atomic_directory(tmp_path / "1") as staging:
+    (previous / "saved_model.pb").write_text("previous")
+    with pytest.raises(FileExistsError, match="1 exists and is not empty"):
+        with atomic_directory(tmp_path / "1"):  # the previous output is back in place
+            pass
+    assert sorted(os.listdir(tmp_path)) == [other.name, "1"]
+    assert (tmp_path / "1" / "saved_model.pb").read_text() == "previous"
+    left = tmp_path / ".1.partial-jkl012-old"  # killed before removing the replaced output
+    left.mkdir()
+    with atomic_directory(tmp_path / "1", overwrite=True) as staging:
         write_text(os.path.join(staging, "saved_model.pb"), "new")
-    assert sorted(os.listdir(tmp_path)) == [previous.name, other.name, "1"]
+    assert sorted(os.listdir(tmp_path)) == [other.name, "1"]
+    assert (tmp_path / "1" / "saved_model.pb").read_text() == "new"
+
+
+def test_a_link_to_the_output_is_kept_and_its_target_replaced(tmp_path):
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "export").mkdir()
+    (tmp_path / "runs" / "export" / "old.txt").write_text("old")
+    os.symlink(tmp_path / "runs" / "export", tmp_path / "latest")
+    with atomic_directory(tmp_path / "latest", overwrite=True) as staging:
+        write_text(os.path.join(staging, "new.txt"), "new")
+    assert os.path.islink(tmp_path / "latest")
+    assert os.listdir(tmp_path / "latest") == ["new.txt"]
+    assert sorted(os.listdir(tmp_path)) == ["latest", "runs"]
+    assert os.listdir(tmp_path / "runs") == ["export"]
 
 
 def test_overwrite_replaces_and_refuses_without_it(tmp_path):
