@@ -22,6 +22,7 @@ characters.
 import fnmatch
 import glob
 import os
+import sys
 
 from absl import app
 from absl import flags
@@ -203,7 +204,10 @@ def main(argv):
         raise app.UsageError(
             f"{error} (--vocab_size={_VOCAB_SIZE.value}, --input_file={_INPUT_FILE.value})"
         ) from error
-    write_text(_OUTPUT_FILE.value, "".join(token + "\n" for token in vocabulary))
+    try:
+        write_text(_OUTPUT_FILE.value, "".join(token + "\n" for token in vocabulary))
+    except OSError as error:  # a full disk, say: the file is left as it was
+        sys.exit(f"build_vocab: --output_file: {_OUTPUT_FILE.value} cannot be written: {error}.")
     print(f"wrote {len(vocabulary)} tokens to {_OUTPUT_FILE.value}")
 
 

@@ -44,6 +44,7 @@ if __name__ == "__main__":
     with long_lived_objects():
         import bert_keras.text.tokenizer  # noqa: F401  (TensorFlow, tensorflow-text, Keras)
 
+import tensorflow as tf
 from absl import app
 from absl import flags
 from absl import logging
@@ -139,6 +140,11 @@ def main(argv):
         sys.exit(f"create_pretraining_data: --output_file: {error}")
     except (FileNotFoundError, IsADirectoryError, ValueError, OutputLockedError) as error:
         sys.exit(f"create_pretraining_data: {error}")
+    except (OSError, tf.errors.OpError) as error:  # a full disk, say: a rerun resumes
+        sys.exit(
+            f"create_pretraining_data: --output_file: {_OUTPUT_FILE.value} cannot be written: "
+            + str(error).splitlines()[0]
+        )
     for line in summary_lines(summary):
         logging.info(line)
         print(line)

@@ -82,6 +82,8 @@ def main(argv):
         sys.exit(f"export_saved_model: --version is {_VERSION.value} but must be at least 1.")
     os.environ["KERAS_BACKEND"] = "tensorflow"
     with long_lived_objects():
+        import tensorflow as tf
+
         from bert_keras.export.saved_model import export_saved_model
 
     try:
@@ -99,6 +101,11 @@ def main(argv):
         )
     except (FileNotFoundError, FileExistsError, ValueError) as error:
         sys.exit(f"export_saved_model: {error}")
+    except (OSError, tf.errors.OpError) as error:  # a full disk, say: nothing is left half written
+        sys.exit(
+            f"export_saved_model: --export_base: {_EXPORT_BASE.value} cannot be written: "
+            + str(error).splitlines()[0]
+        )
     print(f"Wrote {directory}")
 
 

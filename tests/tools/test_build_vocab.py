@@ -121,6 +121,17 @@ def test_a_bad_output_file_is_a_usage_error_before_any_learning(output_file, pro
     assert os.listdir(tmp_path) == ["corpus.txt"]
 
 
+def test_an_output_file_that_cannot_be_written_is_one_line_naming_the_flag(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(CORPUS) + "\n", encoding="utf-8")
+    output = "/proc/no_such_process/vocab.txt"  # no directory can be made there
+    completed = build_vocab(f"--input_file={corpus}", f"--output_file={output}")
+    assert completed.returncode == 1
+    last_line = completed.stderr.strip().splitlines()[-1]
+    assert last_line.startswith(f"build_vocab: --output_file: {output} cannot be written: ")
+    assert "Traceback" not in completed.stderr
+
+
 def test_a_size_the_learner_overshoots_is_kept_without_its_rarest_subwords():
     rng = np.random.default_rng(2)
     words = {"".join(rng.choice(list("abcdefghijklmnop"), rng.integers(2, 7))) for _ in range(600)}
