@@ -352,9 +352,10 @@ class TensorFile:
 
 
 def _tensor_files(directory):
+    """Tensor name -> file: model.safetensors where there is one (as transformers), else shards."""
     index_path = os.path.join(directory, WEIGHTS_INDEX_FILE)
-    if not os.path.isfile(index_path):
-        path = os.path.join(directory, WEIGHTS_FILE)
+    path = os.path.join(directory, WEIGHTS_FILE)
+    if os.path.isfile(path) or not os.path.isfile(index_path):
         with _opened_tensors(path) as file:
             return {name: path for name in file.keys()}
     weight_map = _weight_map(index_path)
