@@ -157,6 +157,13 @@ def batch_by_length(
             compiled,
         )
         compiled.update(int(width) for width in widths)  # reshuffled batches may take any
+        if bucket and len(widths) == 1:
+            logging.warning(
+                "Bucketing by length keeps one width (%d) for these examples (max_widths, or "
+                "what XLA's compiles cost, allow no other): one bucket, so the batches are "
+                "those of a run without bucket_by_length.",
+                int(widths[0]),
+            )
 
     def trimmed(*element):
         features, *rest = element

@@ -423,6 +423,20 @@ def test_fewest_padding_widths_refuse_what_they_cannot_hold():
         fewest_padding_widths([5], 0)
 
 
+def test_buckets_of_one_width_say_they_change_nothing(caplog):
+    dataset = tf.data.Dataset.from_tensor_slices((_packed_examples(), np.arange(len(LENGTHS))))
+    batches = batch_by_length(dataset, 4, 4, bucket=True, max_widths=1)
+    assert "keeps one width (32)" in caplog.text
+    assert [labels.numpy().tolist() for _, labels in batches] == [
+        [0, 1, 2, 3],
+        [4, 5, 6, 7],
+        [8, 9, 10, 11],
+    ]
+    caplog.clear()
+    list(batch_by_length(dataset, 4, 4, bucket=True, max_widths=2))
+    assert "keeps one width" not in caplog.text
+
+
 # Buckets: the widths pad the examples least; plain batches (here in order): their longest.
 @pytest.mark.parametrize("bucket", [False, True])
 @pytest.mark.parametrize("choice", [{"max_widths": 2}, {"compile_tokens": 120}])
