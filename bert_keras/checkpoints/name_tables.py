@@ -135,7 +135,8 @@ def check_config_sizes(checkpoint, path, raw, table):
         table: its `(key, BertBackbone argument, default)` triples.
 
     Raises:
-        ValueError: naming each key whose size the weights contradict.
+        ValueError: naming each key whose size the weights contradict, and
+            a hidden size that the heads do not divide.
 
     Example:
     >>> import numpy as np
@@ -164,6 +165,13 @@ def check_config_sizes(checkpoint, path, raw, table):
             _contradiction(
                 keys[argument], value, raw, table, f"the weights say {found} (in {source})"
             )
+        )
+    config = checkpoint.backbone_config
+    hidden, heads = config.get("hidden_dim"), config.get("num_heads")
+    if {"hidden_dim", "num_heads"} <= set(keys) and hidden and heads and hidden % heads:
+        problems.append(
+            f"{keys['hidden_dim']} {hidden} is not a multiple of {keys['num_heads']} {heads} "
+            "(each attention head takes an equal part of the hidden vector)"
         )
     if problems:
         raise ValueError(f"{path}: " + ". ".join(problems) + ".")

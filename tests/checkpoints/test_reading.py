@@ -165,6 +165,19 @@ def test_a_config_value_of_the_wrong_type_is_named_with_its_key(tmp_path, edit, 
         read_checkpoint(tmp_path, format="huggingface")
 
 
+def test_a_hidden_size_the_heads_do_not_divide_names_the_config_keys(tmp_path):
+    save_tiny("BertModel", tmp_path)  # hidden_size 8
+    config_file = tmp_path / "config.json"
+    config = json.loads(config_file.read_text())
+    config_file.write_text(json.dumps({**config, "num_attention_heads": 3}))
+    with pytest.raises(ValueError) as error:
+        BertBackbone.from_preset(tmp_path)
+    assert str(error.value) == (
+        f"{config_file}: hidden_size 8 is not a multiple of num_attention_heads 3 (each "
+        "attention head takes an equal part of the hidden vector)."
+    )
+
+
 @pytest.mark.parametrize("format", ["huggingface", "keras_hub"])
 def test_a_missing_or_misspelt_size_key_is_named_in_a_short_error(tmp_path, format):
     # With heads, whose shapes would not fit the wrong hidden size either.
