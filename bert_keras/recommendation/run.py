@@ -252,6 +252,7 @@ class RecommendationRun:
             )
             self.model = None
             self.load_model()
+            self._write_history(history)  # a kill after model.keras may have left it unwritten
             return history
 
         self.model = self.build_model()
@@ -379,6 +380,10 @@ class RecommendationRun:
             self.sequences.save_item_ids(
                 os.path.join(self.output_dir, ITEM_IDS_FILE), model_file=path
             )
+        self._write_history(history)
+
+    def _write_history(self, history):
+        """Writes OUTPUT_DIR/history.json and draws it to history.png."""
         self._write(HISTORY_FILE, json.dumps(history, indent=2))
         write_history_plot(self.output_dir)
 

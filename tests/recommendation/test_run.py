@@ -270,8 +270,13 @@ def test_a_run_killed_after_an_epoch_resumes_and_ends_as_if_never_stopped(resume
 def test_a_finished_run_is_loaded_not_trained_again(resumed, monkeypatch):
     _, _, (run, history), _ = resumed
     monkeypatch.setattr(keras.Model, "fit", lambda *args, **kwargs: pytest.fail("trained again"))
+    for name in ("history.json", "history.png"):  # as a kill just after model.keras leaves it
+        os.remove(os.path.join(run.output_dir, name))
     again = tiny_run(resumed[0], run.output_dir)
     assert again.train(**TINY_TRAINING) == history
+    with open(os.path.join(run.output_dir, "history.json")) as file:
+        assert json.load(file) == history
+    assert os.path.exists(os.path.join(run.output_dir, "history.png"))
     for weights, expected in zip(again.model.get_weights(), run.model.get_weights()):
         np.testing.assert_array_equal(weights, expected)
 
