@@ -128,6 +128,8 @@ ARCHITECTURES = {
     ("token_classifier",): "BertForTokenClassification",
     ("question_answering",): "BertForQuestionAnswering",
 }
+# Its classifier head scores each choice (one output), as a multiple-choice task model's does.
+MULTIPLE_CHOICE_ARCHITECTURE = "BertForMultipleChoice"
 # Tensors a checkpoint may hold that carry no weights: a constant buffer, and
 # the masked-LM decoder that transformers ties to the word embeddings.
 IGNORED_TENSORS = (r"embeddings\.position_ids",)  # patterns, matched whole

@@ -81,7 +81,7 @@ def write_checkpoint(checkpoint, directory, overwrite=False, format="bert_keras"
 
 
 def _write_own(checkpoint, directory, overwrite):
-    architecture = _architecture(checkpoint.head_weights)
+    architecture = _architecture(checkpoint)
     tensors = checkpoint_tensors(checkpoint, huggingface, huggingface.ENCODER_PREFIX)
     config = huggingface.config_json(
         checkpoint.backbone_config, architecture, checkpoint.num_labels()
@@ -141,8 +141,9 @@ def _settings_beside(checkpoint):
     return settings
 
 
-def _architecture(head_weights):
-    heads = tuple(sorted(head_weights, key=HEAD_NAMES.index))
+def _architecture(checkpoint):
+    """The transformers class of `checkpoint`'s heads (a classifier of choices: multiple choice)."""
+    heads = tuple(sorted(checkpoint.head_weights, key=HEAD_NAMES.index))
     by_heads = {
         tuple(sorted(key, key=HEAD_NAMES.index)): name
         for key, name in huggingface.ARCHITECTURES.items()
@@ -152,7 +153,11 @@ def _architecture(head_weights):
             f"No transformers class holds exactly the heads {list(heads)}; "
             f"supported: {[list(key) for key in by_heads]}."
         )
-    return by_heads[heads]
+    multiple_choice = huggingface.MULTIPLE_CHOICE_ARCHITECTURE
+    scores_choices = checkpoint.task_config.get(
+        "task"
+    ) == "multiple_choice" or checkpoint.extra_config.get("architectures") == [multiple_choice]
+    return multiple_choice if heads == ("classifier",) and scores_choices else by_heads[heads]
 
 
 def _label_config(label_names, num_labels):

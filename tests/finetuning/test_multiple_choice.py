@@ -8,6 +8,8 @@ import keras
 import numpy as np
 import pytest
 
+from bert_keras.checkpoints import read_checkpoint
+from bert_keras.checkpoints import write_checkpoint
 from bert_keras.data.swag import read_swag
 from bert_keras.finetuning.multiple_choice import MultipleChoiceRun
 from bert_keras.models.bert_backbone import BertBackbone
@@ -222,3 +224,10 @@ def test_hugging_face_multiple_choice_head_scores_as_transformers(tmp_path):
         ).logits.numpy()
     assert ours.shape == theirs.shape == (6, 4)
     np.testing.assert_allclose(ours, theirs, atol=1e-4)
+    # Written back (and exported by a run), it is a multiple-choice model for transformers.
+    write_checkpoint(read_checkpoint(str(checkpoint)), tmp_path / "written")
+    config = json.loads((tmp_path / "written" / "config.json").read_text())
+    assert config["architectures"] == ["BertForMultipleChoice"]
+    run.export(run.model, "classifier", "choice_score", task_config={"task": "multiple_choice"})
+    config = json.loads((tmp_path / "output" / "export" / "config.json").read_text())
+    assert config["architectures"] == ["BertForMultipleChoice"]
