@@ -153,11 +153,17 @@ def _architecture(checkpoint):
             f"No transformers class holds exactly the heads {list(heads)}; "
             f"supported: {[list(key) for key in by_heads]}."
         )
-    multiple_choice = huggingface.MULTIPLE_CHOICE_ARCHITECTURE
-    scores_choices = checkpoint.task_config.get(
-        "task"
-    ) == "multiple_choice" or checkpoint.extra_config.get("architectures") == [multiple_choice]
-    return multiple_choice if heads == ("classifier",) and scores_choices else by_heads[heads]
+    if heads == ("classifier",) and _scores_choices(checkpoint):
+        return huggingface.MULTIPLE_CHOICE_ARCHITECTURE
+    return by_heads[heads]
+
+
+def _scores_choices(checkpoint):
+    """Whether its classifier scores choices: a multiple-choice export, or transformers' class."""
+    if (checkpoint.task_config or {}).get("task") == "multiple_choice":
+        return True
+    architectures = (checkpoint.extra_config or {}).get("architectures")
+    return architectures == [huggingface.MULTIPLE_CHOICE_ARCHITECTURE]
 
 
 def _label_config(label_names, num_labels):
