@@ -51,6 +51,7 @@ from absl import logging
 
 from bert_keras.data.pretraining_corpus import check_output_files
 from bert_keras.data.pretraining_corpus import create_pretraining_data
+from bert_keras.data.pretraining_corpus import output_file_names
 from bert_keras.data.pretraining_corpus import summary_lines
 from bert_keras.data.pretraining_instances import InstanceOptions
 from bert_keras.training.output_lock import OutputDirectoryError
@@ -100,7 +101,7 @@ _INPUT_MB_PER_SHARD = flags.DEFINE_float(
 
 def _first_output_locked(output_file):
     """`output_file_lock` on the first of the comma-separated outputs, once they are checked."""
-    names = [name.strip() for name in output_file.split(",") if name.strip()]
+    names = output_file_names(output_file)
     if not names:
         return contextlib.nullcontext()  # create_pretraining_data names the problem
     check_output_files(names)

@@ -407,6 +407,16 @@ def _temporary_path(path):
     return os.path.join(directory, f".{name}.incomplete")
 
 
+def output_file_names(output_file):
+    """The paths of a comma-separated `--output_file`, blanks dropped.
+
+    Example:
+    >>> output_file_names(" a.tfrecord, ,b.tfrecord")
+    ['a.tfrecord', 'b.tfrecord']
+    """
+    return [path.strip() for path in output_file.split(",") if path.strip()]
+
+
 def check_shards_finished(paths, flag="--input_file"):
     """Raises an `InputFileError` for a shard of a run that is under way or was interrupted.
 
@@ -626,7 +636,7 @@ def create_pretraining_data(
     if not os.path.exists(vocab_file):
         raise FileNotFoundError(f"--vocab_file: {vocab_file!r} does not exist.")
     reject_directory(vocab_file, "--vocab_file", "the vocabulary file in it", "vocab.txt")
-    output_files = [path.strip() for path in output_file.split(",") if path.strip()]
+    output_files = output_file_names(output_file)
     if not output_files:
         raise ValueError("--output_file names no file.")
     check_output_files(output_files)
