@@ -23,6 +23,8 @@ release, so its GELU is the tanh form):
         --source bert_base_uncased --output_dir uncased_L-12_H-768_A-12
     python -m tools.convert_checkpoint --output_format=keras_hub \
         --source bert_base_uncased --output_dir bert_base_en_uncased_keras_hub
+    python -m tools.convert_checkpoint --drop_heads=masked_lm,next_sentence \
+        --source bert_base_uncased --output_dir bert_base_uncased_backbone
 """
 
 import os
@@ -33,6 +35,7 @@ from absl import flags
 
 from bert_keras.atomic_files import file_in_the_way
 from bert_keras.checkpoints import FORMATS
+from bert_keras.checkpoints import HEAD_NAMES
 from bert_keras.checkpoints import OUTPUT_FORMATS
 from bert_keras.models.checkpoint_conversion import OutputDirectoryError
 from bert_keras.models.checkpoint_conversion import convert_checkpoint
@@ -54,6 +57,17 @@ _OUTPUT_FORMAT = flags.DEFINE_enum(
     "bert_keras (Hugging Face compatible), original or keras_hub (a keras-hub preset).",
 )
 _OVERWRITE = flags.DEFINE_bool("overwrite", False, "Replace a non-empty --output_dir.")
+_DROP_HEADS = flags.DEFINE_list(
+    "drop_heads",
+    [],
+    f"Heads to leave out, comma-separated, of {', '.join(HEAD_NAMES)} "
+    "(e.g. masked_lm,next_sentence: a release's pretraining heads).",
+)
+flags.register_validator(
+    "drop_heads",
+    lambda names: set(names) <= set(HEAD_NAMES),
+    message=f"names a head that does not exist; the heads are {', '.join(HEAD_NAMES)}.",
+)
 
 
 def output_dir_problem(output_dir, overwrite):
@@ -91,6 +105,7 @@ def main(argv):
             format=_FORMAT.value,
             overwrite=_OVERWRITE.value,
             output_format=_OUTPUT_FORMAT.value,
+            drop_heads=_DROP_HEADS.value,
         )
     except OutputDirectoryError as error:
         sys.exit(f"convert_checkpoint: --output_dir: {error}")

@@ -119,6 +119,37 @@ class Checkpoint:
     label_names: list = None
     task_config: dict = dataclasses.field(default_factory=dict)
 
+    def without_heads(self, heads):
+        """A copy without `heads` (names from `HEAD_NAMES`; ones it lacks are skipped).
+
+        The label names and task settings go too once no fine-tuning head
+        is left to describe.
+
+        Raises:
+            ValueError: a name that is not in `HEAD_NAMES`.
+
+        Example:
+        >>> import numpy as np
+        >>> heads = {"next_sentence": {"bias": np.zeros(2)}, "classifier": {"bias": np.zeros(3)}}
+        >>> sorted(Checkpoint({}, {}, heads).without_heads(["next_sentence"]).head_weights)
+        ['classifier']
+        >>> Checkpoint({}, {}).without_heads(["pooler"])
+        Traceback (most recent call last):
+        ...
+        ValueError: 'pooler' is not a head; the heads are masked_lm, next_sentence, ...
+        """
+        for head in heads:
+            if head not in HEAD_NAMES:
+                raise ValueError(f"{head!r} is not a head; the heads are {', '.join(HEAD_NAMES)}.")
+        kept = {name: weights for name, weights in self.head_weights.items() if name not in heads}
+        sources = {
+            path: names for path, names in self.sources.items() if path.split("/")[0] not in heads
+        }
+        copy = dataclasses.replace(self, head_weights=kept, sources=sources)
+        if copy.num_labels() is None:
+            copy.label_names, copy.task_config = None, {}
+        return copy
+
     def num_labels(self, heads=("classifier", "token_classifier", "question_answering")):
         """Outputs of the first of `heads` the checkpoint holds, or None.
 

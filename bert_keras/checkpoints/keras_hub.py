@@ -26,7 +26,6 @@ probabilities; a checkpoint with anything else is refused when written. Its
 tokenizer maps words over 100 bytes to [UNK].
 """
 
-import dataclasses
 import datetime
 import json
 import os
@@ -501,12 +500,7 @@ def write_preset(checkpoint, directory):
             "head only): writing the checkpoint without it; the bert_keras format keeps it.",
             unsupported,
         )
-        kept = {
-            head: weights
-            for head, weights in checkpoint.head_weights.items()
-            if head in HEAD_TABLES
-        }
-        checkpoint = dataclasses.replace(checkpoint, head_weights=kept)
+        checkpoint = checkpoint.without_heads(unsupported)
     backbone_config = checkpoint.backbone_config
     config = config_json(backbone_config)
     tensors = checkpoint_tensors(checkpoint, _Tables(backbone_config["num_layers"]), "")

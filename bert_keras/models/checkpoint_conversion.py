@@ -24,7 +24,7 @@ class OutputDirectoryError(OSError):
 
 
 def convert_checkpoint(
-    source, output_dir, format="auto", overwrite=False, output_format="bert_keras"
+    source, output_dir, format="auto", overwrite=False, output_format="bert_keras", drop_heads=()
 ):
     """Reads any supported checkpoint and writes it in the project's format, the original's or keras-hub's.
 
@@ -44,6 +44,10 @@ def convert_checkpoint(
         output_format: "bert_keras" (Hugging Face compatible), "original"
             (the google-research release's TF checkpoint) or "keras_hub"
             (a keras-hub preset directory).
+        drop_heads: names of heads (see `bert_keras.checkpoints.HEAD_NAMES`)
+            to leave out, e.g. a release's pretraining heads
+            `("masked_lm", "next_sentence")`; heads the source lacks are
+            skipped.
 
     Returns:
         The `Checkpoint` that was written.
@@ -55,7 +59,8 @@ def convert_checkpoint(
             and the reason.
         ValueError: a checkpoint that cannot be read or written in
             `output_format`, or a quantized one; an `output_dir` that holds
-            `source` (which `overwrite` would delete).
+            `source` (which `overwrite` would delete); a `drop_heads` name
+            that is not a head.
 
     Example:
     >>> import tempfile
@@ -66,7 +71,7 @@ def convert_checkpoint(
     """
     check_output_directory(os.fspath(output_dir), overwrite)
     _refuse_replacing_the_source(source, output_dir, overwrite)
-    checkpoint = read_checkpoint(source, format=format)
+    checkpoint = read_checkpoint(source, format=format).without_heads(drop_heads)
     backbone = BertBackbone.from_config(checkpoint.backbone_config)
     _refuse_quantized(backbone, source)
     apply_checkpoint(backbone, checkpoint)

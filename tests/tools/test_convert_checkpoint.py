@@ -83,6 +83,51 @@ def test_huggingface_with_heads_to_ours(tmp_path):
         np.testing.assert_array_equal(value, source[name], err_msg=name)
 
 
+def test_dropped_heads_leave_the_backbone_alone(tmp_path):
+    save_tiny("BertForPreTraining", tmp_path / "source")
+    message = run_in_process(
+        f"--source={tmp_path / 'source'}",
+        f"--output_dir={tmp_path / 'out'}",
+        "--drop_heads=masked_lm,next_sentence",
+    )
+    assert message is None
+    source, converted = (load_file(tmp_path / d / "model.safetensors") for d in ("source", "out"))
+    # BertModel's names lack BertForPreTraining's "bert." prefix.
+    backbone = {
+        name[len("bert.") :]: value for name, value in source.items() if name[:5] == "bert."
+    }
+    assert set(source) - {"bert." + name for name in backbone} == {
+        name for name in source if name.startswith("cls.")
+    }
+    assert set(converted) == set(backbone)
+    for name, value in converted.items():
+        np.testing.assert_array_equal(value, backbone[name], err_msg=name)
+    config = json.loads((tmp_path / "out" / "config.json").read_text())
+    assert config["architectures"] == ["BertModel"]
+
+
+def test_a_dropped_classifier_takes_its_label_names_along(tmp_path):
+    labels = {
+        "id2label": {0: "negative", 1: "positive"},
+        "label2id": {"negative": 0, "positive": 1},
+    }
+    save_tiny("BertForSequenceClassification", tmp_path / "source", **labels)
+    message = run_in_process(
+        f"--source={tmp_path / 'source'}",
+        f"--output_dir={tmp_path / 'out'}",
+        "--drop_heads=classifier",
+    )
+    assert message is None
+    config = json.loads((tmp_path / "out" / "config.json").read_text())
+    assert config["architectures"] == ["BertModel"]
+    assert "positive" not in json.dumps(config)
+
+
+def test_a_head_that_does_not_exist_is_refused_naming_the_flag():
+    with pytest.raises(flags.IllegalFlagValueError, match="drop_heads.*the heads are masked_lm"):
+        run_in_process("--source=a", "--output_dir=b", "--drop_heads=masked_lm,pooler")
+
+
 def test_ours_to_the_original_format_gives_the_same_outputs(tmp_path):
     backbone = BertBackbone(
         vocabulary_size=20,
