@@ -86,6 +86,7 @@ class BertMaskedLM(BertTask):
 
     checkpoint_head = MASKED_LM_HEAD
     output_layer_name = MASKED_LM_LAYER
+    reads_pooled_output = False
 
     def __init__(self, backbone, **kwargs):
         # === Layers ===

@@ -57,6 +57,7 @@ class BertQuestionAnswerer(BertTask):
     checkpoint_head = "question_answering"
     output_layer_name = "span_logits"
     pads_batches_by_length = False  # per-token span logits
+    reads_pooled_output = False
 
     def __init__(self, backbone, **kwargs):
         inputs = backbone_inputs()

@@ -78,6 +78,8 @@ class BertSentenceEncoder(BertTask):
     ((3, 8), True)
     """
 
+    reads_pooled_output = False
+
     def __init__(self, backbone, **kwargs):
         # === Layers ===
         mean_pooling = MaskedMeanPooling(dtype="float32", name="mean_pooling")

@@ -116,6 +116,9 @@ class BertTask(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
     # `evaluate` check them (`_check_array_inputs`).
     label_classes = None
     one_label_per_example = False  # else labels per token
+    # Whether the outputs depend on the backbone's pooler: loading a checkpoint
+    # without one warns only where they do.
+    reads_pooled_output = True
 
     def __init__(self, backbone, inputs, outputs, preprocessor=None, **kwargs):
         check_preprocessor_fits(preprocessor, backbone)

@@ -63,6 +63,7 @@ class BertTokenClassifier(BertTask):
 
     checkpoint_head = "token_classifier"
     pads_batches_by_length = False  # per-token logits
+    reads_pooled_output = False
 
     def __init__(self, backbone, num_classes, dropout=0.1, **kwargs):
         inputs = backbone_inputs()

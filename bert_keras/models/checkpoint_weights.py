@@ -22,7 +22,8 @@ def apply_checkpoint(model, checkpoint, heads=None, skip_mismatched_heads=False)
 
     The backbone is strict: every missing, unexpected or wrongly shaped
     weight is named in one error (a checkpoint of a class built without a
-    pooler leaves the pooler as it is, with a warning). Each requested head
+    pooler leaves the pooler as it is, with a warning where the model's
+    `reads_pooled_output`, as a backbone's does). Each requested head
     the checkpoint holds must fit its layer in the same way, unless
     `skip_mismatched_heads` (a new task head of another size keeps its fresh
     weights); a head the checkpoint lacks keeps its fresh weights.
@@ -56,6 +57,9 @@ def apply_checkpoint(model, checkpoint, heads=None, skip_mismatched_heads=False)
     backbone = getattr(model, "backbone", model)
     # Every tensor is checked before any is assigned: a misfit changes nothing.
     assignments = _backbone_assignments(backbone, checkpoint)
+    if not set(POOLER_PATHS) <= set(checkpoint.backbone_weights):
+        log = logging.warning if getattr(model, "reads_pooled_output", True) else logging.info
+        log("%s has no pooler; pooler_dense keeps its initial weights.", _source(checkpoint))
     loaded = []
     for head, layer_name in (heads or {}).items():
         if head not in checkpoint.head_weights:
@@ -209,10 +213,6 @@ def _backbone_assignments(backbone, checkpoint):
         raise ValueError(
             f"The weights of {checkpoint.directory} do not fit a BertBackbone with "
             f"{_summary(backbone)}: " + "; ".join(problems) + "."
-        )
-    if missing:
-        logging.warning(
-            "%s has no pooler; pooler_dense keeps its initial weights.", _source(checkpoint)
         )
     return [(variables[path], value) for path, value in weights.items()]
 

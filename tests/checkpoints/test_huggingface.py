@@ -12,6 +12,7 @@ from safetensors.numpy import save_file
 from bert_keras.checkpoints import huggingface
 from bert_keras.checkpoints import read_checkpoint
 from bert_keras.models.bert_backbone import BertBackbone
+from bert_keras.models.bert_token_classifier import BertTokenClassifier
 from tests.checkpoints import MINILM_DIRECTORY
 from tests.checkpoints import TOLERANCE
 from tests.checkpoints import assert_close
@@ -335,6 +336,17 @@ def test_unused_heads_are_logged_at_debug_level(tmp_path, caplog):
         BertBackbone.from_preset(tmp_path)
     assert "Not loaded by the backbone: masked_lm head" in caplog.text
     assert "has no pooler; pooler_dense keeps its initial weights" in caplog.text
+
+
+def test_a_missing_pooler_is_warned_of_only_where_the_model_reads_it(tmp_path, caplog):
+    import logging
+
+    save_tiny("BertForTokenClassification", tmp_path, num_labels=3)
+    with caplog.at_level(logging.INFO, logger="absl"):
+        BertTokenClassifier.from_preset(tmp_path)
+        BertBackbone.from_preset(tmp_path)
+    levels = [record.levelname for record in caplog.records if "no pooler" in record.message]
+    assert levels == ["INFO", "WARNING"]
 
 
 def test_legacy_layer_norm_names(tmp_path):
