@@ -4,7 +4,9 @@ import functools
 import inspect
 import itertools
 import os
+import re
 import types
+import warnings
 
 import keras
 import numpy as np
@@ -40,6 +42,12 @@ from bert_keras.training.replica_build import BuildsFromOneReplica
 
 # The original run_classifier.py's --max_seq_length.
 DEFAULT_SEQUENCE_LENGTH = 128
+# Keras' optimizer warning where only the pooler, which the task never reads, has no gradients.
+_NO_GRADIENTS_FOR_THE_POOLER_ALONE = (
+    "Gradients do not exist for variables "
+    + re.escape(str([f"pooler_dense/{name}" for name in ("kernel", "bias")]))
+    + " "
+)
 
 
 def _forgetting_widths_on_failure(method):
@@ -322,16 +330,19 @@ class BertTask(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
         if isinstance(validation_data, tuple):  # arrays, which Keras batches
             kwargs["validation_batch_size"] = validation_batch_size
         build_optimizer(self)
-        return super().fit(
-            without_autotuning_thread(x),
-            y,
-            batch_size=batch_size,
-            sample_weight=sample_weight,
-            validation_data=validation_data,
-            validation_split=validation_split,
-            shuffle=shuffle,
-            **kwargs,
-        )
+        with warnings.catch_warnings():
+            if not self.reads_pooled_output:  # Keras would ask whether a loss was forgotten
+                warnings.filterwarnings("ignore", message=_NO_GRADIENTS_FOR_THE_POOLER_ALONE)
+            return super().fit(
+                without_autotuning_thread(x),
+                y,
+                batch_size=batch_size,
+                sample_weight=sample_weight,
+                validation_data=validation_data,
+                validation_split=validation_split,
+                shuffle=shuffle,
+                **kwargs,
+            )
 
     def _check_a_loss_to_train_on(self):
         """Refuses to train without a loss, before Keras' loop (jax's fails in it unrestored).

@@ -1,3 +1,5 @@
+import warnings
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -146,6 +148,15 @@ def test_truncation_keeps_labels_on_their_words(tokenizer, sequence_length, kept
 
 
 @pytest.mark.one_backend  # text in tf.data, then a plain fit
+def test_fit_does_not_warn_that_the_pooler_it_never_reads_has_no_gradients():
+    tagger = BertTokenClassifier(tiny_backbone(), num_classes=5)
+    tagger.compile()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tagger.fit(TINY_INPUTS, np.maximum(LABELS, 0), epochs=1, verbose=0)
+    assert [str(w.message) for w in caught if "Gradients do not exist" in str(w.message)] == []
+
+
 def test_fit_on_words_learns_a_toy_tagging_rule(tokenizer):
     words, tags = _toy_tagging(80)
     tagger = _tagger(tokenizer, dropout=0.0)
