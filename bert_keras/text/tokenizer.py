@@ -42,7 +42,7 @@ Where the original Python code and the Rust reference differ, this follows
 the one named here, and tests/text/test_tokenizer.py checks it:
 
 * "Σ" at the end of a word: Python's `str.lower()` gives "ς", the Rust
-  reference (one character at a time) "σ"; this gives "σ".
+  reference (one character at a time) "σ"; this follows the original.
 * Private-use characters (category Co): the original keeps them, so their
   word becomes [UNK]; the Rust reference drops them (as the original did
   before 2019, with every category C*); this follows the original.
@@ -598,6 +598,8 @@ class BertTokenizer(keras.layers.Layer):
         character_ends = character_starts.flat_values + tf.cast(
             _utf8_byte_length(codepoints.flat_values), tf.int64
         )
+        if self.lowercase:
+            codepoints = _with_final_sigmas(codepoints, self._normalize_text)
         normalized_texts, source_character = self._normalize(codepoints)
 
         # [batch, (words)]; offsets into the normalized texts. After
@@ -675,9 +677,10 @@ class BertTokenizer(keras.layers.Layer):
 
         Control characters are dropped, whitespace becomes " ", CJK
         ideographs and punctuation get spaces around them, accents are
-        stripped and letters lower-cased. Each rule maps every character on
-        its own, so the same function normalizes whole texts (token ids) or
-        distinct characters one by one (offsets).
+        stripped and letters lower-cased. Each rule but the lower-casing of
+        "Σ" (`_with_final_sigmas`) maps every character on its own, so the
+        same function normalizes whole texts (`split_words`) or distinct
+        characters one by one (`_normalize`).
         """
         texts = tf.strings.regex_replace(texts, _DROPPED_CHARACTER, "")
         texts = tf.strings.regex_replace(texts, _WHITESPACE, " ")
@@ -688,9 +691,9 @@ class BertTokenizer(keras.layers.Layer):
                 tf_text.normalize_utf8(texts, "NFD"), _NONSPACING_MARK, ""
             )
         if self.lowercase:
-            # ICU lower-cases "Σ" at the end of a word to "ς"; the reference,
-            # one character at a time, always to "σ".
-            texts = tf.strings.lower(tf.strings.regex_replace(texts, "Σ", "σ"), encoding="utf-8")
+            # ICU, as Python's str.lower() in the original, gives "ς" for a
+            # "Σ" that ends a word (`_with_final_sigmas`).
+            texts = tf.strings.lower(texts, encoding="utf-8")
         return tf.strings.regex_replace(texts, _PUNCTUATION, r" \0 ")
 
     def _strips_accents(self):
@@ -750,6 +753,33 @@ def _stitch_rows(masks_and_rows):
     if isinstance(parts[0], tuple):
         return tuple(stitch(same_kind) for same_kind in zip(*parts))
     return stitch(parts)
+
+
+def _with_final_sigmas(codepoints, normalize_text):
+    """[batch, (characters)] code points, each "Σ" lower-cased as in its text.
+
+    Lower-casing gives "ς" for a "Σ" that ends a word, "σ" elsewhere, so it
+    cannot go one character at a time as the other rules do. Each "Σ" takes
+    the sigma that `normalize_text` makes of it in the whole text: no other
+    character lower-cases or decomposes to a sigma, so the texts' sigmas,
+    in order, match the normalized texts' sigmas.
+    """
+    sigmas = tf.constant([ord(sigma) for sigma in "Σσς"], codepoints.dtype)
+    is_sigma = tf.reduce_any(codepoints.flat_values[:, tf.newaxis] == sigmas, axis=-1)
+
+    def resolved():
+        texts = tf.strings.unicode_encode(codepoints, "UTF-8")
+        lowered = tf.strings.regex_replace(normalize_text(texts), "[^σς]", "")
+        return tf.tensor_scatter_nd_update(
+            codepoints.flat_values,
+            tf.where(is_sigma),
+            tf.strings.unicode_decode(lowered, "UTF-8").flat_values,
+        )
+
+    flat = tf.cond(
+        tf.reduce_any(codepoints.flat_values == ord("Σ")), resolved, lambda: codepoints.flat_values
+    )
+    return codepoints.with_flat_values(flat)
 
 
 def _character_offsets(texts, byte_offsets):

@@ -5,7 +5,7 @@ transformers' fast BertTokenizer runs), with its word-length limit of 100
 characters; the original google-research tokenizer's limit of 200 is tested
 separately. Where the Rust reference departs from the original BERT code (its
 CJK range, context-free lower-casing of "Σ", dropping private-use characters),
-the test says so.
+the test says so and checks the original's result.
 """
 
 import json
@@ -18,6 +18,7 @@ import tensorflow as tf
 import tokenizers
 from transformers import AutoTokenizer
 from transformers.models.bert.tokenization_bert_legacy import BasicTokenizer
+from transformers.models.bert.tokenization_bert_legacy import BertTokenizerLegacy
 
 from bert_keras.checkpoints.vocabulary import read_vocabulary
 from bert_keras.text.tokenizer import SPECIAL_TOKENS
@@ -341,10 +342,29 @@ def test_no_compatibility_folding(uncased):
     assert _tokens(uncased, "straße ﬁne ｆｕｌｌ") == ["st", "##raße", "ﬁ", "##ne", "[UNK]"]
 
 
-def test_lowercase_is_per_character(uncased):
-    # The reference lower-cases "Σ" to "σ" even at the end of a word; Python's
-    # str.lower() in the original gives the final form "ς".
-    assert _tokens(uncased, "ΟΔΟΣ") == ["ο", "##δ", "##ο", "##σ"]
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ΟΔΟΣ",
+        "ΟΔΟΣ. ΣΑΣ",
+        "Σ ΣΣ ΑΣ",
+        "ΑΣ\u200dΑ ΑΣ\u200d ΑΣ\x00Α",  # a zero-width joiner is case-ignorable; NUL is dropped
+        "ΑΣ'Α ΑΣ' ΑΣ-Α",  # as the apostrophe; the hyphen is neither
+        "ὈΔΥΣΣΕΎΣ 中Σ ΧΣ中",
+        "ΟΔΟΣ é ΟΔΟΣ",  # both paths of a batch
+    ],
+)
+def test_a_final_sigma_lower_cases_as_in_the_original(uncased, text):
+    # The original's str.lower() gives "ς" for a "Σ" that ends a word; the
+    # Rust reference, one character at a time, gives "σ".
+    original = BertTokenizerLegacy(UNCASED_VOCABULARY, do_lower_case=True)
+    expected = original.convert_tokens_to_ids(original.tokenize(text))
+    assert uncased(text).numpy().tolist() == expected
+    with_offsets, _, _ = uncased.tokenize_with_offsets([text, "ΟΔΟΣ"])
+    assert with_offsets.to_list()[0] == expected
+    assert uncased.split_words([text]).to_list()[0] == [
+        word.encode() for word in BasicTokenizer(do_lower_case=True).tokenize(text)
+    ]
 
 
 def test_accents_stripped_only_when_uncased(cased_vocabulary):
