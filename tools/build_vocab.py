@@ -15,8 +15,10 @@ tools.create_pretraining_data does.
 As tensorflow-text's learner does, only the --max_unique_characters (1,000)
 most frequent characters are learned: words holding a rarer one are left out
 (a printed warning counts them; raise the flag for Chinese or Japanese, whose
-vocabularies hold many thousands of characters), and so are words over 50
-characters.
+vocabularies hold many thousands of characters). Words over 50 characters, which
+that learner cannot take, give only their characters (a printed warning counts
+them too): a language written without spaces between words, Thai say, then
+tokenizes character by character unless it is split into words first.
 """
 
 import fnmatch
@@ -172,6 +174,23 @@ def left_out_message(left_out, limit):
     )
 
 
+def long_words_message(too_long, limit):
+    """The warning for words the learner takes as characters only.
+
+    Example:
+    >>> long_words_message({"x" * 60: 2, "y" * 70: 1}, limit=50)[:77]
+    'Warning: 2 distinct words (3 occurrences) are over 50 characters, the longest'
+    """
+    first = next(iter(too_long))
+    return (
+        f"Warning: {len(too_long)} distinct words ({sum(too_long.values())} occurrences) are "
+        f"over {limit} characters, the longest the learner takes: their characters are "
+        "learned, not their pieces, so they tokenize character by character (a text without "
+        f"spaces between words, such as Thai, needs a word segmenter first). The first begins "
+        f"{first[:20]!r}."
+    )
+
+
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
@@ -181,10 +200,12 @@ def main(argv):
     paths = input_paths(patterns)
     check_output_is_no_input(_OUTPUT_FILE.value, patterns, paths)
     with long_lived_objects():
+        from bert_keras.text.vocabulary_learner import MAX_LEARNED_WORD_LENGTH
         from bert_keras.text.vocabulary_learner import SkippedLines
         from bert_keras.text.vocabulary_learner import count_words
         from bert_keras.text.vocabulary_learner import learn_vocabulary
         from bert_keras.text.vocabulary_learner import left_out_characters
+        from bert_keras.text.vocabulary_learner import long_words
         from bert_keras.text.vocabulary_learner import text_lines
 
     skipped = SkippedLines()
@@ -196,6 +217,11 @@ def main(argv):
     left_out = left_out_characters(counts, _MAX_UNIQUE_CHARACTERS.value)
     if left_out:
         message = left_out_message(left_out, _MAX_UNIQUE_CHARACTERS.value)
+        logging.info(message)
+        print(message)
+    too_long = long_words(counts)
+    if too_long:
+        message = long_words_message(too_long, MAX_LEARNED_WORD_LENGTH)
         logging.info(message)
         print(message)
     try:

@@ -21,8 +21,9 @@ from bert_keras.text.tokenizer import BertTokenizer
 # [CLS]=101, [SEP]=102, [MASK]=103, [unused99..993], then learned pieces.
 STANDARD_VOCABULARY_SIZE = 30522
 _FIRST_LEARNED_ID = 999
-# tensorflow-text's learner ignores longer words.
-_MAX_WORD_LENGTH = 50
+# tensorflow-text's learner ignores longer words (its cost grows with the square
+# of a word's length): `learnable_words` gives it their characters instead.
+MAX_LEARNED_WORD_LENGTH = 50
 
 
 def reserved_tokens(vocabulary_size):
@@ -145,11 +146,11 @@ def learn_vocabulary(word_counts, vocabulary_size, max_unique_characters=1000):
             f"{len(reserved)} reserved tokens."
         )
     learned = wordpiece_tokenizer_learner_lib.learn(
-        word_counts,
+        learnable_words(word_counts),
         vocab_size=vocabulary_size,
         reserved_tokens=reserved,
         lower_thresh=1,
-        max_token_length=_MAX_WORD_LENGTH,
+        max_token_length=MAX_LEARNED_WORD_LENGTH,
         max_unique_chars=max_unique_characters,
     )
     vocabulary = reserved + [token for token in learned if token not in set(reserved)]
@@ -167,7 +168,7 @@ def left_out_characters(word_counts, max_unique_characters=1000):
     Counter({'c': 1})
     """
     words = wordpiece_tokenizer_learner_lib.get_input_words(
-        word_counts.items(), [], _MAX_WORD_LENGTH
+        learnable_words(word_counts).items(), [], MAX_LEARNED_WORD_LENGTH
     )
     kept = wordpiece_tokenizer_learner_lib.get_allowed_chars(words, max_unique_characters)
     left_out = collections.Counter()
@@ -176,6 +177,40 @@ def left_out_characters(word_counts, max_unique_characters=1000):
             if character not in kept:
                 left_out[character] += count
     return left_out
+
+
+def learnable_words(word_counts):
+    """`word_counts` as the learner takes them: a word too long to learn from gives its characters.
+
+    So every character of the text stays in the vocabulary (up to
+    `max_unique_characters`), and a long word is spelled out one piece per
+    character; the original tokenizer makes [UNK] of a word only past 200
+    characters.
+
+    Example:
+    >>> learnable_words({"ab": 2, "x" * 51: 1, "xy" * 30: 1})
+    Counter({'x': 81, 'y': 30, 'ab': 2})
+    """
+    learnable = collections.Counter()
+    for word, count in word_counts.items():
+        if len(word) <= MAX_LEARNED_WORD_LENGTH:
+            learnable[word] += count
+        else:
+            for character in word:
+                learnable[character] += count
+    return learnable
+
+
+def long_words(word_counts):
+    """The words of `word_counts` over `MAX_LEARNED_WORD_LENGTH` characters, with their counts.
+
+    Example:
+    >>> {len(word): count for word, count in long_words({"ab": 2, "x" * 51: 3}).items()}
+    {51: 3}
+    """
+    return {
+        word: count for word, count in word_counts.items() if len(word) > MAX_LEARNED_WORD_LENGTH
+    }
 
 
 def _without_the_rarest_subwords(vocabulary, vocabulary_size):

@@ -280,3 +280,17 @@ def test_characters_past_the_default_limit_are_reported_and_kept_when_raised(tmp
     assert completed.returncode == 0, completed.stderr[-2000:]
     assert "Warning" not in completed.stdout
     assert set(ideographs) <= set(output.read_text(encoding="utf-8").splitlines())
+
+
+@pytest.mark.large
+def test_a_word_too_long_to_learn_from_is_spelled_by_its_characters_with_a_warning(tmp_path):
+    long_word = "ภาษาไทยไม่มีช่องว่างระหว่างคำเลยทั้งประโยคยาวมากจริงๆ" * 2  # Thai: no spaces
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(f"{long_word}\nshort words\n" * 3, encoding="utf-8")
+    output = tmp_path / "vocab.txt"
+    completed = build_vocab(f"--input_file={corpus}", f"--output_file={output}", "--vocab_size=200")
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert "Warning: 1 distinct words (3 occurrences) are over 50 characters" in completed.stdout
+    tokenizer = BertTokenizer(str(output))
+    ids = tokenizer(tf.constant([long_word, "short words"])).flat_values.numpy()
+    assert tokenizer.unk_token_id not in ids
