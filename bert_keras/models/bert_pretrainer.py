@@ -10,6 +10,7 @@ from bert_keras.models.bert_backbone import INPUT_NAMES
 from bert_keras.models.bert_task import BertTask
 from bert_keras.models.bert_task import backbone_inputs
 from bert_keras.models.bert_task import float32_logits
+from bert_keras.models.input_checks import check_class_ids
 from bert_keras.training.replica_losses import mean_over_replicas
 from bert_keras.training.replica_losses import reported_as_global
 from bert_keras.training.replica_losses import share_of_replicas
@@ -128,6 +129,16 @@ class BertPretrainer(BertTask):
         )
 
     computes_its_own_loss = True
+
+    def _check_array_inputs(self, x, y=None, sample_weight=None, batch_size=None, source=""):
+        """`BertTask`'s checks, and the labels' class ids (jax would train on a wrong loss)."""
+        super()._check_array_inputs(x, y, sample_weight, batch_size, source)
+        if not isinstance(y, dict):
+            return
+        classes = {"masked_lm_ids": self.backbone.vocabulary_size, "next_sentence_labels": 2}
+        for name, num_classes in classes.items():
+            if name in y:
+                check_class_ids(y[name], num_classes, f"{source}y[{name!r}]")
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         masked_lm_loss, next_sentence_loss = self._pretraining_losses(y, y_pred)

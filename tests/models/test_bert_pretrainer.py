@@ -142,6 +142,26 @@ def test_parameter_counts_with_heads_equal_the_reference(preset, expected):
     assert model.count_params() + (config["num_layers"] - 1) * block == expected
 
 
+@pytest.mark.parametrize(
+    "name, wrong_label, classes",
+    [
+        ("masked_lm_ids", -1, "0 to 39"),
+        ("masked_lm_ids", 40, "0 to 39"),
+        ("next_sentence_labels", 2, "0 to 1"),
+    ],
+)
+@pytest.mark.parametrize("method", ["fit", "evaluate"])
+def test_labels_that_are_no_class_id_are_named_before_any_step(name, wrong_label, classes, method):
+    model = _pretrainer()
+    model.compile()
+    labels = {key: value.copy() for key, value in LABELS.items()}
+    labels[name][-1, 0] = wrong_label
+    with pytest.raises(
+        ValueError, match=rf"y\['{name}'\] holds the label {wrong_label} .*{classes}"
+    ):
+        getattr(model, method)(FEATURES, labels, verbose=0)
+
+
 def test_labels_without_the_expected_keys():
     model = _pretrainer()
     with pytest.raises(
