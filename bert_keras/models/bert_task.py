@@ -34,6 +34,7 @@ from bert_keras.models.text_inputs import holds_dataset
 from bert_keras.models.text_inputs import holds_text
 from bert_keras.models.text_inputs import split_for_validation
 from bert_keras.models.text_inputs import text_dataset
+from bert_keras.models.text_inputs import with_segment_ids_checked
 from bert_keras.training.garbage_collection import QuantizeCollectingOnce
 from bert_keras.training.optimizer_build import build_optimizer
 from bert_keras.training.optimizer_build import compile_as_saved
@@ -291,6 +292,22 @@ class BertTask(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
         """
         return self.preprocessor(texts)
 
+    def _inputs_of_text(self, texts):
+        """`preprocess_text`, refusing segments the backbone has no embedding for.
+
+        Pairs are refused as `tf.data` traces this, before any step (on jax,
+        a failure inside Keras' loop leaves the variables without values);
+        any other segment past the backbone's fails in the graph.
+        """
+        num_segments = self.backbone.num_segments
+        if isinstance(texts, (tuple, list)) and num_segments < 2:
+            raise ValueError(
+                f"{type(self).__name__} got pairs of texts, but its backbone has one segment "
+                f"(num_segments {num_segments}) and a pair's second text is segment 1: give "
+                "single texts."
+            )
+        return with_segment_ids_checked(self.preprocess_text(texts), num_segments)
+
     @_forgetting_widths_on_failure
     def fit(
         self,
@@ -410,7 +427,7 @@ class BertTask(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
         if not self._takes_as_text(x):
             return super().predict(without_autotuning_thread(x), batch_size=batch_size, **kwargs)
         if not self._packs_texts_once(x):
-            dataset = text_dataset(self.preprocess_text, x, batch_size=batch_size)
+            dataset = text_dataset(self._inputs_of_text, x, batch_size=batch_size)
             return super().predict(without_autotuning_thread(dataset), **kwargs)
         batch_size = batch_size or DEFAULT_BATCH_SIZE
         features = self._packed_texts(self._first_batches(x, batch_size, kwargs))
@@ -589,7 +606,7 @@ class BertTask(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
         goes through `text_dataset` as it is.
         """
         if not self._packs_texts_once(x) or y is None:
-            return text_dataset(self.preprocess_text, x, y, sample_weight, batch_size)
+            return text_dataset(self._inputs_of_text, x, y, sample_weight, batch_size)
         from bert_keras.data.length_batching import length_sorted_dataset
 
         features, y, sample_weight = self._labelled_features(
@@ -655,7 +672,7 @@ class BertTask(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
         it is.
         """
         if not self._packs_texts_once(x) or y is None:
-            return text_dataset(self.preprocess_text, x, y, sample_weight, batch_size, shuffle)
+            return text_dataset(self._inputs_of_text, x, y, sample_weight, batch_size, shuffle)
         import tensorflow as tf
 
         from bert_keras.data.length_batching import TRAINING_COMPILE_TOKENS
@@ -743,7 +760,7 @@ class BertTask(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
             else:
                 validation_data = (x, y) if sample_weight is None else (x, y, sample_weight)
         elif validation_data is not None and self._takes_as_text(validation_data):
-            validation_data = text_dataset(self.preprocess_text, validation_data)
+            validation_data = text_dataset(self._inputs_of_text, validation_data)
         return without_autotuning_thread(validation_data)
 
     def get_config(self):

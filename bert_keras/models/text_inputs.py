@@ -163,6 +163,39 @@ def text_dataset(preprocess, x, y=None, sample_weight=None, batch_size=None, shu
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
+def with_segment_ids_checked(features, num_segments):
+    """Packed `features` whose "segment_ids", once computed, must be below `num_segments`.
+
+    A pair's second text is segment 1, which a checkpoint of one segment
+    has no embedding for (jax would look it up as NaN): the check fails in
+    the graph, with a message that says so.
+
+    Example:
+    >>> import tensorflow as tf
+    >>> features = {"segment_ids": tf.constant([[0, 0, 1, 1]])}
+    >>> with_segment_ids_checked(features, 2)["segment_ids"].numpy().tolist()
+    [[0, 0, 1, 1]]
+    >>> with_segment_ids_checked(features, 1)
+    Traceback (most recent call last):
+    ...
+    tensorflow.python.framework.errors_impl.InvalidArgumentError: ...segment ids run from 0 to 0 (num_segments 1)...
+    """
+    import tensorflow as tf
+
+    segment_ids = features["segment_ids"]
+    check = tf.debugging.assert_less(
+        segment_ids,
+        tf.cast(num_segments, segment_ids.dtype),
+        message=(
+            f"the packed texts hold a segment id of {num_segments} or more, and the backbone's "
+            f"segment ids run from 0 to {num_segments - 1} (num_segments {num_segments}): a "
+            "pair's second text is segment 1, so give single texts"
+        ),
+    )
+    with tf.control_dependencies([check]):
+        return {**features, "segment_ids": tf.identity(segment_ids)}
+
+
 def _texts_and_rest(element):
     """`(texts, (labels, ...))` of a dataset element, texts being one or two segments."""
     if len(element) == 1:

@@ -839,7 +839,20 @@ def test_text_pairs_are_refused_by_a_backbone_of_one_segment(vocabulary_file):
     for call in calls:
         with pytest.raises(ValueError, match=r"segment_ids'\] holds the id 1 .*\(num_segments 1\)"):
             call()
+    labelled = tf.data.Dataset.from_tensor_slices((pairs, [1])).batch(1)
+    calls = (
+        lambda: classifier.predict(tf.data.Dataset.from_tensor_slices(pairs).batch(1), verbose=0),
+        lambda: classifier.evaluate(labelled, verbose=0),
+        lambda: classifier.fit(labelled, verbose=0),
+    )
+    for call in calls:
+        with pytest.raises(
+            ValueError, match="got pairs of texts, but its backbone has one segment"
+        ):
+            call()
     assert classifier.optimizer.iterations.numpy() == 0
+    # Refused before Keras' loop, where jax would have lost the variables' values.
+    assert classifier.predict(["good word1", "bad"], verbose=0).shape == (2, 2)
 
 
 def test_a_preprocessor_that_cuts_no_text_is_refused(vocabulary_file):
