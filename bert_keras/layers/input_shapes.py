@@ -1,5 +1,7 @@
 """What a layer's inputs must look like, checked where their shapes are known: a misuse named, not a backend's error."""
 
+import numbers
+
 import keras
 
 SEQUENCE = "[batch, sequence, hidden]"
@@ -21,27 +23,60 @@ def check_rank(layer, argument, shape, layout=SEQUENCE):
         )
 
 
-def check_mask_length(layer, argument, mask, sequence_length):
-    """Refuses a mask whose last axis neither spans the `sequence_length` positions nor broadcasts (1).
+def check_size(layer, argument, value):
+    """Refuses a size that is not a whole number of at least 1, naming the layer and the argument.
 
-    Only sizes known where it is called are checked.
+    Example:
+    >>> check_size("attention", "num_heads", 2)
+    >>> check_size("attention", "num_heads", 0)
+    Traceback (most recent call last):
+    ...
+    ValueError: attention's num_heads is 0 but must be a whole number, at least 1.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(
+            f"{layer}'s {argument} is {value!r} but must be a whole number, at least 1."
+        )
+
+
+def check_mask_shape(layer, argument, mask, inputs_shape, layout):
+    """Refuses a mask of another rank than `layout`'s, or for another batch or length than the inputs'.
+
+    Its first axis must be the inputs' batch and its last their sequence,
+    each or 1 (broadcast); only sizes known where it is called are checked.
 
     Example:
     >>> import numpy as np
-    >>> check_mask_length("encoder", "padding_mask", np.ones((2, 5)), 5)
-    >>> check_mask_length("encoder", "padding_mask", np.ones((2, 4)), 5)
+    >>> check_mask_shape("encoder", "padding_mask", np.ones((2, 5)), (2, 5, 8), "[batch, sequence]")
+    >>> check_mask_shape("encoder", "padding_mask", np.ones((2, 4)), (2, 5, 8), "[batch, sequence]")
     Traceback (most recent call last):
     ...
     ValueError: encoder's padding_mask of the shape (2, 4) masks 4 positions, but its inputs have 5.
+    >>> check_mask_shape("encoder", "padding_mask", np.ones((3, 5)), (2, 5, 8), "[batch, sequence]")
+    Traceback (most recent call last):
+    ...
+    ValueError: encoder's padding_mask of the shape (3, 5) is for a batch of 3, but its inputs hold 2.
     """
     shape = getattr(mask, "shape", None)
-    if shape is None or not len(shape) or shape[-1] is None or sequence_length is None:
+    if shape is None:
         return
-    if shape[-1] not in (sequence_length, 1):
+    check_rank(layer, argument, shape, layout)
+    batch, sequence_length = inputs_shape[0], inputs_shape[1]
+    if _differs(shape[0], batch):
+        raise ValueError(
+            f"{layer}'s {argument} of the shape {_shown(shape)} is for a batch of {shape[0]}, "
+            f"but its inputs hold {batch}."
+        )
+    if _differs(shape[-1], sequence_length):
         raise ValueError(
             f"{layer}'s {argument} of the shape {_shown(shape)} masks {shape[-1]} positions, "
             f"but its inputs have {sequence_length}."
         )
+
+
+def _differs(size, expected):
+    """Whether a known axis `size` is neither `expected` (when known) nor 1."""
+    return None not in (size, expected) and size not in (expected, 1)
 
 
 def check_floating(layer, argument, tensor):

@@ -8,6 +8,7 @@ from bert_keras.layers.dense import Dense
 from bert_keras.layers.initializers import bert_kernel_initializer
 from bert_keras.layers.initializers import clone_initializer
 from bert_keras.layers.input_shapes import check_rank
+from bert_keras.layers.input_shapes import check_size
 from bert_keras.layers.sequence_positions import gather_positions
 
 
@@ -75,6 +76,7 @@ class MaskedLMHead(keras.layers.Layer):
             vocabulary_size = token_embedding.input_dim
         if vocabulary_size is None:
             raise ValueError("Pass vocabulary_size or token_embedding.")
+        check_size(self.name, "vocabulary_size", vocabulary_size)
         self.vocabulary_size = vocabulary_size
         # Not tracked: the embedding's owner saves and trains its variable.
         object.__setattr__(self, "token_embedding", token_embedding)

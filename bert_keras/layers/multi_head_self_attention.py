@@ -14,9 +14,12 @@ from bert_keras.layers.dropout import Dropout
 from bert_keras.layers.initializers import bert_kernel_initializer
 from bert_keras.layers.initializers import clone_initializer
 from bert_keras.layers.input_shapes import check_floating
-from bert_keras.layers.input_shapes import check_mask_length
+from bert_keras.layers.input_shapes import check_mask_shape
 from bert_keras.layers.input_shapes import check_rank
+from bert_keras.layers.input_shapes import check_size
 from bert_keras.layers.sequence_positions import gather_positions
+
+MASK_LAYOUT = "[batch, 1, queries, sequence]"
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")
@@ -55,9 +58,9 @@ class MultiHeadSelfAttention(keras.layers.Layer):
 
     Call arguments:
         inputs: float tensor `[batch, seq, hidden]`.
-        attention_mask: optional bool or int tensor broadcastable to
-            `[batch, 1, queries, seq]`; true (non-zero) where a query may
-            attend to a key.
+        attention_mask: optional bool or int tensor `[batch, 1, queries,
+            seq]`, each axis possibly 1 (broadcast); true (non-zero) where a
+            query may attend to a key.
         query_positions: optional int tensor `[batch, queries]`: attend from
             these positions only (keys and values still span every position)
             and return `[batch, queries, hidden]`, the full output's rows at
@@ -80,6 +83,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
+        check_size(self.name, "num_heads", num_heads)
         self.num_heads = num_heads
         self.dropout = dropout
         self.kernel_initializer = keras.initializers.get(
@@ -116,7 +120,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
 
     def call(self, inputs, attention_mask=None, query_positions=None, training=None):
         check_floating(self.name, "inputs", inputs)
-        check_mask_length(self.name, "attention_mask", attention_mask, inputs.shape[1])
+        check_mask_shape(self.name, "attention_mask", attention_mask, inputs.shape, MASK_LAYOUT)
         if query_positions is None:
             query_key_value = self.query_key_value(inputs)  # [batch, seq, 3 * hidden]
             query, key, value = ops.split(query_key_value, 3, axis=-1)

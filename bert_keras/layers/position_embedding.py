@@ -6,6 +6,7 @@ from keras import ops
 from bert_keras.layers.initializers import bert_kernel_initializer
 from bert_keras.layers.initializers import clone_initializer
 from bert_keras.layers.input_shapes import check_rank
+from bert_keras.layers.input_shapes import check_size
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")
@@ -39,10 +40,7 @@ class PositionEmbedding(keras.layers.Layer):
 
     def __init__(self, sequence_length, initializer=None, **kwargs):
         super().__init__(**kwargs)
-        if sequence_length is None or int(sequence_length) < 1:
-            raise ValueError(
-                f"sequence_length must be a positive integer, got {sequence_length!r}."
-            )
+        check_size(self.name, "sequence_length", sequence_length)
         self.sequence_length = int(sequence_length)
         self.initializer = keras.initializers.get(
             clone_initializer(initializer or bert_kernel_initializer())

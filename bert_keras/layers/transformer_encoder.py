@@ -8,8 +8,9 @@ from bert_keras.layers.dense import Dense
 from bert_keras.layers.dropout import Dropout
 from bert_keras.layers.initializers import bert_kernel_initializer
 from bert_keras.layers.initializers import clone_initializer
-from bert_keras.layers.input_shapes import check_mask_length
+from bert_keras.layers.input_shapes import check_mask_shape
 from bert_keras.layers.input_shapes import check_rank
+from bert_keras.layers.input_shapes import check_size
 from bert_keras.layers.multi_head_self_attention import MultiHeadSelfAttention
 from bert_keras.layers.sequence_positions import gather_positions
 
@@ -74,6 +75,8 @@ class TransformerEncoder(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
+        check_size(self.name, "num_heads", num_heads)
+        check_size(self.name, "intermediate_dim", intermediate_dim)
         self.num_heads = num_heads
         self.intermediate_dim = intermediate_dim
         self.activation = activation
@@ -134,7 +137,10 @@ class TransformerEncoder(keras.layers.Layer):
         output_positions=None,
         training=None,
     ):
-        check_mask_length(self.name, "padding_mask", padding_mask, inputs.shape[1])
+        check_mask_shape(self.name, "padding_mask", padding_mask, inputs.shape, "[batch, sequence]")
+        check_mask_shape(
+            self.name, "attention_mask", attention_mask, inputs.shape, "[batch, sequence, sequence]"
+        )
         attention_mask = merge_attention_masks(padding_mask, attention_mask)
         residual = inputs
         if output_positions is not None:

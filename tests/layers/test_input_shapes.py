@@ -27,9 +27,49 @@ MISUSES = {
     ),
     "attention mask of another length": (
         lambda: MultiHeadSelfAttention(2, name="attention")(
-            SEQUENCE, attention_mask=np.ones((2, 5, 4), bool)
+            SEQUENCE, attention_mask=np.ones((2, 1, 5, 4), bool)
         ),
-        r"attention's attention_mask of the shape \(2, 5, 4\) masks 4 positions, but its inputs",
+        r"attention's attention_mask of the shape \(2, 1, 5, 4\) masks 4 positions, but its inputs",
+    ),
+    "attention mask of another rank": (
+        lambda: MultiHeadSelfAttention(2, name="attention")(
+            SEQUENCE, attention_mask=np.ones((2, 5), bool)
+        ),
+        r"attention takes attention_mask of the shape \[batch, 1, queries, sequence\]; got the",
+    ),
+    "encoder padding mask for another batch": (
+        lambda: TransformerEncoder(2, 16, name="encoder")(
+            SEQUENCE, padding_mask=np.ones((3, 5), bool)
+        ),
+        r"encoder's padding_mask of the shape \(3, 5\) is for a batch of 3, but its inputs hold 2",
+    ),
+    "encoder padding mask of another rank": (
+        lambda: TransformerEncoder(2, 16, name="encoder")(
+            SEQUENCE, padding_mask=np.ones((2, 5, 1), bool)
+        ),
+        r"encoder takes padding_mask of the shape \[batch, sequence\]; got the shape \(2, 5, 1\)",
+    ),
+    "encoder attention mask of a vector": (
+        lambda: TransformerEncoder(2, 16, name="encoder")(
+            SEQUENCE, attention_mask=np.ones(5, bool)
+        ),
+        r"encoder takes attention_mask of the shape \[batch, sequence, sequence\]; got the shape",
+    ),
+    "attention of no heads": (
+        lambda: MultiHeadSelfAttention(0, name="attention"),
+        r"attention's num_heads is 0 but must be a whole number, at least 1\.",
+    ),
+    "encoder of a negative number of heads": (
+        lambda: TransformerEncoder(-2, 16, name="encoder"),
+        r"encoder's num_heads is -2 but must be a whole number, at least 1\.",
+    ),
+    "position embedding of a fractional length": (
+        lambda: PositionEmbedding(2.5, name="positions"),
+        r"positions's sequence_length is 2.5 but must be a whole number, at least 1\.",
+    ),
+    "masked-LM head of no tokens": (
+        lambda: MaskedLMHead(0, name="head"),
+        r"head's vocabulary_size is 0 but must be a whole number, at least 1\.",
     ),
     "attention on integers": (
         lambda: MultiHeadSelfAttention(2, name="attention")(np.zeros((2, 5, 8), "int32")),
@@ -54,5 +94,5 @@ def test_a_misused_layer_names_itself_the_argument_and_the_shape(misuse):
 
 
 def test_a_mask_that_broadcasts_over_the_keys_still_passes():
-    attended = MultiHeadSelfAttention(2)(SEQUENCE, attention_mask=np.ones((2, 5, 1), bool))
+    attended = MultiHeadSelfAttention(2)(SEQUENCE, attention_mask=np.ones((2, 1, 5, 1), bool))
     assert tuple(attended.shape) == (2, 5, 8)
