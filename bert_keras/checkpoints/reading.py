@@ -40,6 +40,7 @@ from bert_keras.checkpoints.checkpoint import read_json
 from bert_keras.checkpoints.checkpoint import tokenizer_settings
 from bert_keras.checkpoints.name_tables import read_tables
 from bert_keras.checkpoints.vocabulary import TOKENIZER_JSON
+from bert_keras.checkpoints.vocabulary import check_vocabulary_fits
 from bert_keras.checkpoints.vocabulary import is_wordpiece_tokenizer_json
 from bert_keras.checkpoints.vocabulary import read_vocabulary
 from bert_keras.checkpoints.vocabulary import upper_case_tokens
@@ -187,21 +188,8 @@ def read_checkpoint(path, format="auto"):
         "keras": _read_keras,
     }
     checkpoint = readers[format](path)
-    _check_vocabulary_fits(checkpoint)
+    check_vocabulary_fits(checkpoint.vocabulary_file, checkpoint.backbone_config)
     return checkpoint
-
-
-def _check_vocabulary_fits(checkpoint):
-    """Refuses a vocabulary of more tokens than the word embeddings: its last ids have none."""
-    size = checkpoint.backbone_config.get("vocabulary_size")
-    if checkpoint.vocabulary_file is None or size is None:
-        return
-    tokens = len(read_vocabulary(checkpoint.vocabulary_file))
-    if tokens > size:
-        raise ValueError(
-            f"{checkpoint.vocabulary_file} holds {tokens} tokens but the checkpoint has {size} "
-            f"word embeddings (vocabulary_size): ids {size} to {tokens - 1} would index past them."
-        )
 
 
 def read_tokenizer_settings(directory):

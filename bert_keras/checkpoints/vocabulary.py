@@ -24,6 +24,30 @@ from bert_keras.atomic_files import write_text
 TOKENIZER_JSON = "tokenizer.json"
 
 
+def check_vocabulary_fits(vocabulary_file, backbone_config):
+    """Refuses a vocabulary of more tokens than the word embeddings: its last ids would have none.
+
+    Example:
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+    >>> _ = open(path, "w").write("[PAD]\\na\\nb\\n")
+    >>> check_vocabulary_fits(path, {"vocabulary_size": 3})
+    >>> check_vocabulary_fits(path, {"vocabulary_size": 2})
+    Traceback (most recent call last):
+    ...
+    ValueError: .../vocab.txt holds 3 tokens but the checkpoint has 2 word embeddings ...
+    """
+    size = backbone_config.get("vocabulary_size")
+    if vocabulary_file is None or size is None:
+        return
+    tokens = len(read_vocabulary(vocabulary_file))
+    if tokens > size:
+        raise ValueError(
+            f"{vocabulary_file} holds {tokens} tokens but the checkpoint has {size} word "
+            f"embeddings (vocabulary_size): ids {size} to {tokens - 1} would index past them."
+        )
+
+
 def read_vocabulary(path):
     """The tokens of a vocab.txt, or of a tokenizer.json's WordPiece model, in id order.
 

@@ -15,6 +15,7 @@ from bert_keras.checkpoints import original
 from bert_keras.checkpoints.checkpoint import HEAD_NAMES
 from bert_keras.checkpoints.checkpoint import OWN_CONFIG_FILE
 from bert_keras.checkpoints.name_tables import checkpoint_tensors
+from bert_keras.checkpoints.vocabulary import check_vocabulary_fits
 from bert_keras.checkpoints.vocabulary import read_vocabulary
 from bert_keras.checkpoints.vocabulary import write_vocabulary
 
@@ -56,7 +57,8 @@ def write_checkpoint(checkpoint, directory, overwrite=False, format="bert_keras"
         FileExistsError: `directory` is not empty and not `overwrite`.
         ValueError: a set of heads no transformers class holds, label names
             that do not fit the head, or (original, keras_hub) a head,
-            activation, epsilon or dropout the format lacks, naming it.
+            activation, epsilon or dropout the format lacks, naming it; a
+            vocabulary of more tokens than the word embeddings.
 
     Example:
     >>> import tempfile
@@ -68,6 +70,7 @@ def write_checkpoint(checkpoint, directory, overwrite=False, format="bert_keras"
     >>> detect_format(directory + "_tf1")
     'original'
     """
+    check_vocabulary_fits(checkpoint.vocabulary_file, checkpoint.backbone_config)
     if format == "original":
         _write_original(checkpoint, directory, overwrite)
     elif format == "bert_keras":

@@ -14,6 +14,7 @@ from bert_keras.layers.dense import Dense
 from bert_keras.layers.initializers import bert_kernel_initializer
 from bert_keras.layers.position_embedding import check_sequence_length
 from bert_keras.layers.transformer_encoder import TransformerEncoder
+from bert_keras.models.checkpoint_weights import exported_backbone_config
 from bert_keras.models.checkpoint_weights import load_backbone
 from bert_keras.models.checkpoint_weights import model_checkpoint
 from bert_keras.models.input_checks import check_matching_shapes
@@ -397,7 +398,9 @@ class BertBackbone(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
 
         `transformers.BertModel.from_pretrained(directory)` loads the result
         and computes the same outputs; `BertBackbone.from_preset(directory)`
-        restores this exact config from bert_keras.json. Files are written to
+        restores this config from bert_keras.json, float32 and trainable
+        (a run's precision policy and freezing are its own, as in every
+        export: see `exported_backbone_config`). Files are written to
         a temporary sibling directory that is renamed into place, so an
         interrupted save leaves nothing half-written.
 
@@ -418,6 +421,7 @@ class BertBackbone(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
         """
         checkpoint = model_checkpoint(
             self,
+            backbone_config=exported_backbone_config(self),
             vocabulary_file=None if vocabulary_file is None else os.fspath(vocabulary_file),
             tokenizer_settings=tokenizer_settings(lowercase=lowercase),
         )

@@ -303,3 +303,21 @@ def _copy_weights_to_keras_hub(ours, theirs):
     assert set(target) == {v.path for v in theirs.weights}
     for variable in theirs.weights:
         variable.assign(target[variable.path])
+
+
+def test_a_preset_is_saved_float32_and_trainable_whatever_the_run(tmp_path):
+    backbone = tiny_backbone(dtype="mixed_bfloat16")
+    backbone.trainable = False  # a run's feature extraction, not the checkpoint's
+    backbone.save_to_preset(tmp_path / "preset")
+    restored = BertBackbone.from_preset(tmp_path / "preset")
+    assert restored.trainable and restored.dtype_policy.name == "float32"
+    for saved, loaded in zip(backbone.weights, restored.weights):
+        np.testing.assert_array_equal(ops.convert_to_numpy(loaded), ops.convert_to_numpy(saved))
+
+
+def test_a_vocabulary_longer_than_the_embeddings_is_refused_before_writing(tmp_path):
+    vocabulary = tmp_path / "vocab.txt"
+    vocabulary.write_text("".join(f"token{index}\n" for index in range(41)))
+    with pytest.raises(ValueError, match="holds 41 tokens but the checkpoint has 40 word"):
+        tiny_backbone().save_to_preset(tmp_path / "preset", vocabulary_file=vocabulary)
+    assert not (tmp_path / "preset").exists()
