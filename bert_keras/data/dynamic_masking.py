@@ -25,10 +25,14 @@ from bert_keras.data.length_batching import trimmed_batch
 # Lines a random next is drawn from: the next lines of the file would come
 # from A's own document.
 RANDOM_NEXT_BUFFER = 10_000
+# A line of nothing but Unicode whitespace (a no-break space, say) and
+# characters the tokenizer drops: no sentence, but a break between documents,
+# as `str.strip()` makes it in tools.create_pretraining_data.
+_BLANK_LINE = r"[\pZ\p{Cc}\p{Cf}\x{FFFD}]*"
 
 
 def _sentence_pairs(file_pattern):
-    """(A, B) pairs of consecutive non-blank lines of one document."""
+    """(A, B) pairs of consecutive non-blank lines (`_BLANK_LINE`) of one document."""
     patterns = file_pattern.split(",") if isinstance(file_pattern, str) else file_pattern
     paths = sorted(path for pattern in patterns for path in tf.io.gfile.glob(pattern))
     if not paths:
@@ -37,9 +41,12 @@ def _sentence_pairs(file_pattern):
     files = tf.data.Dataset.from_tensor_slices(paths)
 
     def pairs_of_file(path):
-        lines = tf.data.TextLineDataset(path).map(tf.strings.strip)
+        lines = tf.data.TextLineDataset(path)
         return tf.data.Dataset.zip((lines, lines.skip(1))).filter(
-            lambda first, second: tf.strings.length(first) * tf.strings.length(second) > 0
+            lambda first, second: tf.logical_not(
+                tf.strings.regex_full_match(first, _BLANK_LINE)
+                | tf.strings.regex_full_match(second, _BLANK_LINE)
+            )
         )
 
     return files.flat_map(pairs_of_file)

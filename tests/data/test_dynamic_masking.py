@@ -75,6 +75,27 @@ def test_a_random_next_comes_from_another_document(tmp_path):
     assert np.mean(same_document) < 0.2
 
 
+@pytest.mark.parametrize("blank", ["\u00a0", "\u3000\u3000", " \t", "\u200b", ""])
+def test_a_line_that_only_looks_blank_separates_documents_and_is_no_segment(tmp_path, blank):
+    tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS_30)
+    corpus = tmp_path / "corpus.txt"
+    documents = ["\n".join([f"{word} " * 3] * 2) for word in WORDS_30]
+    corpus.write_text(f"\n{blank}\n".join(documents), encoding="utf-8")
+    batches = dynamic_masking_dataset(
+        str(corpus), tokenizer, max_seq_length=16, max_predictions_per_seq=1, batch_size=10
+    )
+    examples = 0
+    for features, labels in batches:
+        token_ids, segment_ids = features["token_ids"].numpy(), features["segment_ids"].numpy()
+        for row, is_random in enumerate(labels["next_sentence_labels"].numpy()):
+            words = [token_ids[row][(token_ids[row] > 4) & (segment_ids[row] == s)] for s in (0, 1)]
+            assert all(len(segment) for segment in words), token_ids[row]
+            if not is_random:  # the line after A, in its own document: the same word
+                assert words[0][0] == words[1][0] or 4 in token_ids[row]
+            examples += 1
+    assert examples == 30  # one pair a document: the blank lines pair with nothing
+
+
 def test_a_pretrainer_fits_on_it(dataset):
     backbone = BertBackbone(
         vocabulary_size=30522,
