@@ -1,6 +1,7 @@
 """BERT's input embeddings: token + segment + position, then layer norm."""
 
 import keras
+from keras import ops
 
 from bert_keras.layers.dropout import Dropout
 from bert_keras.layers.initializers import bert_kernel_initializer
@@ -99,17 +100,21 @@ class BertEmbeddings(keras.layers.Layer):
         self.layer_norm.build(embedded_shape)
 
     def call(self, token_ids, segment_ids=None, training=None):
-        embedded = self.token_embedding(token_ids)  # [batch, seq, hidden]
+        embedded = self._computed(self.token_embedding(token_ids))  # [batch, seq, hidden]
         if self.segment_embedding is not None:
             if segment_ids is None:
                 raise ValueError(
                     f"{self.name} has {self.num_segments} segments (num_segments) but got no "
                     "segment_ids: give them, or build it with num_segments=0."
                 )
-            embedded = embedded + self.segment_embedding(segment_ids)
-        embedded = embedded + self.position_embedding(embedded)
+            embedded = embedded + self._computed(self.segment_embedding(segment_ids))
+        embedded = embedded + self._computed(self.position_embedding(embedded))
         embedded = self.layer_norm(embedded)
         return self.dropout_layer(embedded, training=training)
+
+    def _computed(self, embedded):
+        """`embedded` in the compute dtype: a quantized embedding on TensorFlow gives float32."""
+        return ops.cast(embedded, self.compute_dtype)
 
     def compute_output_shape(self, token_ids_shape, segment_ids_shape=None):
         return tuple(token_ids_shape) + (self.hidden_dim,)

@@ -174,6 +174,17 @@ class TestBertBackbone(TestCase):
         with pytest.raises(ValueError, match="is quantized .* a checkpoint holds float weights"):
             backbone.save_to_preset(tmp_path / "preset")
 
+    @pytest.mark.parametrize("mode", ["int8", "int4"])
+    def test_a_quantized_mixed_precision_backbone_computes_in_its_policy(self, mode):
+        # On TensorFlow the quantized embeddings give float32, which bfloat16 cannot add.
+        backbone = tiny_backbone(dtype="mixed_bfloat16")
+        expected = _numpy(backbone(INPUTS))
+        backbone.quantize(mode)
+        outputs = backbone(INPUTS)
+        assert keras.backend.standardize_dtype(outputs["sequence_output"].dtype) == "bfloat16"
+        # bfloat16 keeps 8 bits of mantissa, and int4 fewer still.
+        assert np.abs(_numpy(outputs)["sequence_output"] - expected["sequence_output"]).max() < 0.5
+
     def test_a_float_backbone_config_names_its_policy_alone(self):
         assert tiny_backbone().get_config()["dtype"]["config"] == {"name": "float32"}
 
