@@ -13,6 +13,7 @@ from bert_keras.models.bert_backbone import build_encoder_blocks
 from bert_keras.models.bert_backbone import run_encoder_blocks
 from bert_keras.models.bert_backbone import serialized_dtype_policy
 from bert_keras.models.bert_backbone import with_dtype_policy
+from bert_keras.models.input_checks import check_positive_count
 from bert_keras.models.presets import bert4rec_preset_config
 from bert_keras.models.sampled_softmax import log_uniform_candidates
 from bert_keras.models.sampled_softmax import sampled_softmax_loss
@@ -93,6 +94,10 @@ class Bert4Rec(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
         **kwargs,
     ):
         get_activation(activation)
+        unknown = sorted(set(kwargs) - {"name", "trainable"})
+        if unknown:  # which keras.Model would drop, a mistyped argument too
+            raise TypeError(f"Bert4Rec got unexpected keyword arguments {unknown}.")
+        check_positive_count("num_items", num_items)
         if sampled_negatives is not None and sampled_negatives < 1:
             raise ValueError(f"sampled_negatives must be positive, got {sampled_negatives}.")
         vocabulary_size = num_items + 2

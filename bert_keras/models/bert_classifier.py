@@ -7,6 +7,7 @@ from bert_keras.models.bert_task import backbone_inputs
 from bert_keras.models.bert_task import dropout_dense
 from bert_keras.models.bert_task import float32_logits
 from bert_keras.models.input_checks import check_one_text_per_example
+from bert_keras.models.input_checks import check_positive_count
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")
@@ -43,6 +44,7 @@ class BertClassifier(BertTask):
     default_learning_rate = 2e-5
 
     def __init__(self, backbone, num_classes, dropout=0.1, **kwargs):
+        check_positive_count("num_classes", num_classes)
         inputs = backbone_inputs()
         pooled_output = backbone.pooled_output(inputs)  # the last block on [CLS] only
         logits = float32_logits(

@@ -11,6 +11,7 @@ from bert_keras.models.bert_backbone import INPUT_NAMES
 from bert_keras.models.bert_task import BertTask
 from bert_keras.models.bert_task import check_not_a_backbone_preset
 from bert_keras.models.bert_task import dropout_dense
+from bert_keras.models.input_checks import check_positive_count
 from bert_keras.models.text_inputs import holds_dataset
 from bert_keras.models.text_inputs import holds_text
 
@@ -50,6 +51,7 @@ class BertMultipleChoice(BertTask):
     default_learning_rate = 2e-5
 
     def __init__(self, backbone, num_choices, dropout=0.1, **kwargs):
+        check_positive_count("num_choices", num_choices)
         inputs = {
             name: keras.Input(shape=(num_choices, None), dtype="int32", name=name)
             for name in INPUT_NAMES
@@ -101,8 +103,15 @@ class BertMultipleChoice(BertTask):
         return super().from_preset(preset, sequence_length, **kwargs)
 
     def _check_array_inputs(self, x, y=None, sample_weight=None, batch_size=None, source=""):
-        """`BertTask`'s checks, and that each example in lists has `num_choices` choices."""
+        """`BertTask`'s checks, and that each example (ids, or texts in lists) has `num_choices` choices."""
         super()._check_array_inputs(x, y, sample_weight, batch_size, source)
+        token_ids = x.get("token_ids") if isinstance(x, dict) else None
+        shape = tuple(getattr(token_ids, "shape", ()))
+        if shape and (len(shape) != 3 or shape[1] not in (None, self.num_choices)):
+            raise ValueError(
+                f"{source}x['token_ids'] has the shape {shape}, but the model takes "
+                f"[batch, num_choices={self.num_choices}, sequence] token ids."
+            )
         if not isinstance(x, (tuple, dict)) and not holds_dataset(x) and holds_text(x):
             raise ValueError(
                 f"{source}x is a {type(x).__name__} of texts; BertMultipleChoice takes text as a "

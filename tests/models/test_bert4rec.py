@@ -147,3 +147,21 @@ class TestBert4Rec(TestCase):
         assert BERT4REC_PRESETS["bert4rec_ml1m"]["mask_probability"] == 0.2
         with pytest.raises(ValueError, match="Unknown BERT4Rec preset 'bert4rec_x'"):
             Bert4Rec.from_preset("bert4rec_x", num_items=5)
+
+
+@pytest.mark.one_backend  # checked before any layer is built
+@pytest.mark.parametrize(
+    "build, error, message",
+    [
+        (lambda: Bert4Rec(num_items=10, dropuot=0.0), TypeError, r"arguments \['dropuot'\]"),
+        (
+            lambda: Bert4Rec.from_preset("bert4rec_ml1m", num_items=10, hiden_dim=16),
+            TypeError,
+            r"arguments \['hiden_dim'\]",
+        ),
+        (lambda: Bert4Rec(num_items=0), ValueError, "num_items must be a positive whole number"),
+    ],
+)
+def test_a_mistyped_argument_or_an_empty_catalogue_is_refused(build, error, message):
+    with pytest.raises(error, match=message):
+        build()

@@ -62,3 +62,12 @@ def test_from_preset_takes_the_num_choices_the_checkpoint_records(tmp_path):
     write_checkpoint(model_checkpoint(chooser, heads), tmp_path / "unrecorded")
     with pytest.raises(ValueError, match="unrecorded records no num_choices .* give num_choices"):
         BertMultipleChoice.from_preset(str(tmp_path / "unrecorded"), preprocessor=None)
+
+
+@pytest.mark.parametrize("method", ["predict", "fit"])
+def test_ids_of_another_number_of_choices_are_named_before_any_step(method):
+    chooser = BertMultipleChoice(tiny_backbone(), num_choices=3)
+    chooser.compile()
+    arguments = (CHOICES,) if method == "predict" else (CHOICES, LABELS)
+    with pytest.raises(ValueError, match=r"x\['token_ids'\] has the shape \(2, 4, 7\), but the"):
+        getattr(chooser, method)(*arguments, verbose=0)

@@ -1010,6 +1010,24 @@ def test_an_argument_a_task_model_does_not_take_is_named_not_dropped(argument):
         BertClassifier(_backbone(), num_classes=2, **{argument: "softmax"})
 
 
+@pytest.mark.one_backend  # checked before any layer is built
+@pytest.mark.parametrize(
+    "build, message",
+    [
+        (lambda: BertClassifier(_backbone(), num_classes=0), "num_classes must be a positive"),
+        (
+            lambda: BertTokenClassifier(_backbone(), num_classes=-1),
+            "num_classes must be a positive",
+        ),
+        (lambda: BertMultipleChoice(_backbone(), num_choices=0), "num_choices must be a positive"),
+        (lambda: BertClassifier(_backbone(), num_classes=2.0), "num_classes must be a positive"),
+    ],
+)
+def test_a_head_of_no_outputs_is_refused_naming_its_argument(build, message):
+    with pytest.raises(ValueError, match=message):
+        build()
+
+
 @pytest.mark.one_backend  # checked before Keras' loop
 def test_a_reader_refuses_questions_without_their_contexts(vocabulary_file):
     reader = BertQuestionAnswerer(_backbone(), preprocessor=_preprocessor(vocabulary_file))

@@ -148,6 +148,14 @@ def test_truncation_keeps_labels_on_their_words(tokenizer, sequence_length, kept
 
 
 @pytest.mark.one_backend  # text in tf.data, then a plain fit
+@pytest.mark.parametrize("labels", [np.zeros((4, 6), "int32"), np.zeros(4, "int32")])
+def test_labels_not_one_per_token_are_named_before_any_step(labels):
+    tagger = BertTokenClassifier(tiny_backbone(), num_classes=5)
+    tagger.compile()
+    with pytest.raises(ValueError, match=r"y has the shape \(4,( 6)?\), but x\['token_ids'\] has"):
+        tagger.fit(TINY_INPUTS, labels, epochs=1, verbose=0)
+
+
 def test_fit_does_not_warn_that_the_pooler_it_never_reads_has_no_gradients():
     tagger = BertTokenClassifier(tiny_backbone(), num_classes=5)
     tagger.compile()
