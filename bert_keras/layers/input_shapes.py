@@ -39,6 +39,21 @@ def check_size(layer, argument, value):
         )
 
 
+def check_positive_number(layer, argument, value):
+    """Refuses a value that is not a finite number above 0 (an epsilon), naming the layer and the argument.
+
+    Example:
+    >>> check_positive_number("encoder", "layer_norm_epsilon", 1e-12)
+    >>> check_positive_number("encoder", "layer_norm_epsilon", -1.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: encoder's layer_norm_epsilon is -1.0 but must be a positive number.
+    """
+    is_number = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if not (is_number and 0 < value < float("inf")):
+        raise ValueError(f"{layer}'s {argument} is {value!r} but must be a positive number.")
+
+
 def check_mask_shape(layer, argument, mask, inputs_shape, layout):
     """Refuses a mask of another rank than `layout`'s, or for another batch or length than the inputs'.
 

@@ -9,6 +9,7 @@ from bert_keras.layers.dropout import Dropout
 from bert_keras.layers.initializers import bert_kernel_initializer
 from bert_keras.layers.initializers import clone_initializer
 from bert_keras.layers.input_shapes import check_mask_shape
+from bert_keras.layers.input_shapes import check_positive_number
 from bert_keras.layers.input_shapes import check_rank
 from bert_keras.layers.input_shapes import check_size
 from bert_keras.layers.multi_head_self_attention import MultiHeadSelfAttention
@@ -77,6 +78,7 @@ class TransformerEncoder(keras.layers.Layer):
         super().__init__(**kwargs)
         check_size(self.name, "num_heads", num_heads)
         check_size(self.name, "intermediate_dim", intermediate_dim)
+        check_positive_number(self.name, "layer_norm_epsilon", layer_norm_epsilon)
         self.num_heads = num_heads
         self.intermediate_dim = intermediate_dim
         self.activation = activation

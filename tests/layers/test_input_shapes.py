@@ -63,6 +63,10 @@ MISUSES = {
         lambda: TransformerEncoder(-2, 16, name="encoder"),
         r"encoder's num_heads is -2 but must be a whole number, at least 1\.",
     ),
+    "encoder of a negative epsilon": (
+        lambda: TransformerEncoder(2, 16, layer_norm_epsilon=-1.0, name="encoder"),
+        r"encoder's layer_norm_epsilon is -1.0 but must be a positive number\.",
+    ),
     "position embedding of a fractional length": (
         lambda: PositionEmbedding(2.5, name="positions"),
         r"positions's sequence_length is 2.5 but must be a whole number, at least 1\.",
