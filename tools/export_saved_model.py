@@ -33,7 +33,10 @@ _EXPORT_BASE = flags.DEFINE_string(
 )
 _VERSION = flags.DEFINE_integer("version", None, "Version number; the next free one if unset.")
 _SEQUENCE_LENGTH = flags.DEFINE_integer(
-    "sequence_length", None, "Longest packed text (longer ones are truncated)."
+    "sequence_length",
+    None,
+    "Longest packed text: classifiers truncate longer ones, taggers and question answerers "
+    "split them into windows.",
 )
 _TEXT_PAIR = flags.DEFINE_bool(
     "text_pair",
@@ -58,19 +61,20 @@ _LABEL_NAMES = flags.DEFINE_list(
     "default the checkpoint's. A .keras file records none: without them it answers class numbers.",
 )
 
-# tasks.squad's flags that shape a question answerer's answers.
+# tasks.squad's flags that shape a question answerer's answers: its checkpoints
+# record the first two (training settings), not the last two (prediction's).
+_RECORDED_DEFAULT = "by default what the checkpoint recorded, else tasks.squad's default"
 _QUESTION_ANSWERING = {
     name: flags.DEFINE_integer(
         name,
         None,
-        f"Question answerers: tasks.squad's --{name} ({help_text}); by default what the checkpoint "
-        "recorded, else tasks.squad's default (a .keras file records none).",
+        f"Question answerers: tasks.squad's --{name} ({help_text}); {default}.",
     )
-    for name, help_text in (
-        ("doc_stride", "tokens between context windows' starts"),
-        ("max_query_length", "most question tokens kept"),
-        ("n_best_size", "candidates kept per window"),
-        ("max_answer_length", "longest answer, in tokens"),
+    for name, help_text, default in (
+        ("doc_stride", "tokens between context windows' starts", _RECORDED_DEFAULT),
+        ("max_query_length", "most question tokens kept", _RECORDED_DEFAULT),
+        ("n_best_size", "candidates kept per window", "tasks.squad's default if unset"),
+        ("max_answer_length", "longest answer, in tokens", "tasks.squad's default if unset"),
     )
 }
 

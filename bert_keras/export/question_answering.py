@@ -267,7 +267,7 @@ def _best_spans(windows, logits, context, n_best_size, max_answer_length):
     )
     end = tf.gather_nd(windows.byte_ends, tf.stack([window, tf.cast(end_position, tf.int64)], 1))
     start, end = tf.where(found, start, 0), tf.where(found, end, 0)
-    end = end + _combining_marks_after(context, end)
+    end = end + tf.where(found, _combining_marks_after(context, end), 0)
     spans = {
         "answer": tf.where(found, tf.strings.substr(context, start, end - start), ""),
         "score": tf.where(found, tf.cast(best, tf.float32), tf.float32.min),

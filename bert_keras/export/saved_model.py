@@ -167,8 +167,9 @@ def export_saved_model(
         **question_answering: for a question answerer, any of
             `QUESTION_ANSWERING_SETTINGS` (`tasks.squad`'s flags of the same
             names: doc_stride, max_query_length, n_best_size,
-            max_answer_length); by default what the checkpoint recorded,
-            else `tasks.squad`'s defaults. A .keras file records none.
+            max_answer_length); by default what the checkpoint recorded
+            (`tasks.squad` records doc_stride and max_query_length), else
+            `tasks.squad`'s defaults. A .keras file records none.
 
     Returns:
         The version directory written.
@@ -214,6 +215,7 @@ def export_saved_model(
     if version is not None:
         _checked_version(version)
     _check_export_base(arguments["export_base"])
+    _refuse_exporting_into_the_model(arguments["model"], arguments["export_base"])
     if keras.backend.backend() != "tensorflow":
         return _export_in_tensorflow_process(arguments)
     recommender_file = _recommender_file(os.fspath(model))
@@ -310,6 +312,25 @@ def _check_export_base(export_base):
         f"export_base {export_base}{where} is a file; it is the directory that holds the model's "
         "numbered versions."
     )
+
+
+def _refuse_exporting_into_the_model(model, export_base):
+    """Refuses an `export_base` in the `model` checkpoint directory, which its writer replaces whole.
+
+    A fine-tuning run into the same output directory, or a conversion,
+    would delete the versions a server is watching. A recommender run's
+    directory is not replaced whole, and may hold its exports.
+    """
+    model, export_base = os.path.realpath(model), os.path.realpath(export_base)
+    is_checkpoint = os.path.isdir(model) and not os.path.exists(
+        os.path.join(model, RECOMMENDER_MODEL_FILE)
+    )
+    if is_checkpoint and os.path.commonpath([model, export_base]) == model:
+        raise ValueError(
+            f"export_base {export_base} is inside the model directory {model}, which the next "
+            "run or conversion that writes it replaces whole, versions included: export "
+            "elsewhere."
+        )
 
 
 def _question_answering_settings(settings):

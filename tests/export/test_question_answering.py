@@ -95,6 +95,12 @@ def test_bad_batches_get_a_clear_error_or_empty_answers(question_answerer, tmp_p
     assert empty["answer"].shape == (0,) and empty["score"].shape == (0,)
     invalid = signature(question=tf.constant(["plot ?"]), context=tf.constant([b"a \xff plot"]))
     assert invalid["end"].numpy()[0] <= len("a \ufffd plot".encode())
+    # No token to answer from: nothing, at 0, even before the accents a span would take in.
+    accents = signature(
+        question=tf.constant(["plot ?"] * 2), context=tf.constant(["\u0301\u0301", ""])
+    )
+    assert accents["answer"].numpy().tolist() == [b"", b""]
+    assert accents["start"].numpy().tolist() == accents["end"].numpy().tolist() == [0, 0]
 
 
 def test_sequence_length_must_leave_room_for_context(question_answerer, tmp_path):

@@ -312,6 +312,9 @@ def test_versions_and_bad_models_are_refused_with_nothing_written(classifier, tm
         export_saved_model(classifier[1], tmp_path / "a_file" / "sub")
     with pytest.raises(ValueError, match="export_base is empty"):  # an unset $VARIABLE, say
         export_saved_model(classifier[1], "")
+    for inside in ("", "served"):  # the next run into the checkpoint would delete its versions
+        with pytest.raises(ValueError, match="is inside the model directory .* export elsewhere"):
+            export_saved_model(classifier[1], os.path.join(classifier[1], inside))
     with pytest.raises(TypeError, match=r"sequence_length is '64' \(str\); expected int"):
         export_saved_model(classifier[1], base, sequence_length="64")
     with pytest.raises(TypeError, match=r"text_pair is 'no' \(str\); expected bool"):
