@@ -7,6 +7,7 @@ from bert_keras.models.bert_task import BertTask
 from bert_keras.models.bert_task import backbone_inputs
 from bert_keras.models.bert_task import dropout_dense
 from bert_keras.models.bert_task import float32_logits
+from bert_keras.models.input_checks import check_a_label_per_token
 from bert_keras.models.input_checks import check_positive_count
 from bert_keras.models.text_inputs import holds_dataset
 from bert_keras.models.text_inputs import holds_text
@@ -199,7 +200,7 @@ class BertTokenClassifier(BertTask):
         """`BertTask`'s checks, and that labels go per word with words, per token with ids or texts."""
         super()._check_array_inputs(x, y, sample_weight, batch_size, source)
         if isinstance(x, dict) and y is not None:
-            _check_a_label_per_token(x, y, source)
+            check_a_label_per_token(x, y, source)
         if y is None or holds_dataset(x) or holds_words(x) or not holds_text(x):
             return
         length = getattr(self.preprocessor, "sequence_length", None)
@@ -258,20 +259,3 @@ class BertTokenClassifier(BertTask):
 
     def get_config(self):
         return {**super().get_config(), "num_classes": self.num_classes, "dropout": self.dropout}
-
-
-def _check_a_label_per_token(x, y, source):
-    """Refuses array labels `y` of another shape than the token ids of `x` (a dict of arrays)."""
-    token_ids = x.get("token_ids")
-    if not hasattr(token_ids, "shape") or not isinstance(y, (list, np.ndarray)):
-        return
-    try:
-        shape = np.shape(y)
-    except ValueError:  # ragged lists: no shape to compare
-        return
-    if tuple(shape) != tuple(token_ids.shape[:2]):
-        raise ValueError(
-            f"{source}y has the shape {tuple(shape)}, but {source}x['token_ids'] has the shape "
-            f"{tuple(token_ids.shape)}: a token classifier takes one label per token, "
-            "[batch, sequence]."
-        )

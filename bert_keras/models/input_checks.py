@@ -213,6 +213,28 @@ def check_matching_shapes(inputs, name="x"):
             )
 
 
+def check_a_label_per_token(x, y, source=""):
+    """Raises a ValueError where labels `y` are not one per token of `x`'s token ids.
+
+    Arrays, lists and tensors of fully known shape are checked, anything
+    else (ragged labels per word) passes.
+
+    Example:
+    >>> import numpy as np
+    >>> check_a_label_per_token({"token_ids": np.ones((2, 5))}, np.zeros((2, 5)))
+    >>> check_a_label_per_token({"token_ids": np.ones((2, 5))}, np.zeros(2))
+    Traceback (most recent call last):
+    ...
+    ValueError: y has the shape (2,), but x['token_ids'] has the shape (2, 5): a token classifier ...
+    """
+    expected, shape = _known_shape(x.get("token_ids")), _known_shape(y)
+    if expected is not None and shape is not None and shape != expected[:2]:
+        raise ValueError(
+            f"{source}y has the shape {shape}, but {source}x['token_ids'] has the shape "
+            f"{expected}: a token classifier takes one label per token, [batch, sequence]."
+        )
+
+
 def _known_shape(array):
     shape = _shape(array)
     if shape is None or any(size is None for size in shape):
