@@ -134,7 +134,8 @@ def model_checkpoint(model, heads=None, backbone_config=None, **fields):
     return Checkpoint(
         backbone_config=backbone_config or backbone.get_config(),
         backbone_weights={
-            variable.path: keras.ops.convert_to_numpy(variable) for variable in backbone.weights
+            path: keras.ops.convert_to_numpy(variable)
+            for path, variable in _backbone_variables(backbone).items()
         },
         head_weights={
             head: _layer_weights(model.get_layer(layer_name))
@@ -192,7 +193,7 @@ def _source(checkpoint):
 
 def _backbone_assignments(backbone, checkpoint):
     """(variable, value) for every backbone weight, or a ValueError naming every misfit."""
-    variables = {variable.path: variable for variable in backbone.weights}
+    variables = _backbone_variables(backbone)
     weights = checkpoint.backbone_weights
     missing = sorted(set(variables) - set(weights))
     unexpected = sorted(set(weights) - set(variables))
@@ -224,9 +225,16 @@ def _summary(backbone):
     )
 
 
+def _backbone_variables(backbone):
+    """Weight path (as the checkpoint tables name it) -> variable, whatever
+    `keras.name_scope` the backbone was built in."""
+    scope = backbone.path.removesuffix(backbone.name)
+    return {variable.path.removeprefix(scope): variable for variable in backbone.weights}
+
+
 def _layer_variables(layer):
     """Weight path inside `layer` (as the checkpoint tables name it) -> variable."""
-    prefix = layer.name + "/"
+    prefix = layer.path + "/"
     return {variable.path.removeprefix(prefix): variable for variable in layer.weights}
 
 

@@ -1,5 +1,6 @@
 """The one path between a Checkpoint and a model: strict backbone, named heads, round trips."""
 
+import keras
 import numpy as np
 import pytest
 from keras import ops
@@ -35,6 +36,25 @@ def test_a_task_model_round_trips_with_its_head_through_a_directory(tmp_path):
     assert expected.keys() == actual.keys()
     for path, value in expected.items():
         np.testing.assert_array_equal(actual[path], value, err_msg=path)
+
+
+def test_weights_move_between_models_built_in_and_out_of_a_name_scope():
+    with keras.name_scope("experiment"):
+        scoped = BertClassifier(BertBackbone(**CONFIG), num_classes=3)
+    assert scoped.backbone.weights[0].path.startswith("experiment/")
+    heads = {"classifier": "logits"}
+    checkpoint = model_checkpoint(scoped, heads=heads)
+    assert "pooler_dense/kernel" in checkpoint.backbone_weights
+    assert set(checkpoint.head_weights["classifier"]) == {"kernel", "bias"}
+    plain = BertClassifier(BertBackbone(**CONFIG), num_classes=3)
+    assert apply_checkpoint(plain, checkpoint, heads=heads) == ["classifier"]
+    with keras.name_scope("other"):
+        rescoped = BertClassifier(BertBackbone(**CONFIG), num_classes=3)
+    apply_checkpoint(rescoped, model_checkpoint(plain, heads=heads), heads=heads)
+    for source, target in zip(scoped.weights, rescoped.weights):
+        np.testing.assert_array_equal(
+            ops.convert_to_numpy(target), ops.convert_to_numpy(source), err_msg=source.path
+        )
 
 
 def test_a_head_that_does_not_fit_is_named_or_skipped_when_asked(tmp_path):
