@@ -217,9 +217,10 @@ class BertTokenizer(keras.layers.Layer):
         self._wordpiece = tf_text.FastWordpieceTokenizer(
             tokens,
             suffix_indicator=_CONTINUATION_PREFIX,
-            # Words over the limit are handled in characters, below; tf-text
-            # counts bytes, so its own limit is set out of the way.
-            max_bytes_per_word=4 * max_input_chars_per_word + 4,
+            # Words over the limit are handled in characters, below, and
+            # special tokens go whole whatever the limit; tf-text counts
+            # bytes, so its own limit is set out of the way of both.
+            max_bytes_per_word=4 * max_input_chars_per_word + max(map(len, SPECIAL_TOKENS)),
             token_out_type=tf.int64,
             unknown_token=UNK_TOKEN,
             no_pretokenization=True,

@@ -452,6 +452,10 @@ def test_word_length_limit():
             "[UNK]" if limit == 1 else "ab",
             "[UNK]",
         ]
+    tokenizer = BertTokenizer(
+        UNCASED_VOCABULARY, max_input_chars_per_word=0, special_tokens_in_strings=True
+    )
+    assert _tokens(tokenizer, "a [MASK]b") == ["[UNK]", "[MASK]", "[UNK]"]
 
 
 def test_control_characters_in_the_vocabulary():
