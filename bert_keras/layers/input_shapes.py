@@ -54,11 +54,13 @@ def check_positive_number(layer, argument, value):
         raise ValueError(f"{layer}'s {argument} is {value!r} but must be a positive number.")
 
 
-def check_mask_shape(layer, argument, mask, inputs_shape, layout):
+def check_mask_shape(layer, argument, mask, inputs_shape, layout, queries=None):
     """Refuses a mask of another rank than `layout`'s, or for another batch or length than the inputs'.
 
     Its first axis must be the inputs' batch and its last their sequence,
-    each or 1 (broadcast); only sizes known where it is called are checked.
+    each or 1 (broadcast); the axis before the last, where there is one, must
+    be the `queries` (by default the sequence) or 1. Only sizes known where it
+    is called are checked.
 
     Example:
     >>> import numpy as np
@@ -86,6 +88,12 @@ def check_mask_shape(layer, argument, mask, inputs_shape, layout):
         raise ValueError(
             f"{layer}'s {argument} of the shape {_shown(shape)} masks {shape[-1]} positions, "
             f"but its inputs have {sequence_length}."
+        )
+    queries = sequence_length if queries is None else queries
+    if len(shape) > 2 and _differs(shape[-2], queries):
+        raise ValueError(
+            f"{layer}'s {argument} of the shape {_shown(shape)} is for {shape[-2]} queries, "
+            f"but it is asked for {queries}."
         )
 
 

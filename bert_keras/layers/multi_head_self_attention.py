@@ -120,7 +120,10 @@ class MultiHeadSelfAttention(keras.layers.Layer):
 
     def call(self, inputs, attention_mask=None, query_positions=None, training=None):
         check_floating(self.name, "inputs", inputs)
-        check_mask_shape(self.name, "attention_mask", attention_mask, inputs.shape, MASK_LAYOUT)
+        queries = None if query_positions is None else query_positions.shape[-1]
+        check_mask_shape(
+            self.name, "attention_mask", attention_mask, inputs.shape, MASK_LAYOUT, queries
+        )
         if query_positions is None:
             query_key_value = self.query_key_value(inputs)  # [batch, seq, 3 * hidden]
             query, key, value = ops.split(query_key_value, 3, axis=-1)

@@ -31,6 +31,26 @@ MISUSES = {
         ),
         r"attention's attention_mask of the shape \(2, 1, 5, 4\) masks 4 positions, but its inputs",
     ),
+    "attention mask for other queries": (
+        lambda: MultiHeadSelfAttention(2, name="attention")(
+            SEQUENCE, attention_mask=np.ones((2, 1, 3, 5), bool)
+        ),
+        r"attention's attention_mask of the shape \(2, 1, 3, 5\) is for 3 queries, but it is",
+    ),
+    "encoder attention mask for other queries": (
+        lambda: TransformerEncoder(2, 16, name="encoder")(
+            SEQUENCE, attention_mask=np.ones((2, 4, 5), bool)
+        ),
+        r"encoder's attention_mask of the shape \(2, 4, 5\) is for 4 queries, but it is asked for 5",
+    ),
+    "attention mask for other query positions": (
+        lambda: MultiHeadSelfAttention(2, name="attention")(
+            SEQUENCE,
+            attention_mask=np.ones((2, 1, 5, 5), bool),
+            query_positions=np.zeros((2, 2), "int32"),
+        ),
+        r"attention_mask of the shape \(2, 1, 5, 5\) is for 5 queries, but it is asked for 2\.",
+    ),
     "attention mask of another rank": (
         lambda: MultiHeadSelfAttention(2, name="attention")(
             SEQUENCE, attention_mask=np.ones((2, 5), bool)
