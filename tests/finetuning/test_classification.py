@@ -161,6 +161,7 @@ def test_the_files_the_steps_read_are_checked_when_the_run_is_built(checkpoint, 
         ClassificationRun("SST-2", glue, checkpoint, str(tmp_path / "out"), 8, ("train", "dev"))
 
 
+@pytest.mark.one_backend("tensorflow")  # a usage error, before any training
 def test_a_missing_dev_file_stops_the_program_before_training(checkpoint, tmp_path):
     data = _data(tmp_path / "data", train_csv="text,label\ngood,pos\nbad,neg\n")
     output = tmp_path / "out"
@@ -181,6 +182,7 @@ def test_a_missing_dev_file_stops_the_program_before_training(checkpoint, tmp_pa
     assert not (output / "export").exists() and not (output / "history.jsonl").exists()
 
 
+@pytest.mark.one_backend("tensorflow")  # a usage error, before any training
 def test_scoring_without_a_train_file_or_class_names_is_a_usage_error(checkpoint, tmp_path):
     data = _data(tmp_path / "data", dev_csv="text,label\ngood,pos\n")
     completed = run_module(

@@ -601,6 +601,7 @@ def test_bad_texts_and_labels_are_errors_before_any_step(vocabulary_file):
     assert classifier.optimizer.iterations.numpy() == 0
 
 
+@pytest.mark.one_backend  # the arrays are checked before Keras' loop, alike on every backend
 def test_class_ids_out_of_range_are_errors_for_text_and_token_ids(vocabulary_file):
     """On jax such an id would train on a wrong loss without an error."""
     classifier = _classifier(vocabulary_file)
@@ -719,6 +720,7 @@ def test_question_answerer_takes_question_context_pairs(vocabulary_file):
         reader.predict([["good word1"], ["word2 bad word3"]], verbose=0)
 
 
+@pytest.mark.one_backend  # the arrays are checked before Keras' loop, alike on every backend
 def test_span_labels_off_their_examples_tokens_are_errors_before_any_step(vocabulary_file):
     reader = BertQuestionAnswerer(_backbone(), preprocessor=_preprocessor(vocabulary_file))
     reader.compile()
@@ -756,6 +758,7 @@ def test_span_labels_off_their_examples_tokens_are_errors_before_any_step(vocabu
     reader.fit(pairs, {"start_logits": one_hot, "end_logits": np.array([6, -1])}, verbose=0)
 
 
+@pytest.mark.one_backend  # Keras matches outputs by name, and the arrays are checked before its loop
 def test_span_labels_in_a_pair_are_starts_then_ends_and_checked(vocabulary_file):
     """Keras would match a pair to the outputs by their sorted names: end_logits first."""
     reader = BertQuestionAnswerer(_backbone(), preprocessor=_preprocessor(vocabulary_file))
@@ -934,33 +937,54 @@ def test_from_preset_loads_backbone_head_and_preprocessor(vocabulary_file, tmp_p
 WITH_MASKED_POSITIONS = dict(TINY_INPUTS, masked_positions=np.array([[1, 2]] * 4, "int32"))
 
 
+# The classifier's and the masked LM's quantize the kinds of layer every head has; the
+# other tasks' run once, under the torch suite.
+_QUANTIZED_ONCE = pytest.mark.one_backend
+
+
 @pytest.mark.parametrize(
     "build, inputs, head_paths",
     [
-        (lambda backbone: BertClassifier(backbone, 3), TINY_INPUTS, ["logits"]),
-        (lambda backbone: BertTokenClassifier(backbone, 3), TINY_INPUTS, ["logits"]),
-        (BertQuestionAnswerer, TINY_INPUTS, ["span_logits"]),
-        (
+        pytest.param(
+            lambda backbone: BertClassifier(backbone, 3), TINY_INPUTS, ["logits"], id="classifier"
+        ),
+        pytest.param(
+            lambda backbone: BertTokenClassifier(backbone, 3),
+            TINY_INPUTS,
+            ["logits"],
+            id="token_classifier",
+            marks=_QUANTIZED_ONCE,
+        ),
+        pytest.param(
+            BertQuestionAnswerer,
+            TINY_INPUTS,
+            ["span_logits"],
+            id="question_answerer",
+            marks=_QUANTIZED_ONCE,
+        ),
+        pytest.param(
             lambda backbone: BertMultipleChoice(backbone, 2),
             {name: value[None, :2].repeat(2, 0) for name, value in TINY_INPUTS.items()},
             ["choice_score"],
+            id="multiple_choice",
+            marks=_QUANTIZED_ONCE,
         ),
-        (BertSentenceEncoder, TINY_INPUTS, []),
-        (BertMaskedLM, WITH_MASKED_POSITIONS, ["masked_lm_head/transform_dense"]),
-        (
+        pytest.param(
+            BertSentenceEncoder, TINY_INPUTS, [], id="sentence_encoder", marks=_QUANTIZED_ONCE
+        ),
+        pytest.param(
+            BertMaskedLM,
+            WITH_MASKED_POSITIONS,
+            ["masked_lm_head/transform_dense"],
+            id="masked_lm",
+        ),
+        pytest.param(
             BertPretrainer,
             WITH_MASKED_POSITIONS,
             ["masked_lm_head/transform_dense", "next_sentence_head"],
+            id="pretrainer",
+            marks=_QUANTIZED_ONCE,
         ),
-    ],
-    ids=[
-        "classifier",
-        "token_classifier",
-        "question_answerer",
-        "multiple_choice",
-        "sentence_encoder",
-        "masked_lm",
-        "pretrainer",
     ],
 )
 def test_a_quantized_task_model_saves_and_reloads_exactly(build, inputs, head_paths):

@@ -341,6 +341,7 @@ def test_resuming_with_or_without_float16_loss_scaling_is_refused(finished_run, 
     assert int(resumed.model.optimizer.iterations) == 5
 
 
+@pytest.mark.one_backend  # the run's records and settings, compared before any step
 def test_resuming_on_records_made_again_is_refused_and_a_new_schedule_logged(
     records, tmp_path, caplog
 ):
@@ -359,6 +360,7 @@ def test_resuming_on_records_made_again_is_refused_and_a_new_schedule_logged(
         PretrainingRun(longer)
 
 
+@pytest.mark.one_backend  # the history file's bookkeeping
 def test_a_run_that_starts_afresh_replaces_the_history_of_the_one_before(records, tmp_path):
     PretrainingRun(tiny_config(records, tmp_path, num_train_steps=4)).train(verbose=0)
     shutil.rmtree(tmp_path / "checkpoints")  # nothing to resume: the next run starts at step 0

@@ -26,6 +26,9 @@ from bert_keras.training.output_lock import output_file_lock
 from tests.programs import program
 from tools import create_pretraining_data
 
+# Runs once (tests/conftest.py), under the TensorFlow suite: evens out the suites' ends.
+pytestmark = pytest.mark.one_backend("tensorflow")
+
 create_pretraining_data_program = program("tools.create_pretraining_data")
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SEQ_LENGTH, PREDICTIONS = 128, 20
