@@ -129,7 +129,8 @@ class BertMaskedLM(BertTask):
             preset: a checkpoint directory with masked-LM head weights (a
                 Hugging Face `BertForMaskedLM` or `BertForPreTraining`, the
                 original release, a pretraining export).
-            sequence_length: longest packed text (default: the backbone's
+            sequence_length: longest packed text (default: the one
+                `save_to_preset` recorded, else the backbone's
                 `max_sequence_length`); longer texts are cut, and `fill_mask`
                 refuses one whose [MASK] is cut off.
             **kwargs: constructor arguments; `preprocessor=None` attaches
@@ -166,9 +167,13 @@ class BertMaskedLM(BertTask):
             )
         backbone = checkpoint_backbone(checkpoint, kwargs)
         if "preprocessor" not in kwargs:
+            if sequence_length is None:
+                sequence_length = checkpoint.task_config.get(
+                    "max_seq_length", backbone.max_sequence_length
+                )
             kwargs["preprocessor"] = checkpoint_preprocessor(
                 checkpoint,
-                backbone.max_sequence_length if sequence_length is None else sequence_length,
+                sequence_length,
                 by_length=True,
                 special_tokens_in_strings=True,
             )

@@ -69,6 +69,14 @@ class BertMultipleChoice(BertTask):
         self.label_classes = num_choices
         self.dropout = dropout
 
+    def preset_task_config(self):
+        """`BertTask.preset_task_config` and the choices, as `tasks.multiple_choice` records them."""
+        return {
+            **super().preset_task_config(),
+            "task": "multiple_choice",
+            "num_choices": self.num_choices,
+        }
+
     @classmethod
     def from_preset(cls, preset, sequence_length=None, **kwargs):
         """`BertTask.from_preset`, with `num_choices` by default what the checkpoint recorded.

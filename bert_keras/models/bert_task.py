@@ -5,6 +5,7 @@ import inspect
 import itertools
 import os
 import re
+import tempfile
 import types
 import warnings
 
@@ -13,6 +14,8 @@ import numpy as np
 from absl import logging
 
 from bert_keras.checkpoints import read_checkpoint
+from bert_keras.checkpoints import tokenizer_settings
+from bert_keras.checkpoints import write_checkpoint
 from bert_keras.layers.dense import Dense
 from bert_keras.layers.dropout import Dropout
 from bert_keras.layers.initializers import bert_kernel_initializer
@@ -20,6 +23,8 @@ from bert_keras.models.bert_backbone import INPUT_NAMES
 from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_backbone import quantized_policy_map
 from bert_keras.models.checkpoint_weights import apply_checkpoint
+from bert_keras.models.checkpoint_weights import exported_backbone_config
+from bert_keras.models.checkpoint_weights import model_checkpoint
 from bert_keras.models.dataset_release import without_autotuning_thread
 from bert_keras.models.input_checks import check_array_inputs
 from bert_keras.models.input_checks import check_class_ids
@@ -272,6 +277,55 @@ class BertTask(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
             skip_mismatched_heads=True,
         )
         return model
+
+    def save_to_preset(self, directory, overwrite=False):
+        """Writes the model as a checkpoint directory its class's `from_preset` reads back.
+
+        The directory holds the backbone, the task's head (see
+        `checkpoint_heads`) and, with a preprocessor, its vocabulary,
+        tokenizer settings and packed length, in the format of the
+        fine-tuning programs' exports: `type(model).from_preset(directory)`
+        predicts as `model` does, transformers' matching class
+        (`BertForSequenceClassification`, ...) loads it, and
+        `tools.export_saved_model` serves it. Written to a temporary sibling
+        directory that is renamed into place, so an interrupted save leaves
+        nothing half-written.
+
+        Args:
+            directory: output directory; must not exist or be empty unless
+                `overwrite`.
+            overwrite: replace a non-empty `directory`.
+
+        Example:
+        >>> import tempfile
+        >>> from bert_keras.models.bert_classifier import BertClassifier
+        >>> from bert_keras.text.preprocessor import BertPreprocessor
+        >>> from bert_keras.text.tokenizer import BertTokenizer
+        >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "ok"])
+        >>> classifier = BertClassifier(BertBackbone(6, 1, 2, 8, 16), num_classes=3,
+        ...                             preprocessor=BertPreprocessor(tokenizer, 12))
+        >>> directory = tempfile.mkdtemp() + "/classifier"
+        >>> classifier.save_to_preset(directory)
+        >>> restored = BertClassifier.from_preset(directory)
+        >>> restored.num_classes, restored.preprocessor.sequence_length
+        (3, 12)
+        """
+        with tempfile.TemporaryDirectory() as scratch:
+            checkpoint = model_checkpoint(
+                self,
+                heads=self.checkpoint_heads(),
+                backbone_config=exported_backbone_config(self.backbone),
+                task_config=self.preset_task_config(),
+                **preprocessor_checkpoint_fields(self.preprocessor, scratch),
+            )
+            write_checkpoint(checkpoint, directory, overwrite=overwrite)
+
+    def preset_task_config(self):
+        """What `save_to_preset` records of the task besides its weights
+        (`Checkpoint.task_config`): the preprocessor's packed length."""
+        if self.preprocessor is None:
+            return {}
+        return {"max_seq_length": int(self.preprocessor.sequence_length)}
 
     @classmethod
     def checkpoint_heads(cls):
@@ -965,6 +1019,37 @@ def checkpoint_preprocessor(checkpoint, sequence_length, by_length=False, **toke
         padding="longest",
         pad_to_multiple_of=PAD_TO_MULTIPLE_OF,
     )
+
+
+def preprocessor_checkpoint_fields(preprocessor, directory):
+    """The `Checkpoint` fields of a `BertPreprocessor`'s tokenizer, its vocab.txt written in `directory`.
+
+    Example:
+    >>> import tempfile
+    >>> from bert_keras.text.preprocessor import BertPreprocessor
+    >>> from bert_keras.text.tokenizer import BertTokenizer
+    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"], lowercase=False)
+    >>> fields = preprocessor_checkpoint_fields(BertPreprocessor(tokenizer, 8), tempfile.mkdtemp())
+    >>> fields["tokenizer_settings"]["lowercase"], open(fields["vocabulary_file"]).read().split()
+    (False, ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'])
+    >>> preprocessor_checkpoint_fields(None, tempfile.mkdtemp())
+    {}
+    """
+    if preprocessor is None:
+        return {}
+    tokenizer = preprocessor.tokenizer
+    path = os.path.join(directory, "vocab.txt")
+    with open(path, "w", encoding="utf-8") as file:
+        file.writelines(token + "\n" for token in tokenizer.get_vocabulary())
+    return {
+        "vocabulary_file": path,
+        "tokenizer_settings": tokenizer_settings(
+            lowercase=tokenizer.lowercase,
+            strip_accents=tokenizer.strip_accents,
+            tokenize_chinese_chars=tokenizer.tokenize_chinese_chars,
+            max_input_chars_per_word=tokenizer.max_input_chars_per_word,
+        ),
+    }
 
 
 def checkpoint_tokenizer(checkpoint, **overrides):
