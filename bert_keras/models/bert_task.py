@@ -387,11 +387,12 @@ class BertTask(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
         validation_batch_size = kwargs.pop("validation_batch_size", None) or batch_size
         if self._takes_as_text(x):
             self._check_labels_given(x, y, "fit")
-            if validation_split:
+            if validation_split and validation_data is None:  # else, as in Keras, it is ignored
+                self._check_arrays_to_split(x)
                 (x, y, sample_weight), validation_data = split_for_validation(
                     (x, y, sample_weight), validation_split
                 )
-                validation_split = 0.0
+            validation_split = 0.0
             x = self._training_text_dataset(
                 x, y, sample_weight, batch_size, shuffle, kwargs.get("epochs", 1)
             )
@@ -413,6 +414,14 @@ class BertTask(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
                 validation_split=validation_split,
                 shuffle=shuffle,
                 **kwargs,
+            )
+
+    def _check_arrays_to_split(self, x):
+        """Refuses `validation_split` of a dataset, which Keras cannot split either."""
+        if holds_dataset(x):
+            raise ValueError(
+                f"{type(self).__name__}.fit got validation_split with a tf.data.Dataset, which "
+                "cannot be split: pass validation_data, or the texts as a list or array."
             )
 
     def _check_a_loss_to_train_on(self):
@@ -810,6 +819,11 @@ class BertTask(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
             self._check_array_inputs(x, y, sample_weight, batch_size, "validation_data: ")
             y = self._labels_as_read(y)
             if self._takes_as_text(x):
+                if y is None:
+                    raise ValueError(
+                        f"{type(self).__name__}.fit got validation_data of texts without labels: "
+                        "give it as (texts, labels), or a tf.data.Dataset of (texts, labels)."
+                    )
                 validation_data = self._labelled_text_dataset(x, y, sample_weight, batch_size)
             else:
                 validation_data = (x, y) if sample_weight is None else (x, y, sample_weight)

@@ -107,11 +107,11 @@ class BertTokenClassifier(BertTask):
         """`keras.Model.fit`; with a preprocessor, `x` may be words (labels per word) or text."""
         if self._takes_words(x):  # else `BertTask.fit` checks the inputs
             self._check_array_inputs(x, y, sample_weight, batch_size)
-            if validation_split:
+            if validation_split and kwargs.get("validation_data") is None:  # else ignored
                 (x, y, sample_weight), kwargs["validation_data"] = split_for_validation(
                     self._ragged_words_and_labels(x, y, sample_weight), validation_split
                 )
-                validation_split = 0.0
+            validation_split = 0.0
             x = self.tagged_words_dataset(x, y, sample_weight, batch_size, shuffle)
             kwargs.setdefault("validation_batch_size", batch_size)
             # The dataset reshuffles itself each epoch.

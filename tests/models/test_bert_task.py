@@ -791,6 +791,33 @@ def test_span_labels_in_a_pair_are_starts_then_ends_and_checked(vocabulary_file)
     assert np.isfinite(history.history["val_start_logits_loss"][0])
 
 
+@pytest.mark.one_backend  # what validates is settled before Keras' loop
+def test_validation_data_of_texts_overrides_validation_split_as_in_keras(vocabulary_file):
+    classifier = _classifier(vocabulary_file, dropout=0.0)
+    classifier.compile()
+    texts, labels = _toy_sentiment(8)
+    held_out = _toy_sentiment(4, seed=1)
+    history = classifier.fit(
+        texts, labels, batch_size=4, validation_split=0.5, validation_data=held_out, verbose=0
+    ).history
+    assert int(classifier.optimizer.iterations.numpy()) == 2  # every text trained
+    expected = classifier.evaluate(*held_out, verbose=0, return_dict=True)["loss"]
+    assert history["val_loss"][0] == pytest.approx(expected, rel=1e-5)
+
+
+@pytest.mark.one_backend  # the inputs are refused before Keras' loop
+def test_validation_that_cannot_be_made_of_texts_is_refused_before_any_step(vocabulary_file):
+    classifier = _classifier(vocabulary_file)
+    classifier.compile()
+    texts, labels = _toy_sentiment(4)
+    dataset = tf.data.Dataset.from_tensor_slices((texts, labels)).batch(2)
+    with pytest.raises(ValueError, match="validation_split with a tf.data.Dataset, which cannot"):
+        classifier.fit(dataset, validation_split=0.5, verbose=0)
+    with pytest.raises(ValueError, match="validation_data of texts without labels"):
+        classifier.fit(texts, labels, validation_data=(texts,), verbose=0)
+    assert int(classifier.optimizer.iterations.numpy()) == 0
+
+
 @pytest.mark.one_backend  # how the arrays are split is backend-free
 def test_span_labels_split_for_validation_as_pairs_and_as_dicts(vocabulary_file):
     reader = BertQuestionAnswerer(_backbone(), preprocessor=_preprocessor(vocabulary_file))

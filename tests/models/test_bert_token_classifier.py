@@ -184,6 +184,20 @@ def test_fit_on_words_learns_a_toy_tagging_rule(tokenizer):
     assert accuracy > 0.9, accuracy
 
 
+@pytest.mark.one_backend  # what validates is settled before Keras' loop
+def test_validation_data_of_words_overrides_validation_split_as_in_keras(tokenizer):
+    words, tags = _toy_tagging(8)
+    held_out = _toy_tagging(4, seed=1)
+    tagger = _tagger(tokenizer, dropout=0.0)
+    tagger.compile()
+    history = tagger.fit(
+        words, tags, batch_size=4, validation_split=0.5, validation_data=held_out, verbose=0
+    ).history
+    assert int(tagger.optimizer.iterations.numpy()) == 2  # every sentence trained
+    expected = tagger.evaluate(*held_out, verbose=0, return_dict=True)["loss"]
+    assert history["val_loss"][0] == pytest.approx(expected, rel=1e-5)
+
+
 @pytest.mark.one_backend  # text in tf.data, then a plain fit
 def test_evaluate_and_validation_data_on_words(tokenizer):
     words, tags = _toy_tagging(8)
