@@ -17,6 +17,7 @@ Example:
 """
 
 import contextlib
+import errno
 import glob
 import os
 import shutil
@@ -117,16 +118,19 @@ def check_output_directory(directory, overwrite=False):
 def atomic_directory(directory, overwrite=False):
     """Yields an empty staging directory that replaces `directory` when the block succeeds.
 
-    The staging directory is a hidden sibling of `directory`; on failure it is
-    removed and `directory` is left as it was. Staging directories of
-    `directory` that a killed process left (it could not remove them) are
-    removed first, and a previous output it had moved aside is put back
-    where `directory` is missing. A symbolic link's target is replaced.
+    The staging directory is a hidden sibling of `directory`, named with the
+    writer's process id; on failure it is removed and `directory` is left as
+    it was. Staging directories of `directory` that a killed process left (it
+    could not remove them) are removed first, and a previous output it had
+    moved aside is put back where `directory` is missing; those of a process
+    still running (another writer of the same destination) are left to it.
+    A symbolic link's target is replaced.
 
     Args:
         directory: the destination.
-        overwrite: replace a non-empty `directory` (otherwise refused before
-            anything is written).
+        overwrite: replace a non-empty `directory`; otherwise it is refused
+            before anything is written, and again when the new directory
+            would take its place (another writer may have finished first).
 
     Raises:
         FileExistsError: see `check_output_directory`.
@@ -148,11 +152,11 @@ def atomic_directory(directory, overwrite=False):
         _remove_interrupted_stagings(parent, prefix, directory)
     check_output_directory(directory, overwrite)
     os.makedirs(parent, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=prefix, dir=parent)
+    staging = tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=parent)
     try:
         yield staging
         os.chmod(staging, 0o755)
-        _replace_directory(staging, directory)
+        _replace_directory(staging, directory, overwrite)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -193,18 +197,41 @@ def _remove_interrupted_stagings(parent, prefix, directory):
     the leftover of a replacement that was not finished removing it.
     """
     for path in glob.glob(os.path.join(glob.escape(parent), glob.escape(prefix) + "*")):
+        if _writer_is_running(os.path.basename(path)[len(prefix) :]):
+            continue
         if path.endswith(_OLD_SUFFIX) and not os.path.exists(directory):
             os.rename(path, directory)
         else:
             shutil.rmtree(path, ignore_errors=True)
 
 
-def _replace_directory(staging, directory):
-    if os.path.isdir(directory) and not os.listdir(directory):
-        os.rmdir(directory)
-    if not os.path.exists(directory):
-        os.rename(staging, directory)
+def _writer_is_running(staging_suffix):
+    """Whether the process named by a staging directory's "PID-random" suffix is alive.
+
+    Example:
+    >>> _writer_is_running(f"{os.getpid()}-k2x9"), _writer_is_running("k2x9")
+    (True, False)
+    """
+    pid, separator, _ = staging_suffix.partition("-")
+    if not (separator and pid.isdigit()):
+        return False  # named before writers' ids were
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's
+        return True
+    return True
+
+
+def _replace_directory(staging, directory, overwrite):
+    try:
+        os.rename(staging, directory)  # in one step where `directory` is missing or empty
         return
+    except OSError as error:
+        if error.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+            raise
+    check_output_directory(directory, overwrite)  # another writer finished first
     old = staging + _OLD_SUFFIX
     os.rename(directory, old)
     os.rename(staging, directory)

@@ -47,6 +47,24 @@ def test_the_next_write_removes_what_a_killed_one_left(tmp_path):
     assert (tmp_path / "1" / "saved_model.pb").read_text() == "new"
 
 
+def test_two_writers_of_one_directory_never_leave_half_of_it(tmp_path):
+    target = tmp_path / "export"
+    with pytest.raises(FileExistsError, match="export exists and is not empty"):
+        with atomic_directory(target) as staging:
+            write_text(os.path.join(staging, "first.txt"), "first")
+            with atomic_directory(target) as other:  # another writer, finishing first
+                write_text(os.path.join(other, "second.txt"), "second")
+            write_text(os.path.join(staging, "first_more.txt"), "first")
+    assert os.listdir(target) == ["second.txt"]  # neither replaced without overwrite nor mixed
+    assert os.listdir(tmp_path) == ["export"]
+    with atomic_directory(target, overwrite=True) as staging:
+        with atomic_directory(target, overwrite=True) as other:
+            write_text(os.path.join(other, "second.txt"), "second")
+        write_text(os.path.join(staging, "third.txt"), "third")
+    assert os.listdir(target) == ["third.txt"]
+    assert os.listdir(tmp_path) == ["export"]
+
+
 def test_a_link_to_the_output_is_kept_and_its_target_replaced(tmp_path):
     (tmp_path / "runs").mkdir()
     (tmp_path / "runs" / "export").mkdir()
