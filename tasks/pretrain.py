@@ -17,6 +17,7 @@ backbone and heads in the project's checkpoint format).
 
 import contextlib
 import functools
+import sys
 
 from absl import app
 from absl import flags
@@ -120,6 +121,8 @@ def main(argv):
             run.train()
         except InputFileError as error:  # a record the run reached that it cannot train on
             raise app.UsageError(str(error)) from error
+        except OSError as error:  # a full disk, say: the checkpoints written before stay
+            sys.exit(f"pretrain: {error}")
 
 
 if __name__ == "__main__":

@@ -120,7 +120,7 @@ def main(argv):
     try:
         with output_lock(_OUTPUT_DIR.value):
             _run_steps(RecommendationRun)
-    except (FileNotFoundError, ValueError, OutputLockedError) as error:
+    except (OSError, ValueError, OutputLockedError) as error:  # OSError: a full disk, say
         sys.exit(f"recommend: {error}")
 
 

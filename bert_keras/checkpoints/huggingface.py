@@ -414,7 +414,10 @@ def write_tensors(directory, tensors):
 
     tensors = {name: np.ascontiguousarray(value) for name, value in tensors.items()}
     path = os.path.join(directory, WEIGHTS_FILE)
-    save_file(tensors, path, metadata={"format": "pt"})
+    try:
+        save_file(tensors, path, metadata={"format": "pt"})
+    except SafetensorError as error:  # a full disk, say
+        raise OSError(f"{path} cannot be written: {error}") from None
     _set_mode_from_umask(path)
 
 

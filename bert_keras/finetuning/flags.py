@@ -11,6 +11,8 @@ in that order.
 import contextlib
 import dataclasses
 import json
+import os
+import sys
 
 from absl import app
 from absl import flags
@@ -287,6 +289,8 @@ def run_steps(build_run, program_flags):
             return _steps(run, program_flags)
         except (InputFileError, FileNotFoundError, TrainingDivergedError) as error:
             raise app.UsageError(str(error)) from error
+        except OSError as error:  # a full disk, say: what was written before stays
+            sys.exit(f"{os.path.basename(sys.argv[0])}: {error}")
 
 
 def _steps(run, program_flags):

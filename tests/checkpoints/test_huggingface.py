@@ -1,6 +1,9 @@
 import json
 import os
+import pathlib
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -22,6 +25,8 @@ from tests.checkpoints import save_tiny
 from tests.checkpoints import tiny_config
 from tests.checkpoints import tiny_inputs
 from tests.checkpoints import torch_outputs
+
+REPOSITORY = pathlib.Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -368,3 +373,21 @@ def test_legacy_layer_norm_names(tmp_path):
     )
     backbone = BertBackbone.from_preset(tmp_path)
     assert_close(max_difference(backbone, tiny_inputs(), torch_outputs(model.bert, tiny_inputs())))
+
+
+@pytest.mark.one_backend  # safetensors writes alike under every backend
+def test_weights_that_do_not_fit_on_the_disk_are_an_os_error_naming_the_file(tmp_path):
+    script = (
+        "import resource, sys, numpy as np\n"
+        "from bert_keras.checkpoints import huggingface\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))  # a nearly full disk\n"
+        "try:\n"
+        f"    huggingface.write_tensors({str(tmp_path)!r}, {{'w': np.zeros(4096, 'float32')}})\n"
+        "except OSError as error:\n"
+        "    sys.exit(str(error))\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=REPOSITORY
+    )
+    assert completed.returncode == 1, completed.stderr[-2000:]
+    assert completed.stderr.startswith(f"{tmp_path / huggingface.WEIGHTS_FILE} cannot be written")
