@@ -7,6 +7,7 @@ from keras import ops
 
 from bert_keras.checkpoints import tokenizer_settings
 from bert_keras.checkpoints import write_checkpoint
+from bert_keras.checkpoints.checkpoint import HUGGING_FACE_MAX_CHARS_PER_WORD
 from bert_keras.checkpoints.config_arguments import check_backbone_arguments
 from bert_keras.layers.activations import get_activation
 from bert_keras.layers.bert_embeddings import BertEmbeddings
@@ -410,6 +411,9 @@ class BertBackbone(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
             vocabulary_file: optional vocab.txt to copy alongside, with a
                 tokenizer_config.json.
             lowercase: whether the vocabulary is uncased (tokenizer config).
+                Words of more than 100 characters become [UNK], as
+                transformers tokenizes the directory (a task model's
+                `save_to_preset` records its own tokenizer's settings).
             overwrite: replace a non-empty `directory`.
 
         Example:
@@ -423,7 +427,9 @@ class BertBackbone(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
             self,
             backbone_config=exported_backbone_config(self),
             vocabulary_file=None if vocabulary_file is None else os.fspath(vocabulary_file),
-            tokenizer_settings=tokenizer_settings(lowercase=lowercase),
+            tokenizer_settings=tokenizer_settings(
+                lowercase=lowercase, max_input_chars_per_word=HUGGING_FACE_MAX_CHARS_PER_WORD
+            ),
         )
         write_checkpoint(checkpoint, directory, overwrite=overwrite)
 

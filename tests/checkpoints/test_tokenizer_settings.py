@@ -9,6 +9,7 @@ import tokenizers
 from bert_keras.checkpoints import read_checkpoint
 from bert_keras.checkpoints import read_tokenizer_settings
 from bert_keras.checkpoints import write_checkpoint
+from bert_keras.models.bert_backbone import BertBackbone
 from bert_keras.models.bert_classifier import BertClassifier
 from bert_keras.models.checkpoint_conversion import convert_checkpoint
 from bert_keras.text.tokenizer import BertTokenizer
@@ -156,3 +157,11 @@ def test_an_uncased_tokenizer_of_a_cased_vocabulary_is_warned_of(directories, tm
     assert settings["lowercase"] is True  # as its tokenizer_config.json says, as transformers
     assert "lower-cases its text, so 3 of its 40 tokens" in caplog.text
     assert "lowercase=False" in caplog.text
+
+
+def test_a_saved_backbone_preset_tokenizes_as_transformers_reads_it(directories, tmp_path):
+    vocabulary_file = directories["huggingface"] / "vocab.txt"
+    backbone = BertBackbone.from_preset(directories["original"])  # a limit of 200 on reading
+    backbone.save_to_preset(tmp_path / "saved", vocabulary_file=vocabulary_file)
+    tokenizer = BertTokenizer.from_preset(str(tmp_path / "saved"))
+    assert tokenizer(WORD).numpy().tolist() == _reference_ids(vocabulary_file, WORD) == [UNK]
