@@ -99,13 +99,20 @@ _INPUT_MB_PER_SHARD = flags.DEFINE_float(
 )
 
 
-def _first_output_locked(output_file):
-    """`output_file_lock` on the first of the comma-separated outputs, once they are checked."""
+@contextlib.contextmanager
+def _outputs_locked(output_file):
+    """`output_file_lock` on each of the comma-separated outputs, once they are checked.
+
+    They are taken in one order, so of two runs sharing an output, the
+    second is refused at the first name they share.
+    """
     names = output_file_names(output_file)
-    if not names:
-        return contextlib.nullcontext()  # create_pretraining_data names the problem
-    check_output_files(names)
-    return output_file_lock(names[0])
+    if names:  # else create_pretraining_data names the problem
+        check_output_files(names)
+    with contextlib.ExitStack() as locks:
+        for name in sorted(set(map(os.path.abspath, names))):
+            locks.enter_context(output_file_lock(name))
+        yield
 
 
 def main(argv):
@@ -126,7 +133,7 @@ def main(argv):
         )
     try:
         # One run per output name: two would write each other's shards.
-        with _first_output_locked(_OUTPUT_FILE.value):
+        with _outputs_locked(_OUTPUT_FILE.value):
             summary = create_pretraining_data(
                 _INPUT_FILE.value,
                 _OUTPUT_FILE.value,

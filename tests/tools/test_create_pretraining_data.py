@@ -244,6 +244,11 @@ def test_a_second_run_on_the_same_output_is_refused(corpus, tmp_path):
         message = run_tool(*arguments)
         assert "is in use by another run (process" in message
         assert os.listdir(tmp_path) == [".examples.tfrecord.lock"]
+        # As a later name of several, too.
+        both = f"{tmp_path / 'another.tfrecord'},{output}"
+        message = run_tool(*tool_flags(corpus, both, "--num_workers=1", "--dupe_factor=1"))
+        assert "is in use by another run (process" in message
+        assert os.listdir(tmp_path) == [".examples.tfrecord.lock"]
     other = str(tmp_path / "other.tfrecord")  # another name in the directory is free
     assert run_tool(*tool_flags(corpus, other, "--num_workers=1", "--dupe_factor=1")) is None
     assert not [name for name in os.listdir(tmp_path) if name.startswith(".")]
