@@ -301,6 +301,8 @@ class PretrainingRun:
         if os.path.isdir(self.checkpoints.directory) and self.replicas.is_chief:
             self.checkpoints.remove_partial_files()
         self.resumed = self.checkpoints.latest()
+        if not self.resumed:
+            _check_no_other_export(config.output_dir)
         self.input_files = _matching_files(config.input_file)
         initial = None if self.resumed else self._init_checkpoint()
         backbone_config = self._backbone_config(initial)
@@ -589,6 +591,27 @@ class PretrainingRun:
         write_checkpoint(checkpoint, directory, overwrite=True)
         logging.info("Exported the backbone and pretraining heads to %s.", directory)
         return directory
+
+
+def _check_no_other_export(output_dir):
+    """Refuses an `output_dir` whose export holds another program's model, which a run would replace.
+
+    A pretraining run's own export (both pretraining heads) is replaced, as
+    a rerun of the run that wrote it.
+    """
+    directory = os.path.join(output_dir, EXPORT_DIR)
+    if not os.path.isdir(directory):
+        return
+    try:
+        heads = sorted(read_checkpoint(directory).head_weights)
+    except ValueError:
+        heads = None
+    if heads != sorted(PRETRAINING_HEADS):
+        raise ValueError(
+            f"{directory} holds a model with the heads {heads} that this run would replace "
+            "(another program, tasks.classify say, wrote it into this output_dir); choose "
+            "another output_dir, or remove it."
+        )
 
 
 def fit_plan(initial_step, save_checkpoints_steps, num_train_steps):

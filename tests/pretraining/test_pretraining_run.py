@@ -13,6 +13,7 @@ import pytest
 from bert_keras.checkpoints import read_checkpoint
 from bert_keras.data.input_file_error import InputFileError
 from bert_keras.models.bert_backbone import BertBackbone
+from bert_keras.models.bert_classifier import BertClassifier
 from bert_keras.pretraining import pretraining_run
 from bert_keras.pretraining.pretraining_run import PretrainingConfig
 from bert_keras.pretraining.pretraining_run import PretrainingRun
@@ -358,6 +359,14 @@ def test_resuming_on_records_made_again_is_refused_and_a_new_schedule_logged(
     write_records(directory / "a.tfrecord", 20, seed=7)  # the same name, other records
     with pytest.raises(ValueError, match=r"input_file_bytes is \[\d+\] there but \[\d+\] here"):
         PretrainingRun(longer)
+
+
+@pytest.mark.one_backend  # refused before any model is built
+def test_an_output_dir_holding_another_programs_export_is_refused(records, tmp_path):
+    BertClassifier(BertBackbone(30, 1, 2, 8, 16), 3).save_to_preset(tmp_path / "export")
+    with pytest.raises(ValueError, match=r"export holds a model with the heads \['classifier'\]"):
+        PretrainingRun(tiny_config(records, tmp_path))
+    assert sorted(read_checkpoint(tmp_path / "export").head_weights) == ["classifier"]
 
 
 @pytest.mark.one_backend  # the history file's bookkeeping
