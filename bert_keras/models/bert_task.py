@@ -171,13 +171,22 @@ class BertTask(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
                 1.0; with `num_train_steps`, linear warmup over
                 `warmup_proportion` of the steps then linear decay to 0.
             loss: a loss, or "auto" for the task's.
-            metrics: metrics, or "auto" for the task's.
+            metrics: metrics, or "auto" for the task's; none where `loss`
+                reads its labels otherwise than the task's does (one-hot
+                rows, say, where the task's read class ids).
             learning_rate: peak learning rate of the "auto" optimizer;
-                the task's `default_learning_rate` when None.
-            num_train_steps: total optimizer steps, for the schedule.
+                the task's `default_learning_rate` when None. With another
+                optimizer, an error (it has its own).
+            num_train_steps: total optimizer steps, for the "auto"
+                optimizer's schedule.
             warmup_proportion: fraction of `num_train_steps` spent warming up.
             **kwargs: passed on to `keras.Model.compile`.
         """
+        if optimizer != "auto" and (learning_rate, num_train_steps) != (None, None):
+            raise ValueError(
+                f"{type(self).__name__}.compile got learning_rate or num_train_steps with an "
+                'optimizer of its own; they set the optimizer="auto" one: give them to yours.'
+            )
         if optimizer == "auto":
             steps = num_train_steps
             optimizer = create_optimizer(
@@ -185,10 +194,12 @@ class BertTask(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
                 num_train_steps=steps,
                 num_warmup_steps=int(warmup_proportion * steps) if steps else 0,
             )
+        if metrics == "auto":
+            metrics = self._default_metrics_for(loss)
         super().compile(
             optimizer=optimizer,
             loss=self.default_loss() if loss == "auto" else loss,
-            metrics=self.default_metrics() if metrics == "auto" else metrics,
+            metrics=metrics,
             **kwargs,
         )
         self._widths_of_steps = {}  # Keras makes new step functions, which compile anew
@@ -197,6 +208,16 @@ class BertTask(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
     def compile_from_config(self, config):
         """Compiles a model loaded from a `.keras` file as it was saved (`compile_as_saved`)."""
         compile_as_saved(self, config)
+
+    def _default_metrics_for(self, loss):
+        """The task's metrics where `loss` reads labels as the task's loss does, else none.
+
+        None would keep the metrics of an earlier `compile` (Keras' way), so
+        "none" is an empty list.
+        """
+        if loss == "auto" or reads_class_ids(loss) == reads_class_ids(self.default_loss()):
+            return self.default_metrics()
+        return []
 
     def default_loss(self):
         """The task's loss; None when the model computes its own."""
@@ -432,6 +453,11 @@ class BertTask(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
         """
         if self.computes_its_own_loss or getattr(self, "_compile_loss", None) or self.losses:
             return
+        if not self.compiled:
+            raise ValueError(
+                f"{type(self).__name__} is not compiled: call compile() (its defaults are the "
+                "task's loss, metrics and optimizer) before fit."
+            )
         raise ValueError(
             f"{type(self).__name__} has no loss to train on: it was compiled with loss=None"
             + ("" if self.default_loss() is None else " (loss='auto' gives the task's)")

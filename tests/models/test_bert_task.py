@@ -618,11 +618,21 @@ def test_class_ids_out_of_range_are_errors_for_text_and_token_ids(vocabulary_fil
     classifier.fit(texts, labels, verbose=0)
     classifier.fit(texts, np.array(labels)[:, None], verbose=0)  # [examples, 1]: one id each
     # Labels a loss of the user's reads otherwise are not class ids: here soft one-hot rows.
-    classifier.compile(loss=keras.losses.CategoricalCrossentropy(from_logits=True), metrics=[])
-    classifier.fit(texts, np.array([[0.9, 0.1]] * 4), verbose=0)
+    classifier.compile(loss=keras.losses.CategoricalCrossentropy(from_logits=True))
+    assert classifier.fit(texts, np.array([[0.9, 0.1]] * 4), verbose=0).history.keys() == {"loss"}
     regression = BertClassifier(_backbone(), num_classes=1, preprocessor=classifier.preprocessor)
     regression.compile()
     regression.fit(texts, np.array([0.5, 2.5, -1.0, 4.0]), verbose=0)  # scores, not class ids
+
+
+@pytest.mark.one_backend  # compile's arguments
+def test_compile_refuses_the_auto_optimizers_settings_beside_an_optimizer(vocabulary_file):
+    classifier = _classifier(vocabulary_file)
+    for settings in ({"learning_rate": 1e-3}, {"num_train_steps": 10}):
+        with pytest.raises(ValueError, match="num_train_steps with an optimizer of its own"):
+            classifier.compile(optimizer=keras.optimizers.Adam(), **settings)
+    classifier.compile(optimizer=keras.optimizers.Adam(1e-3))
+    assert float(classifier.optimizer.learning_rate) == pytest.approx(1e-3)
 
 
 def test_keras_file_with_a_preprocessor_predicts_the_same_on_strings(tmp_path):
@@ -1044,6 +1054,8 @@ def test_fit_without_a_loss_is_refused_on_every_backend(vocabulary_file):
     """Keras trains jax on a loss of 0 where a model has none; tensorflow and torch refuse."""
     classifier = _classifier(vocabulary_file)
     texts, labels = _toy_sentiment(4)
+    with pytest.raises(ValueError, match=r"BertClassifier is not compiled: call compile\(\)"):
+        classifier.fit(texts, labels, epochs=1, verbose=0)
     classifier.compile(loss=None, metrics=["accuracy"])
     with pytest.raises(ValueError, match=r"BertClassifier has no loss to train on: .*loss='auto'"):
         classifier.fit(texts, labels, epochs=1, verbose=0)
