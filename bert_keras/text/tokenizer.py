@@ -194,7 +194,9 @@ class BertTokenizer(keras.layers.Layer):
             if isinstance(vocabulary, (str, os.PathLike))
             else [str(token) for token in vocabulary]
         )
-        _check_vocabulary(tokens)
+        _check_vocabulary(
+            tokens, os.fspath(vocabulary) if isinstance(vocabulary, (str, os.PathLike)) else ""
+        )
         self._tokens = tokens
         self._token_ids = {token: index for index, token in enumerate(tokens)}
         self.lowercase = lowercase
@@ -805,18 +807,20 @@ def _escape_regex(text):
     return "".join("\\" + character if not character.isalnum() else character for character in text)
 
 
-def _check_vocabulary(tokens):
+def _check_vocabulary(tokens, path=""):
+    """Refuses a vocabulary without the special tokens or with a token twice, naming its file."""
+    where = f" {path}" if path else ""
     missing = [token for token in SPECIAL_TOKENS if token not in tokens]
     if missing:
         raise ValueError(
-            f"The vocabulary must contain the special tokens {SPECIAL_TOKENS}, "
-            f"but {missing} are missing."
+            f"The vocabulary{where} must contain the special tokens {SPECIAL_TOKENS}, "
+            f"but {missing} are missing" + (" (it is empty)." if not tokens else ".")
         )
     seen = set()
     for index, token in enumerate(tokens):
         if token in seen:
             raise ValueError(
-                f"Token {token!r} appears twice in the vocabulary (again at "
+                f"Token {token!r} appears twice in the vocabulary{where} (again at "
                 f"line {index + 1}); every token needs a single id."
             )
         seen.add(token)

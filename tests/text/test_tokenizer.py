@@ -578,6 +578,10 @@ def test_errors(tmp_path):
         BertTokenizer(["[PAD]", "[CLS]", "[SEP]", "[MASK]", "a"])
     with pytest.raises(ValueError, match="'a' appears twice"):
         BertTokenizer(list(SPECIAL_TOKENS) + ["a", "a"])
+    empty = tmp_path / "empty_vocab.txt"
+    empty.write_text("")
+    with pytest.raises(ValueError, match=f"vocabulary {empty} must contain .*\\(it is empty\\)"):
+        BertTokenizer(str(empty))
     tokenizer = BertTokenizer(list(SPECIAL_TOKENS))
     with pytest.raises(ValueError, match="shape"):
         tokenizer([["a"]])
