@@ -16,6 +16,7 @@ import tempfile
 
 import keras
 import numpy as np
+import pytest
 from keras import ops
 
 from bert_keras.models.bert_backbone import BertBackbone
@@ -55,6 +56,18 @@ TINY_INPUTS = {
 def tiny_backbone(dtype=None, **overrides):
     """A `BertBackbone` of `TINY_BACKBONE` with `overrides` applied."""
     return BertBackbone(**{**TINY_BACKBONE, **overrides}, dtype=dtype)
+
+
+def check_validation_data_overrides_split(model, x, y, held_out):
+    """`fit(x, y, validation_split=0.5, validation_data=held_out)` validates on `held_out`
+    and trains on all of `x` (two batches of four), as Keras does for arrays."""
+    model.compile()
+    history = model.fit(
+        x, y, batch_size=4, validation_split=0.5, validation_data=held_out, verbose=0
+    ).history
+    assert int(model.optimizer.iterations.numpy()) == 2  # every example trained
+    expected = model.evaluate(*held_out, verbose=0, return_dict=True)["loss"]
+    assert history["val_loss"][0] == pytest.approx(expected, rel=1e-5)
 
 
 class TestCase:

@@ -27,6 +27,7 @@ from bert_keras.text.tokenizer import BertTokenizer
 from tests.test_case import TINY_INPUTS
 from tests.test_case import TRAINING_BACKBONE
 from tests.test_case import TestCase
+from tests.test_case import check_validation_data_overrides_split
 from tests.test_case import tiny_backbone
 
 POSITIVE = ["good", "great", "fine", "nice", "happy", "glad", "best", "superb"]
@@ -803,16 +804,10 @@ def test_span_labels_in_a_pair_are_starts_then_ends_and_checked(vocabulary_file)
 
 @pytest.mark.one_backend  # what validates is settled before Keras' loop
 def test_validation_data_of_texts_overrides_validation_split_as_in_keras(vocabulary_file):
-    classifier = _classifier(vocabulary_file, dropout=0.0)
-    classifier.compile()
     texts, labels = _toy_sentiment(8)
-    held_out = _toy_sentiment(4, seed=1)
-    history = classifier.fit(
-        texts, labels, batch_size=4, validation_split=0.5, validation_data=held_out, verbose=0
-    ).history
-    assert int(classifier.optimizer.iterations.numpy()) == 2  # every text trained
-    expected = classifier.evaluate(*held_out, verbose=0, return_dict=True)["loss"]
-    assert history["val_loss"][0] == pytest.approx(expected, rel=1e-5)
+    check_validation_data_overrides_split(
+        _classifier(vocabulary_file, dropout=0.0), texts, labels, _toy_sentiment(4, seed=1)
+    )
 
 
 @pytest.mark.one_backend  # the inputs are refused before Keras' loop

@@ -15,6 +15,7 @@ from bert_keras.text.tokenizer import BertTokenizer
 from tests.test_case import TINY_INPUTS
 from tests.test_case import TRAINING_BACKBONE
 from tests.test_case import TestCase
+from tests.test_case import check_validation_data_overrides_split
 from tests.test_case import tiny_backbone
 
 # First word pieces carry a tag; [CLS], continuation pieces and padding are ignored.
@@ -187,15 +188,9 @@ def test_fit_on_words_learns_a_toy_tagging_rule(tokenizer):
 @pytest.mark.one_backend  # what validates is settled before Keras' loop
 def test_validation_data_of_words_overrides_validation_split_as_in_keras(tokenizer):
     words, tags = _toy_tagging(8)
-    held_out = _toy_tagging(4, seed=1)
-    tagger = _tagger(tokenizer, dropout=0.0)
-    tagger.compile()
-    history = tagger.fit(
-        words, tags, batch_size=4, validation_split=0.5, validation_data=held_out, verbose=0
-    ).history
-    assert int(tagger.optimizer.iterations.numpy()) == 2  # every sentence trained
-    expected = tagger.evaluate(*held_out, verbose=0, return_dict=True)["loss"]
-    assert history["val_loss"][0] == pytest.approx(expected, rel=1e-5)
+    check_validation_data_overrides_split(
+        _tagger(tokenizer, dropout=0.0), words, tags, _toy_tagging(4, seed=1)
+    )
 
 
 @pytest.mark.one_backend  # text in tf.data, then a plain fit
