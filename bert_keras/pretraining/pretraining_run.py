@@ -606,12 +606,14 @@ def _check_no_other_export(output_dir):
         heads = sorted(read_checkpoint(directory).head_weights)
     except ValueError:
         heads = None
-    if heads != sorted(PRETRAINING_HEADS):
-        raise ValueError(
-            f"{directory} holds a model with the heads {heads} that this run would replace "
-            "(another program, tasks.classify say, wrote it into this output_dir); choose "
-            "another output_dir, or remove it."
-        )
+    if heads == sorted(PRETRAINING_HEADS):
+        return
+    held = "no checkpoint it can read" if heads is None else f"a model with the heads {heads}"
+    raise ValueError(
+        f"{directory} holds {held}, which this run would replace (another program, "
+        "tasks.classify say, wrote it into this output_dir); choose another output_dir, "
+        "or remove it."
+    )
 
 
 def fit_plan(initial_step, save_checkpoints_steps, num_train_steps):
