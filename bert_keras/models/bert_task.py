@@ -16,6 +16,7 @@ from absl import logging
 from bert_keras.checkpoints import read_checkpoint
 from bert_keras.checkpoints import tokenizer_settings
 from bert_keras.checkpoints import write_checkpoint
+from bert_keras.checkpoints.vocabulary import write_vocabulary
 from bert_keras.layers.dense import Dense
 from bert_keras.layers.dropout import Dropout
 from bert_keras.layers.initializers import bert_kernel_initializer
@@ -1079,8 +1080,7 @@ def preprocessor_checkpoint_fields(preprocessor, directory):
         return {}
     tokenizer = preprocessor.tokenizer
     path = os.path.join(directory, "vocab.txt")
-    with open(path, "w", encoding="utf-8") as file:
-        file.writelines(token + "\n" for token in tokenizer.get_vocabulary())
+    write_vocabulary(tokenizer.get_vocabulary(), path)
     return {
         "vocabulary_file": path,
         "tokenizer_settings": tokenizer_settings(

@@ -602,9 +602,14 @@ def _check_no_other_export(output_dir):
     directory = os.path.join(output_dir, EXPORT_DIR)
     if not os.path.isdir(directory):
         return
+    # Its config.json names the transformers class of its heads: no weights are read.
+    heads_of = {
+        architecture: list(heads) for heads, architecture in huggingface.ARCHITECTURES.items()
+    }
+    heads_of[huggingface.MULTIPLE_CHOICE_ARCHITECTURE] = ["classifier"]
     try:
-        heads = sorted(read_checkpoint(directory).head_weights)
-    except ValueError:
+        heads = heads_of.get(huggingface.read_config(directory)[1])
+    except (OSError, ValueError):
         heads = None
     if heads == sorted(PRETRAINING_HEADS):
         return

@@ -189,14 +189,9 @@ class BertTokenizer(keras.layers.Layer):
         self.built = True
 
         self.vocabulary = vocabulary
-        tokens = (
-            read_vocabulary(vocabulary)
-            if isinstance(vocabulary, (str, os.PathLike))
-            else [str(token) for token in vocabulary]
-        )
-        _check_vocabulary(
-            tokens, os.fspath(vocabulary) if isinstance(vocabulary, (str, os.PathLike)) else ""
-        )
+        path = os.fspath(vocabulary) if isinstance(vocabulary, (str, os.PathLike)) else ""
+        tokens = read_vocabulary(path) if path else [str(token) for token in vocabulary]
+        _check_vocabulary(tokens, path)
         self._tokens = tokens
         self._token_ids = {token: index for index, token in enumerate(tokens)}
         self.lowercase = lowercase
