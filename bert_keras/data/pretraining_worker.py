@@ -227,13 +227,24 @@ def serve(tasks, results):
         write_message(results, header, arrays)
 
     threading.Thread(target=read_tasks, daemon=True).start()
-    while (task := inbox.get()) is not None:
-        try:
-            if isinstance(task, str):
-                raise ValueError(f"Unreadable task message:\n{task}")
-            _run_task(*task, send)
-        except Exception:  # the main process reports it with the shard  # noqa: BLE001
-            send({"kind": "error", "traceback": traceback.format_exc()})
+    try:
+        while (task := inbox.get()) is not None:
+            _answer(task, send)
+    except BrokenPipeError:  # the main process is gone (killed, say): no one reads on
+        # What is left in the stream's buffer goes nowhere, so exit's flush cannot fail.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), results.fileno())
+
+
+def _answer(task, send):
+    """Sends a task's records, or the error it raised (unless the error is the reader's absence)."""
+    try:
+        if isinstance(task, str):
+            raise ValueError(f"Unreadable task message:\n{task}")
+        _run_task(*task, send)
+    except BrokenPipeError:
+        raise
+    except Exception:  # the main process reports it with the shard  # noqa: BLE001
+        send({"kind": "error", "traceback": traceback.format_exc()})
 
 
 class WorkerPool:

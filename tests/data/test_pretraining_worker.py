@@ -118,3 +118,22 @@ def test_a_worker_process_imports_numpy_but_no_tensorflow(tmp_path):
     }
     assert {"numpy", "bert_keras"} <= imported
     assert not imported & {"tensorflow", "keras", "jax", "torch"}
+
+
+def test_a_worker_whose_main_process_is_gone_exits_quietly(tmp_path):
+    # A killed create_pretraining_data leaves its workers writing into a pipe no one reads.
+    worker = subprocess.Popen(
+        pretraining_worker.worker_command(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+    )
+    worker.stdout.close()
+    options = InstanceOptions(max_seq_length=32, dupe_factor=1)
+    pretraining_worker.write_shard_task(
+        worker.stdin, random_documents(10), special_tokens(), options, 0
+    )
+    worker.stdin.close()
+    assert worker.stderr.read().decode() == ""
+    assert worker.wait() == 0
