@@ -23,7 +23,6 @@ OUTPUT_DIR/predictions_{split}.tsv.
 
 import functools
 
-from absl import app
 from absl import flags
 
 from bert_keras.finetuning.flags import check_flags
@@ -32,6 +31,7 @@ from bert_keras.finetuning.flags import run_steps
 from bert_keras.training.garbage_collection import freeze_heap_at_exit
 from bert_keras.training.garbage_collection import long_lived_objects
 from bert_keras.training.host_memory import restart_with_training_malloc
+from bert_keras.training.usage_errors import run_program
 
 _TASK_NAME = flags.DEFINE_string("task_name", None, "GLUE task (e.g. SST-2, MNLI) or 'csv'.")
 _FLAGS = define_flags()
@@ -51,4 +51,4 @@ def main(argv):
 if __name__ == "__main__":
     restart_with_training_malloc()
     freeze_heap_at_exit()
-    app.run(main)
+    run_program(main)

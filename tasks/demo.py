@@ -47,6 +47,7 @@ from bert_keras.training.host_memory import restart_with_training_malloc
 from bert_keras.training.output_lock import OutputDirectoryError
 from bert_keras.training.output_lock import OutputLockedError
 from bert_keras.training.output_lock import output_lock
+from bert_keras.training.usage_errors import run_program
 
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED_SST2 = os.path.join(os.path.dirname(REPOSITORY), "shared", "data", "sst2")
@@ -568,4 +569,4 @@ def _run_steps(files):
 if __name__ == "__main__":
     restart_with_training_malloc()
     freeze_heap_at_exit()
-    app.run(main)
+    run_program(main)

@@ -19,14 +19,13 @@ OUTPUT_DIR/predictions_{dev,test}.tsv.
 
 import functools
 
-from absl import app
-
 from bert_keras.finetuning.flags import check_flags
 from bert_keras.finetuning.flags import define_flags
 from bert_keras.finetuning.flags import run_steps
 from bert_keras.training.garbage_collection import freeze_heap_at_exit
 from bert_keras.training.garbage_collection import long_lived_objects
 from bert_keras.training.host_memory import restart_with_training_malloc
+from bert_keras.training.usage_errors import run_program
 
 _FLAGS = define_flags(learning_rate=2e-5)
 
@@ -49,4 +48,4 @@ def main(argv):
 if __name__ == "__main__":
     restart_with_training_malloc()
     freeze_heap_at_exit()
-    app.run(main)
+    run_program(main)

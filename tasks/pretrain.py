@@ -28,6 +28,7 @@ from bert_keras.training.garbage_collection import long_lived_objects
 from bert_keras.training.host_memory import restart_with_training_malloc
 from bert_keras.training.output_lock import OutputLockedError
 from bert_keras.training.output_lock import output_lock
+from bert_keras.training.usage_errors import run_program
 
 # Several programs name their flags alike (input_file, max_seq_length, ...), as
 # the original scripts do; overridable definitions let one test process import
@@ -128,4 +129,4 @@ def main(argv):
 if __name__ == "__main__":
     restart_with_training_malloc()
     freeze_heap_at_exit()
-    app.run(main)
+    run_program(main)

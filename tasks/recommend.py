@@ -32,6 +32,7 @@ from bert_keras.training.garbage_collection import long_lived_objects
 from bert_keras.training.host_memory import restart_with_training_malloc
 from bert_keras.training.output_lock import OutputLockedError
 from bert_keras.training.output_lock import output_lock
+from bert_keras.training.usage_errors import run_program
 
 _INPUT_FILE = flags.DEFINE_string("input_file", None, "The interaction log.")
 _INPUT_FORMAT = flags.DEFINE_enum("input_format", None, INPUT_FORMATS, "The log's format.")
@@ -163,4 +164,4 @@ def _run_steps(run_class):
 if __name__ == "__main__":
     restart_with_training_malloc()
     freeze_heap_at_exit()
-    app.run(main)
+    run_program(main)

@@ -44,6 +44,7 @@ from bert_keras.training.garbage_collection import long_lived_objects
 from bert_keras.training.host_memory import restart_with_training_malloc
 from bert_keras.training.output_lock import OutputLockedError
 from bert_keras.training.output_lock import output_lock
+from bert_keras.training.usage_errors import run_program
 
 _TRAIN_FILE = flags.DEFINE_string("train_file", None, "SQuAD JSON to train on.")
 _PREDICT_FILE = flags.DEFINE_string("predict_file", None, "SQuAD JSON to predict (and score).")
@@ -177,4 +178,4 @@ def _check_flags():
 if __name__ == "__main__":
     restart_with_training_malloc()
     freeze_heap_at_exit()
-    app.run(main)
+    run_program(main)

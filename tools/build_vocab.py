@@ -35,6 +35,7 @@ from bert_keras.atomic_files import write_text
 from bert_keras.data.pretraining_corpus import reject_directory
 from bert_keras.training.garbage_collection import freeze_heap_at_exit
 from bert_keras.training.garbage_collection import long_lived_objects
+from bert_keras.training.usage_errors import run_program
 
 _INPUT_FILE = flags.DEFINE_string("input_file", None, "Comma-separated text files or globs.")
 _OUTPUT_FILE = flags.DEFINE_string("output_file", None, "Where vocab.txt goes.")
@@ -240,4 +241,4 @@ def main(argv):
 if __name__ == "__main__":
     freeze_heap_at_exit()
     flags.mark_flags_as_required(["input_file", "output_file"])
-    app.run(main)
+    run_program(main)

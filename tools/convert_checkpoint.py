@@ -40,9 +40,12 @@ from bert_keras.checkpoints import OUTPUT_FORMATS
 from bert_keras.models.checkpoint_conversion import OutputDirectoryError
 from bert_keras.models.checkpoint_conversion import convert_checkpoint
 from bert_keras.training.garbage_collection import freeze_heap_at_exit
+from bert_keras.training.usage_errors import run_program
 
 _SOURCE = flags.DEFINE_string(
-    "source", None, "Checkpoint directory (or a BertBackbone's .keras file) to read."
+    "source",
+    None,
+    "Checkpoint directory, or a BertBackbone's or task model's .keras file, to read.",
 )
 _OUTPUT_DIR = flags.DEFINE_string(
     "output_dir", None, "Directory to write; must not exist or be empty, unless --overwrite."
@@ -122,4 +125,4 @@ if __name__ == "__main__":
     freeze_heap_at_exit()
     # Marked here, not on import, so tests that import this module parse other flags freely.
     flags.mark_flags_as_required(["source", "output_dir"])
-    app.run(main)
+    run_program(main)

@@ -57,6 +57,7 @@ from bert_keras.data.pretraining_instances import InstanceOptions
 from bert_keras.training.output_lock import OutputDirectoryError
 from bert_keras.training.output_lock import OutputLockedError
 from bert_keras.training.output_lock import output_file_lock
+from bert_keras.training.usage_errors import run_program
 
 _INPUT_FILE = flags.DEFINE_string(
     "input_file", None, "Input text files (comma separated, globs allowed)."
@@ -161,4 +162,4 @@ def main(argv):
 if __name__ == "__main__":
     # Marked here, not on import, so tests that import this module parse other flags freely.
     flags.mark_flags_as_required(["input_file", "output_file", "vocab_file"])
-    app.run(main)
+    run_program(main)

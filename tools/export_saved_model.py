@@ -20,6 +20,7 @@ from absl import flags
 
 from bert_keras.training.garbage_collection import freeze_heap_at_exit
 from bert_keras.training.garbage_collection import long_lived_objects
+from bert_keras.training.usage_errors import run_program
 
 _MODEL = flags.DEFINE_string(
     "model",
@@ -116,4 +117,4 @@ def main(argv):
 if __name__ == "__main__":
     freeze_heap_at_exit()
     flags.mark_flags_as_required(["model", "export_base"])
-    app.run(main)
+    run_program(main)

@@ -15,6 +15,7 @@ import sys
 from absl import app
 
 from bert_keras.training.history_plots import write_history_plot
+from bert_keras.training.usage_errors import run_program
 
 
 def main(argv):
@@ -33,4 +34,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main, argv=sys.argv)
+    run_program(main)

@@ -32,11 +32,13 @@ from tests.programs import run_module
         ),
     ],
 )
-def test_program_flags_are_checked(flags, message):
+def test_program_flags_are_checked_and_named_in_one_line(flags, message):
     completed = subprocess.run(
         [sys.executable, "-m", "tasks.classify", *flags], capture_output=True, text=True
     )
-    assert completed.returncode != 0 and message in completed.stderr
+    assert completed.returncode == 1
+    [line] = completed.stderr.splitlines()  # not after the docstring and flags, as absl's
+    assert line.startswith(f"classify: {message}")
 
 
 WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad", "movie", "film", "fine"]

@@ -116,7 +116,11 @@ def test_a_bad_output_file_is_a_usage_error_before_any_learning(output_file, pro
         f"--input_file={corpus}", f"--output_file={output_file.format(tmp=tmp_path)}"
     )
     assert completed.returncode == 1
-    assert completed.stderr.strip().splitlines()[-1].startswith(problem.format(tmp=tmp_path))
+    assert (
+        completed.stderr.strip()
+        .splitlines()[-1]
+        .startswith(f"build_vocab: {problem.format(tmp=tmp_path)}")
+    )
     assert "Traceback" not in completed.stderr
     assert os.listdir(tmp_path) == ["corpus.txt"]
 
@@ -191,7 +195,11 @@ def test_an_output_file_among_the_inputs_is_refused(input_file, output_file, pro
         f"--output_file={output_file.format(tmp=tmp_path)}",
     )
     assert completed.returncode == 1
-    assert completed.stderr.strip().splitlines()[-1].startswith(problem.format(tmp=tmp_path))
+    assert (
+        completed.stderr.strip()
+        .splitlines()[-1]
+        .startswith(f"build_vocab: {problem.format(tmp=tmp_path)}")
+    )
     assert corpus.read_text(encoding="utf-8") == "\n".join(CORPUS) + "\n"
     assert sorted(os.listdir(tmp_path)) == ["corpus.txt", "link", "other.txt"]
 
@@ -237,7 +245,7 @@ def test_a_bad_command_line_is_a_usage_error_before_any_learning(flags, problem,
         *(flag.format(corpus=corpus) for flag in flags), f"--output_file={tmp_path / 'vocab.txt'}"
     )
     assert completed.returncode == 1
-    assert completed.stderr.strip().splitlines()[-1] == problem
+    assert completed.stderr.strip().splitlines()[-1] == f"build_vocab: {problem}"
     assert os.listdir(tmp_path) == ["corpus.txt"]
 
 
