@@ -119,7 +119,7 @@ def glue_path(task_name, data_dir, split):
     return os.path.join(data_dir, _task_format(task_name).files[SPLITS.index(split)])
 
 
-def read_generic(path, label_names=None, limit=None):
+def read_generic(path, label_names=None, limit=None, labelled=True):
     """Reads a CSV or TSV with a header naming `text`, optional `text_pair`, `label`.
 
     Each row is an example, in the file's order, one with an empty text
@@ -133,6 +133,9 @@ def read_generic(path, label_names=None, limit=None):
     with the train file's `label_names`, so that a label means the same
     class in each, and one the train file does not have is an error; such
     a file may have no `label` column, and its `labels` are then all None.
+    A file read only to predict (`labelled=False`) may also mark rows
+    unlabelled with -1 or an empty label, as Hugging Face's GLUE test splits
+    do; those labels are None.
     Both kinds of file are read with CSV's quoting, as `csv.writer` and
     pandas write them, and a leading byte-order mark is skipped.
 
@@ -141,6 +144,7 @@ def read_generic(path, label_names=None, limit=None):
         label_names: the classes' names in order, `()` for a regression, or
             None to take them from this file.
         limit: read at most this many examples.
+        labelled: whether the labels are needed (not for a file to predict).
 
     Example:
     >>> import os, tempfile
@@ -181,7 +185,7 @@ def read_generic(path, label_names=None, limit=None):
         labels=tuple(label_names),
         header=False,
     )
-    return _parse_rows(rows, path, task, task.labels, limit)
+    return _parse_rows(rows, path, task, task.labels, limit, labelled)
 
 
 def _label_names(rows, label_column, path):
@@ -249,7 +253,7 @@ def _is_blank_line(row):
     return not row or (len(row) == 1 and row[0] != "" and not row[0].strip())
 
 
-def _parse_rows(rows, path, task, label_names, limit):
+def _parse_rows(rows, path, task, label_names, limit, labelled=True):
     """Examples of `(line number, row)` pairs, the first `limit` if given."""
     examples = ClassificationExamples([], [] if task.text_b is not None else None, [], label_names)
     for number, row in rows[:limit] if limit else rows:
@@ -257,7 +261,9 @@ def _parse_rows(rows, path, task, label_names, limit):
         if task.text_b is not None:
             examples.texts_b.append(_cell(row, task.text_b, path, number))
         label = None if task.label is None else _cell(row, task.label, path, number)
-        examples.labels.append(None if label is None else _label(label, label_names, path, number))
+        if label is not None:
+            label = _label(label, label_names, path, number, labelled)
+        examples.labels.append(label)
     return examples
 
 
@@ -270,7 +276,10 @@ def _cell(row, column, path, line_number):
     return row[column]
 
 
-def _label(value, label_names, path, line_number):
+def _label(value, label_names, path, line_number, labelled=True):
+    unlabelled = value.strip() in ("", "-1")
+    if not labelled and unlabelled and _class_id(value, label_names) is None:
+        return None
     if not label_names:
         if not (_is_number(value) and math.isfinite(float(value))):
             raise InputFileError(
@@ -280,7 +289,12 @@ def _label(value, label_names, path, line_number):
     class_id = _class_id(value, label_names)
     if class_id is None:
         raise InputFileError(
-            f"{path}:{line_number}: label {value!r} is not one of {list(label_names)}."
+            f"{path}:{line_number}: label {value!r} is not one of {list(label_names)}"
+            + (
+                " (-1 or empty marks an unlabelled row, read only when predicting)."
+                if unlabelled
+                else "."
+            )
         )
     return class_id
 

@@ -206,6 +206,12 @@ class ClassificationRun(FineTuningRun):
         examples = self._read_labelled("train", None)
         self._text_pair = examples.texts_b is not None
         self._text_pair_source = self._generic_path("train")
+        if len(examples.label_names) == 1:
+            raise InputFileError(
+                f"{self._expected_file('train')}: every example's label is "
+                f"{examples.label_names[0]!r}; a classifier needs two classes or more (numbers, "
+                "one with a fractional part, make a regression)."
+            )
         return examples.label_names
 
     def _has(self, split):
@@ -256,7 +262,9 @@ class ClassificationRun(FineTuningRun):
         path = self._generic_path(split)
         if path is None:
             raise FileNotFoundError(f"No {split}.csv or {split}.tsv in {self.data_dir}.")
-        examples = read_generic(path, label_names=label_names, limit=limit)
+        examples = read_generic(
+            path, label_names=label_names, limit=limit, labelled=split != "test"
+        )
         has_pair = examples.texts_b is not None
         if self._text_pair is not None and has_pair != self._text_pair:
             raise InputFileError(

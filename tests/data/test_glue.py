@@ -114,6 +114,21 @@ def test_generic_test_file_may_have_no_labels(tmp_path):
         read_generic(str(test))  # labels would come from this file
 
 
+def test_a_file_to_predict_may_mark_rows_unlabelled_as_hugging_face_does(tmp_path):
+    test = _write(tmp_path, "test.csv", "text,label\nunseen,-1\nunheard,\nseen,pos\n")
+    assert read_generic(str(test), ("neg", "pos"), labelled=False).labels == [None, None, 1]
+    regression = _write(tmp_path, "scores.csv", "text,label\nunseen,-1\nunheard,\nseen,0.5\n")
+    assert read_generic(str(regression), (), labelled=False).labels == [None, None, 0.5]
+    with pytest.raises(
+        ValueError,
+        match=r"test.csv:2: label '-1' is not one of \['neg', 'pos'\] "
+        r"\(-1 or empty marks an unlabelled row, read only when predicting\)",
+    ):
+        read_generic(str(test), ("neg", "pos"))
+    classes = _write(tmp_path, "classes.csv", "text,label\nbad,-1\ngood,1\n")  # -1 a class
+    assert read_generic(str(classes), ("-1", "1"), labelled=False).labels == [0, 1]
+
+
 def test_generic_header_must_name_text_and_label(tmp_path):
     path = _write(tmp_path, "train.tsv", "sentence\ty\nx\t1\n")
     with pytest.raises(ValueError, match="train.tsv:1: the header must name 'text' and 'label'"):

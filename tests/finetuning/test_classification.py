@@ -282,3 +282,20 @@ def test_every_row_of_a_test_file_is_predicted_an_empty_text_too(checkpoint, tmp
     run.predict("test", batch_size=3)
     written = (tmp_path / "out" / "predictions_test.tsv").read_text().splitlines()
     assert written == ["index\tprediction", "0\tpos", "1\tpos", "2\tpos", "3\tpos"]
+
+
+def test_a_train_file_of_one_class_is_refused_not_taken_for_a_regression(checkpoint, tmp_path):
+    data = _data(tmp_path / "data", train_csv="text,label\ngood film,pos\ngreat,pos\n")
+    with pytest.raises(
+        ValueError, match=r"train.csv: every example's label is 'pos'; a classifier needs two"
+    ):
+        ClassificationRun("csv", data, checkpoint, str(tmp_path / "out"), 8)
+
+
+def test_a_test_file_marking_rows_unlabelled_with_minus_one_is_predicted(checkpoint, tmp_path):
+    export = _with_head(checkpoint, str(tmp_path / "export"), 2, ["neg", "pos"], answer=0)
+    data = _data(tmp_path / "data", test_csv="text,label\ngood movie,-1\nbad film,\n")
+    run = ClassificationRun("csv", data, export, str(tmp_path / "out"), 8, splits=("test",))
+    run.predict("test", batch_size=2)
+    written = (tmp_path / "out" / "predictions_test.tsv").read_text().splitlines()
+    assert written == ["index\tprediction", "0\tneg", "1\tneg"]
