@@ -20,6 +20,7 @@ import contextlib
 import errno
 import glob
 import os
+import re
 import shutil
 import tempfile
 
@@ -186,6 +187,51 @@ def _named_destination(path):
     if not path:
         raise ValueError("The output path is empty; name the file or directory to write.")
     return path
+
+
+def recover_interrupted_writes(parent):
+    """Clears what killed `atomic_directory` writes left in `parent`, for every destination in it.
+
+    A previous output moved aside goes back in place, as the next write of
+    its destination would put it; staging directories of live writers are
+    left to them. Where the destinations' names are chosen by what `parent`
+    holds (the next export version, say), this comes first.
+
+    Example:
+    >>> import os, tempfile
+    >>> parent = tempfile.mkdtemp()
+    >>> os.makedirs(os.path.join(parent, ".1.partial-k2x9-old"))  # killed between renames
+    >>> os.makedirs(os.path.join(parent, ".2.partial-m3y8"))  # killed while writing
+    >>> recover_interrupted_writes(parent)
+    >>> os.listdir(parent)
+    ['1']
+    """
+    parent = os.fspath(parent)
+    if not os.path.isdir(parent):
+        return
+    staged = (re.fullmatch(rf"\.(.+){re.escape(PARTIAL_MARKER)}-.*", n) for n in os.listdir(parent))
+    for name in sorted({match.group(1) for match in staged if match}):
+        prefix = f".{name}{PARTIAL_MARKER}-"
+        _remove_interrupted_stagings(parent, prefix, os.path.join(parent, name))
+
+
+def moved_aside_copy(directory):
+    """Where `directory`'s previous contents lie when a replacement stopped between its renames, or None.
+
+    They go back in place at the next write of `directory` (or of any
+    destination beside it, with `recover_interrupted_writes`).
+
+    Example:
+    >>> import os, tempfile
+    >>> parent = tempfile.mkdtemp()
+    >>> os.makedirs(os.path.join(parent, ".export.partial-k2x9-old"))
+    >>> os.path.basename(moved_aside_copy(os.path.join(parent, "export")))
+    '.export.partial-k2x9-old'
+    """
+    directory = os.path.abspath(_named_destination(directory))
+    parent, name = os.path.split(directory)
+    pattern = glob.escape(os.path.join(parent, f".{name}{PARTIAL_MARKER}-")) + "*" + _OLD_SUFFIX
+    return next(iter(sorted(glob.glob(pattern))), None)
 
 
 def _remove_interrupted_stagings(parent, prefix, directory):

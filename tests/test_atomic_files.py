@@ -6,6 +6,7 @@ import pytest
 
 from bert_keras.atomic_files import atomic_directory
 from bert_keras.atomic_files import atomic_file
+from bert_keras.atomic_files import recover_interrupted_writes
 from bert_keras.atomic_files import write_text
 
 
@@ -45,6 +46,22 @@ def test_the_next_write_removes_what_a_killed_one_left(tmp_path):
         write_text(os.path.join(staging, "saved_model.pb"), "new")
     assert sorted(os.listdir(tmp_path)) == [other.name, "1"]
     assert (tmp_path / "1" / "saved_model.pb").read_text() == "new"
+
+
+def test_recovering_a_directory_clears_every_destination_but_live_writers(tmp_path):
+    moved_aside = tmp_path / ".1.partial-def456-old"  # killed between the renames
+    moved_aside.mkdir()
+    (moved_aside / "saved_model.pb").write_text("previous")
+    (tmp_path / "2").mkdir()
+    (tmp_path / ".2.partial-abc123-old").mkdir()  # killed before removing the replaced output
+    (tmp_path / ".3.partial-ghi789").mkdir()  # killed while writing
+    live = tmp_path / f".4.partial-{os.getpid()}-jkl012"  # a writer still running
+    live.mkdir()
+
+    recover_interrupted_writes(tmp_path)
+
+    assert sorted(os.listdir(tmp_path)) == [live.name, "1", "2"]
+    assert (tmp_path / "1" / "saved_model.pb").read_text() == "previous"
 
 
 def test_two_writers_of_one_directory_never_leave_half_of_it(tmp_path):

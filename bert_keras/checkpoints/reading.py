@@ -29,6 +29,7 @@ import zipfile
 import keras
 from absl import logging
 
+from bert_keras.atomic_files import moved_aside_copy
 from bert_keras.checkpoints import huggingface
 from bert_keras.checkpoints import keras_hub
 from bert_keras.checkpoints import original
@@ -71,7 +72,7 @@ def detect_format(path):
     """
     path = checkpoint_directory(path)
     if not os.path.exists(path):
-        raise FileNotFoundError(f"Checkpoint path {path} does not exist.")
+        raise FileNotFoundError(f"Checkpoint path {path} does not exist." + _moved_aside_note(path))
     if os.path.isfile(path):
         if path.endswith(".keras"):
             return "keras"
@@ -95,6 +96,17 @@ def detect_format(path):
         f"with a *.ckpt.index (original BERT); {keras_hub.CONFIG_FILE} naming "
         f"{keras_hub.BACKBONE_CLASS} with {keras_hub.WEIGHTS_FILE} (keras-hub); a *.keras file. "
         f"Found: {sorted(os.listdir(path))[:20]}."
+    )
+
+
+def _moved_aside_note(path):
+    """Where a missing checkpoint's contents lie when a run replacing it stopped part way."""
+    moved_aside = moved_aside_copy(path)
+    if moved_aside is None:
+        return ""
+    return (
+        f" A run replacing it stopped part way: its previous contents are in {moved_aside}, "
+        "which the next write of it puts back (or rename that directory to it)."
     )
 
 

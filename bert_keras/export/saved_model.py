@@ -64,6 +64,7 @@ from tensorflow_serving.apis import regression_pb2
 
 from bert_keras.atomic_files import atomic_directory
 from bert_keras.atomic_files import file_in_the_way
+from bert_keras.atomic_files import recover_interrupted_writes
 from bert_keras.checkpoints import Checkpoint
 from bert_keras.checkpoints import read_checkpoint
 from bert_keras.checkpoints import read_tokenizer_settings
@@ -271,6 +272,7 @@ def _write_version(export_base, version, overwrite, write):
         The version directory written.
     """
     with versions_lock(export_base):
+        recover_interrupted_writes(export_base)  # a version moved aside counts again
         version = next_version(export_base) if version is None else _checked_version(version)
         directory = os.path.join(os.fspath(export_base), str(version))
         with atomic_directory(directory, overwrite) as staging:

@@ -1,6 +1,7 @@
 """Format detection, the readers, .keras files in safe mode, and the errors that name the problem."""
 
 import json
+import os
 import re
 
 import keras
@@ -45,6 +46,20 @@ def test_keras_file_of_another_model_is_refused(tmp_path):
     keras.Model(inputs, keras.layers.Dense(2)(inputs)).save(tmp_path / "other.keras")
     with pytest.raises(ValueError, match="holds a Functional; expected a BertBackbone"):
         BertBackbone.from_preset(tmp_path / "other.keras")
+
+
+@pytest.mark.one_backend  # files only
+def test_a_checkpoint_a_stopped_replacement_moved_aside_is_named_where_it_lies(tmp_path):
+    save_tiny("BertModel", tmp_path / "export")
+    moved_aside = tmp_path / ".export.partial-k2x9-old"  # killed between the two renames
+    os.rename(tmp_path / "export", moved_aside)
+    with pytest.raises(FileNotFoundError) as missing:
+        read_checkpoint(tmp_path / "export")
+    assert str(missing.value) == (
+        f"Checkpoint path {tmp_path / 'export'} does not exist. A run replacing it stopped part "
+        f"way: its previous contents are in {moved_aside}, which the next write of it puts back "
+        "(or rename that directory to it)."
+    )
 
 
 def test_a_keras_file_that_is_not_a_zip_is_named(tmp_path):

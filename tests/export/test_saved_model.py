@@ -328,6 +328,17 @@ def test_versions_and_bad_models_are_refused_with_nothing_written(classifier, tm
     assert sorted(os.listdir(base)) == ["1"]
 
 
+def test_a_version_moved_aside_by_a_killed_overwrite_is_restored_before_the_next(
+    classifier, tmp_path
+):
+    base = tmp_path / "base"
+    export_saved_model(classifier[1], base)
+    os.rename(base / "1", base / ".1.partial-k2x9-old")  # killed between the two renames
+
+    assert export_saved_model(classifier[1], base) == os.path.join(base, "2")
+    assert sorted(os.listdir(base)) == ["1", "2"]
+
+
 def test_exports_to_one_base_started_together_each_write_a_version(
     classifier, tmp_path, monkeypatch
 ):
