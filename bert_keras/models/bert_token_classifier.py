@@ -28,9 +28,10 @@ class BertTokenClassifier(BertTask):
     (`TokenCrossEntropy`) skips.
 
     With a preprocessor, `fit`, `evaluate` and `predict` take sentences split
-    into words, `[batch, (words)]` strings (a list of lists, a
-    `tf.RaggedTensor`, or a batched `tf.data.Dataset` of them), with one label
-    (and optionally one sample weight) per word, `[batch, (words)]` ints. In
+    into words, `[batch, (words)]` strings (a list of lists, numpy's object
+    array of them, a `tf.RaggedTensor`, or a batched `tf.data.Dataset` of
+    them), with one label (and optionally one sample weight) per word,
+    `[batch, (words)]` ints. In
     `tf.data`, each word is tokenized, its label goes on its first piece and
     `IGNORED_LABEL` everywhere else; sentences longer than the preprocessor's
     `sequence_length` lose their last tokens, and their labels with them.

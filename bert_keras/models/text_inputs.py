@@ -56,17 +56,35 @@ def holds_words(data):
     (True, False)
     >>> holds_words([[], ["Peter"]]), holds_words([[]]), holds_words([[101, 102]])
     (True, True, False)
+    >>> holds_words(np.array([["EU", "rejects"], ["Peter"]], dtype=object))
+    True
     """
     tf = _imported_tensorflow()
     if tf and isinstance(data, tf.data.Dataset):
         words = tf.nest.flatten(data.element_spec)[0]
         return words.dtype == tf.string and words.shape.rank == 2
-    if isinstance(data, np.ndarray) or (tf and isinstance(data, (tf.Tensor, tf.RaggedTensor))):
+    if is_array_of_rows(data):
+        data = list(data)
+    elif isinstance(data, np.ndarray) or (tf and isinstance(data, (tf.Tensor, tf.RaggedTensor))):
         return _is_text_array(data) and len(data.shape) == 2
     if not (isinstance(data, list) and data and all(isinstance(item, list) for item in data)):
         return False
     words = next((sentence for sentence in data if sentence), None)
     return words is None or _is_text_array(words)  # sentences of no words are words too
+
+
+def is_array_of_rows(data):
+    """Whether `data` is a 1-D numpy object array of lists or arrays: ragged rows, as numpy holds them.
+
+    Example:
+    >>> is_array_of_rows(np.array([["EU", "rejects"], ["Peter"]], dtype=object))
+    True
+    >>> is_array_of_rows(np.array(["EU rejects", "Peter"], dtype=object))
+    False
+    """
+    if not (isinstance(data, np.ndarray) and data.dtype.kind == "O" and data.ndim == 1):
+        return False
+    return isinstance(_first_present(data), (list, np.ndarray))
 
 
 def _imported_tensorflow():

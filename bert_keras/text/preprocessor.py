@@ -10,6 +10,7 @@ import functools
 import numbers
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 # The methods have no Python control flow on tensors, so AutoGraph would only
@@ -441,12 +442,26 @@ def ragged_rows(rows, dtype=None):
     Example:
     >>> ragged_rows([[1, 2], [3]]).row_lengths().numpy().tolist()
     [2, 1]
+    >>> ragged_rows(np.array([[1, 2], [3]], dtype=object)).row_lengths().numpy().tolist()
+    [2, 1]
     """
     if isinstance(rows, tf.RaggedTensor):
         return rows
+    if _is_array_of_rows(rows):
+        rows = [list(row) for row in rows]
     if isinstance(rows, list):
         return tf.ragged.constant(rows, dtype=dtype)
     return tf.RaggedTensor.from_tensor(tf.convert_to_tensor(rows, dtype))
+
+
+def _is_array_of_rows(rows):
+    """Whether `rows` is how numpy holds rows of many lengths: a 1-D object array of sequences."""
+    return (
+        isinstance(rows, np.ndarray)
+        and rows.dtype.kind == "O"
+        and rows.ndim == 1
+        and all(isinstance(row, (list, np.ndarray)) for row in rows)
+    )
 
 
 def packed_rows(pieces, fill, width):

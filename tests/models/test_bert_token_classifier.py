@@ -256,3 +256,18 @@ def test_a_sentence_of_no_words_is_a_sentence_wherever_it_stands(tokenizer):
     np.testing.assert_allclose(logits[0], tagger.predict([[]], verbose=0)[0], atol=1e-6)
     tagger.fit([[], ["Peter", "calls"]], [[], [1, 0]], epochs=1, verbose=0)
     assert tagger.optimizer.iterations.numpy() == 1
+
+
+@pytest.mark.one_backend  # where the inputs go is backend-free
+def test_words_in_numpy_object_arrays_are_words_as_in_lists(tokenizer):
+    words, tags = _toy_tagging(4)
+    as_arrays = np.array(words, dtype=object), np.array(tags, dtype=object)
+    assert as_arrays[0].shape == (4,)  # rows of many lengths, as numpy holds them
+    tagger = _tagger(tokenizer, dropout=0.0)
+    tagger.compile()
+    np.testing.assert_allclose(
+        tagger.predict(as_arrays[0], verbose=0), tagger.predict(words, verbose=0), atol=1e-6
+    )
+    assert tagger.evaluate(*as_arrays, verbose=0) == pytest.approx(
+        tagger.evaluate(words, tags, verbose=0), rel=1e-6
+    )
