@@ -3,8 +3,8 @@ r"""Converts a BERT checkpoint between formats.
 Reads a Hugging Face directory (config.json + safetensors), an original
 google-research release (bert_config.json + bert_model.ckpt.*), a keras-hub
 BERT preset (config.json + model.weights.h5), a `bert_keras` directory or a
-BertBackbone's `.keras` file (not a task model's: save its .backbone, or
-convert the fine-tuning run's OUTPUT_DIR/export, which keeps the head).
+`.keras` file of a BertBackbone or of a task model (whose head, vocabulary and
+packed length are kept, as its `save_to_preset` writes them).
 Writes the project's format by default (config.json, model.safetensors with
 the heads, bert_keras.json and the tokenizer files; transformers loads it),
 with --output_format=original the google-research release's

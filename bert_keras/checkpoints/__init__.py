@@ -17,6 +17,8 @@ from bert_keras.checkpoints.checkpoint import Checkpoint
 from bert_keras.checkpoints.checkpoint import tokenizer_settings
 from bert_keras.checkpoints.reading import FORMATS
 from bert_keras.checkpoints.reading import detect_format
+from bert_keras.checkpoints.reading import keras_file_checkpoint
+from bert_keras.checkpoints.reading import load_keras_file
 from bert_keras.checkpoints.reading import read_checkpoint
 from bert_keras.checkpoints.reading import read_tokenizer_settings
 from bert_keras.checkpoints.reading import vocabulary_file

@@ -455,6 +455,29 @@ def _with_settings_beside(checkpoint, directory):
 
 
 def _read_keras(path):
+    return keras_file_checkpoint(*load_keras_file(path))
+
+
+def load_keras_file(path):
+    """The model in a `.keras` file (or a directory's only one), loaded in safe mode, and its path.
+
+    Keras builds only the classes registered with it: the model's class
+    must have been imported (importing `bert_keras` registers them all).
+
+    Raises:
+        ValueError: a directory with no or several .keras files, or a file
+            that is not a .keras (zip) file.
+
+    Example:
+    >>> import tempfile
+    >>> from bert_keras.models.bert_backbone import BertBackbone
+    >>> path = tempfile.mkdtemp() + "/backbone.keras"
+    >>> BertBackbone(9, 1, 2, 8, 16).save(path)
+    >>> model, read = load_keras_file(path)
+    >>> type(model).__name__, read == path
+    ('BertBackbone', True)
+    """
+    path = os.fspath(path)
     if os.path.isdir(path):
         files = _keras_files(path)
         if len(files) != 1:
@@ -462,13 +485,31 @@ def _read_keras(path):
         path = files[0]
     if not zipfile.is_zipfile(path):  # Keras would call it "File not found"
         raise ValueError(f"{path} is not a .keras (zip) file; it cannot be read.")
-    # The classes are registered with Keras by whoever imported them (the
-    # models that call this); none is imported here.
-    model = keras.saving.load_model(path, safe_mode=True)
+    return keras.saving.load_model(path, safe_mode=True), path
+
+
+def keras_file_checkpoint(model, path):
+    """The `Checkpoint` of a `BertBackbone` loaded from the .keras file at `path`.
+
+    The vocabulary and tokenizer settings are those beside the file.
+
+    Raises:
+        ValueError: `model` is not a `BertBackbone`.
+
+    Example:
+    >>> import tempfile
+    >>> from bert_keras.models.bert_backbone import BertBackbone
+    >>> path = tempfile.mkdtemp() + "/backbone.keras"
+    >>> BertBackbone(9, 1, 2, 8, 16).save(path)
+    >>> checkpoint = keras_file_checkpoint(*load_keras_file(path))
+    >>> checkpoint.format, checkpoint.backbone_weights["pooler_dense/kernel"].shape
+    ('keras', (8, 8))
+    """
     if keras.saving.get_registered_name(type(model)) != _BACKBONE_CLASS:
         raise ValueError(
             f"{path} holds a {type(model).__name__}; expected a BertBackbone. A task model's "
-            "file loads with keras.saving.load_model; save its .backbone to read it here."
+            "file loads with keras.saving.load_model and converts, head included, with "
+            "tools.convert_checkpoint; save its .backbone to read it here."
         )
     weights = {variable.path: keras.ops.convert_to_numpy(variable) for variable in model.weights}
     directory = os.path.dirname(path)

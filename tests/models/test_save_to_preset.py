@@ -13,9 +13,11 @@ from bert_keras.models.bert_pretrainer import BertPretrainer
 from bert_keras.models.bert_question_answerer import BertQuestionAnswerer
 from bert_keras.models.bert_sentence_encoder import BertSentenceEncoder
 from bert_keras.models.bert_token_classifier import BertTokenClassifier
+from bert_keras.models.checkpoint_conversion import convert_checkpoint
 from bert_keras.text.preprocessor import BertPreprocessor
 from bert_keras.text.tokenizer import SPECIAL_TOKENS
 from bert_keras.text.tokenizer import BertTokenizer
+from tests.checkpoints import assert_same_files
 
 TOKENS = list(SPECIAL_TOKENS) + ["Good", "bad", "film", "plot", "é", "##s"]
 TEXTS = ["Good film", "bad plots é", "film"]
@@ -85,6 +87,22 @@ def test_a_task_model_comes_back_with_its_head_vocabulary_and_length(task, tmp_p
         restored.predict(inputs, verbose=0),
         expected,
     )
+
+
+@pytest.mark.parametrize(
+    "task",
+    ["classifier", pytest.param("multiple_choice", marks=pytest.mark.one_backend)],
+)
+def test_a_task_models_keras_file_converts_to_what_save_to_preset_writes(task, tmp_path):
+    model = TASKS[task][0]()
+    model.save(tmp_path / "model.keras")
+    model.save_to_preset(tmp_path / "preset")
+
+    checkpoint = convert_checkpoint(tmp_path / "model.keras", tmp_path / "converted")
+
+    assert checkpoint.format == "keras"
+    assert sorted(checkpoint.head_weights) == list(model.checkpoint_heads())
+    assert_same_files(tmp_path / "converted", tmp_path / "preset")
 
 
 def test_a_model_without_a_preprocessor_comes_back_without_one(tmp_path):

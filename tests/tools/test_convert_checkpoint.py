@@ -3,6 +3,7 @@ import os
 import subprocess
 import sys
 
+import keras
 import numpy as np
 import pytest
 from absl import flags
@@ -10,6 +11,7 @@ from keras import ops
 from safetensors.numpy import load_file
 
 from bert_keras.models.bert_backbone import BertBackbone
+from bert_keras.models.bert_classifier import BertClassifier
 from tests.checkpoints import save_tiny
 from tests.checkpoints.test_original import _tiny_variables
 from tests.checkpoints.test_original import _write_tiny
@@ -252,17 +254,25 @@ def test_an_output_dir_where_nothing_can_be_written_is_named_with_the_flag(tmp_p
     )
 
 
-def test_a_quantized_keras_source_is_refused_as_save_to_preset_refuses_it(tmp_path):
-    backbone = BertBackbone(9, 1, 2, 8, 16)
-    backbone.quantize("int8")
-    backbone.save(tmp_path / "backbone.keras")
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: BertBackbone(9, 1, 2, 8, 16),
+        lambda: BertClassifier(BertBackbone(9, 1, 2, 8, 16), num_classes=2),
+    ],
+    ids=["backbone", "task_model"],
+)
+def test_a_quantized_keras_source_is_refused_as_save_to_preset_refuses_it(build, tmp_path):
+    model = build()
+    model.quantize("int8")
+    model.save(tmp_path / "model.keras")
     with pytest.raises(ValueError) as refusal:
-        backbone.save_to_preset(tmp_path / "preset")
+        model.save_to_preset(tmp_path / "preset")
     message = run_in_process(
-        f"--source={tmp_path / 'backbone.keras'}", f"--output_dir={tmp_path / 'out'}"
+        f"--source={tmp_path / 'model.keras'}", f"--output_dir={tmp_path / 'out'}"
     )
     assert message == (
-        f"convert_checkpoint: Cannot convert {tmp_path / 'backbone.keras'}: {refusal.value}"
+        f"convert_checkpoint: Cannot convert {tmp_path / 'model.keras'}: {refusal.value}"
     )
     assert "a checkpoint holds float weights" in message
     assert not os.path.exists(tmp_path / "out")
@@ -279,3 +289,17 @@ def test_a_source_without_a_vocabulary_or_with_an_empty_one_is_warned_of(tmp_pat
     with caplog.at_level("WARNING"):
         assert run_in_process(*arguments, "--overwrite") is None
     assert f"{tmp_path / 'source' / 'vocab.txt'} holds no tokens" in caplog.text
+
+
+@pytest.mark.one_backend  # reading a .keras file's class is alike on every backend
+def test_a_keras_file_of_another_model_is_named(tmp_path):
+    inputs = keras.Input((4,))
+    keras.Model(inputs, keras.layers.Dense(2)(inputs)).save(tmp_path / "other.keras")
+    message = run_in_process(
+        f"--source={tmp_path / 'other.keras'}", f"--output_dir={tmp_path / 'out'}"
+    )
+    assert message.startswith(
+        f"convert_checkpoint: {tmp_path / 'other.keras'} holds a Functional; expected a "
+        "BertBackbone. A task model's file loads with keras.saving.load_model"
+    )
+    assert not os.path.exists(tmp_path / "out")
