@@ -29,9 +29,11 @@ from bert_keras.models.checkpoint_weights import model_checkpoint
 from bert_keras.models.dataset_release import without_autotuning_thread
 from bert_keras.models.input_checks import check_array_inputs
 from bert_keras.models.input_checks import check_class_ids
+from bert_keras.models.input_checks import check_dataset_labels
 from bert_keras.models.input_checks import check_masked_positions
 from bert_keras.models.input_checks import check_one_label_per_example
 from bert_keras.models.input_checks import check_positive_count
+from bert_keras.models.input_checks import labels_of_one_output
 from bert_keras.models.presets import BACKBONE_PRESETS
 from bert_keras.models.text_inputs import DEFAULT_BATCH_SIZE
 from bert_keras.models.text_inputs import TextPacker
@@ -414,8 +416,9 @@ class BertTask(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
         The optimizer is built before the first step (`build_optimizer`), so
         that TensorFlow traces the training step once.
         """
-        self._check_a_loss_to_train_on()
+        self._check_a_loss_for("fit")
         x = _generator_without_text(x)
+        y, sample_weight = labels_of_one_output(y), labels_of_one_output(sample_weight)
         self._check_array_inputs(x, y, sample_weight, batch_size)
         y = self._labels_as_read(y)
         validation_batch_size = kwargs.pop("validation_batch_size", None) or batch_size
@@ -458,21 +461,22 @@ class BertTask(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
                 "cannot be split: pass validation_data, or the texts as a list or array."
             )
 
-    def _check_a_loss_to_train_on(self):
-        """Refuses to train without a loss, before Keras' loop (jax's fails in it unrestored).
+    def _check_a_loss_for(self, method):
+        """Refuses `fit` or `evaluate` without a loss, before Keras' loop (jax's fails in it unrestored).
 
-        Keras refuses it on tensorflow and torch, but on jax trains on a loss
-        of 0 (only weight decay moves the weights).
+        Keras refuses it on tensorflow and torch, but on jax trains on and
+        evaluates a loss of 0 (only weight decay moves the weights).
         """
         if self.computes_its_own_loss or getattr(self, "_compile_loss", None) or self.losses:
             return
         if not self.compiled:
             raise ValueError(
                 f"{type(self).__name__} is not compiled: call compile() (its defaults are the "
-                "task's loss, metrics and optimizer) before fit."
+                f"task's loss, metrics and optimizer) before {method}."
             )
         raise ValueError(
-            f"{type(self).__name__} has no loss to train on: it was compiled with loss=None"
+            f"{type(self).__name__} has no loss to {'train on' if method == 'fit' else method}: "
+            "it was compiled with loss=None"
             + ("" if self.default_loss() is None else " (loss='auto' gives the task's)")
             + "; pass compile(loss=...)."
         )
@@ -480,7 +484,9 @@ class BertTask(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
     @_forgetting_widths_on_failure
     def evaluate(self, x=None, y=None, batch_size=None, *, sample_weight=None, **kwargs):
         """`keras.Model.evaluate`; with a preprocessor, `x` may be text."""
+        self._check_a_loss_for("evaluate")
         x = _generator_without_text(x)
+        y, sample_weight = labels_of_one_output(y), labels_of_one_output(sample_weight)
         self._check_array_inputs(x, y, sample_weight, batch_size)
         y = self._labels_as_read(y)
         if self._takes_as_text(x):
@@ -820,6 +826,7 @@ class BertTask(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
         sparse cross-entropy, as the tasks' own are); its `ignore_class` passes.
         """
         check_array_inputs(x, y, sample_weight, batch_size, source)
+        check_dataset_labels(x, source)
         self.backbone.check_array_ids(x, f"{source}x")
         check_masked_positions(x, f"{source}x")
         loss = self.loss

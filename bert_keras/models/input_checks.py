@@ -405,6 +405,57 @@ def check_positive_count(name, value):
         raise ValueError(f"{name} must be a positive whole number, got {value!r}.")
 
 
+def labels_of_one_output(labels):
+    """`labels` as a list where it is a tuple of single labels (as `zip(*rows)` gives them).
+
+    Keras takes a tuple of labels for a model of several outputs, one part
+    each; a tuple of numbers or strings is one output's labels.
+
+    Example:
+    >>> texts, labels = zip(*[("a good film", 1), ("a bad one", 0)])
+    >>> labels_of_one_output(labels)
+    [1, 0]
+    >>> labels_of_one_output(([0, 2], [1, 3]))  # start and end positions: two outputs
+    ([0, 2], [1, 3])
+    """
+    scalars = (numbers.Number, str, bytes, np.generic)
+    if isinstance(labels, tuple) and labels and all(isinstance(v, scalars) for v in labels):
+        return list(labels)
+    return labels
+
+
+def check_dataset_labels(dataset, source=""):
+    """Raises where a `tf.data.Dataset` of `(inputs, labels, ...)` has string labels.
+
+    As for arrays (see `check_array_inputs`); anything else passes.
+
+    Example:
+    >>> import tensorflow as tf
+    >>> check_dataset_labels(tf.data.Dataset.from_tensor_slices((["a film"], ["pos"])).batch(1))
+    Traceback (most recent call last):
+    ...
+    ValueError: x's labels are strings (tf.string); labels are numbers, such as class ids from 0: ...
+    """
+    spec = getattr(dataset, "element_spec", None)
+    if not isinstance(spec, tuple) or len(spec) < 2:
+        return
+    dtypes = {getattr(getattr(part, "dtype", None), "name", None) for part in _leaves(spec[1])}
+    if "string" in dtypes:
+        raise ValueError(
+            f"{source}x's labels are strings (tf.string); labels are numbers, such as class ids "
+            "from 0: map your label names to them first (in the dataset, with a "
+            "tf.lookup.StaticHashTable, say)."
+        )
+
+
+def _leaves(structure):
+    if isinstance(structure, (tuple, list)):
+        return [leaf for part in structure for leaf in _leaves(part)]
+    if isinstance(structure, dict):
+        return [leaf for part in structure.values() for leaf in _leaves(part)]
+    return [structure]
+
+
 def _is_array_like(data):
     """Lists, tuples, dicts, numpy arrays and tensors: inputs whose examples can be counted."""
     if isinstance(data, (list, tuple, dict, np.ndarray)):

@@ -1045,15 +1045,20 @@ def _quantized_policies(model):
     return policies
 
 
-def test_fit_without_a_loss_is_refused_on_every_backend(vocabulary_file):
-    """Keras trains jax on a loss of 0 where a model has none; tensorflow and torch refuse."""
+def test_fit_or_evaluate_without_a_loss_is_refused_on_every_backend(vocabulary_file):
+    """Keras trains and evaluates jax on a loss of 0 where a model has none; the others refuse."""
     classifier = _classifier(vocabulary_file)
     texts, labels = _toy_sentiment(4)
-    with pytest.raises(ValueError, match=r"BertClassifier is not compiled: call compile\(\)"):
-        classifier.fit(texts, labels, epochs=1, verbose=0)
+    for method in ("fit", "evaluate"):
+        with pytest.raises(
+            ValueError, match=rf"BertClassifier is not compiled: .* before {method}"
+        ):
+            getattr(classifier, method)(texts, labels, verbose=0)
     classifier.compile(loss=None, metrics=["accuracy"])
     with pytest.raises(ValueError, match=r"BertClassifier has no loss to train on: .*loss='auto'"):
         classifier.fit(texts, labels, epochs=1, verbose=0)
+    with pytest.raises(ValueError, match=r"BertClassifier has no loss to evaluate: .*loss='auto'"):
+        classifier.evaluate(texts, labels, verbose=0)
     classifier.compile()
     history = classifier.fit(texts, labels, epochs=1, verbose=0)
     assert history.history["loss"][0] > 0
@@ -1097,3 +1102,21 @@ def test_a_reader_refuses_questions_without_their_contexts(vocabulary_file):
         reader.predict(["good word1", "bad"], verbose=0)
     with pytest.raises(ValueError, match=message):
         reader.fit(["good word1", "bad"], ([1, 1], [2, 1]), verbose=0)
+
+
+@pytest.mark.one_backend  # settled before Keras' loop
+def test_labels_in_a_tuple_are_one_outputs_and_string_labels_in_a_dataset_are_named(
+    vocabulary_file,
+):
+    classifier = _classifier(vocabulary_file)
+    classifier.compile()
+    texts, labels = zip(*zip(*_toy_sentiment(4)))  # as `texts, labels = zip(*rows)` gives them
+    assert isinstance(labels, tuple)
+    assert classifier.evaluate(list(texts), labels, verbose=0)[0] == pytest.approx(
+        classifier.evaluate(list(texts), list(labels), verbose=0)[0], rel=1e-6
+    )
+    named = tf.data.Dataset.from_tensor_slices((list(texts), ["pos"] * len(texts))).batch(2)
+    for method in (classifier.fit, classifier.evaluate):
+        with pytest.raises(ValueError, match=r"x's labels are strings \(tf.string\); labels are"):
+            method(named, verbose=0)
+    assert classifier.optimizer.iterations.numpy() == 0
