@@ -4,7 +4,7 @@ Two protocols rank each user's held-out target item:
 
 - full ranking: against every item of the catalogue, the user's history
   excluded (recommendations never repeat it, so a target already in the
-  history ranks after every item: a miss);
+  history is never ranked: a miss at every cut-off, however few the items);
 - popularity-sampled: against `num_negatives` (100 in BERT4Rec's paper)
   distinct items drawn in proportion to their frequency, none of them in the
   user's history or the target.
@@ -19,25 +19,26 @@ DEFAULT_CUTOFFS = (1, 5, 10)
 
 
 def target_ranks(scores, targets, excluded=None):
-    """The 1-based rank of each row's target among that row's columns.
+    """The 1-based rank of each row's target among that row's columns, as floats.
 
     Args:
         scores: float array `[rows, candidates]`.
         targets: int array `[rows]`, the target's column in each row.
         excluded: optional list of int arrays, per row the columns that are
-            not candidates; a target among them ranks after every column.
-            A NaN score (a diverged model's) counts as excluded too.
+            not candidates; a target among them is never ranked: its rank is
+            infinite, a miss at every cut-off. A NaN score (a diverged
+            model's) counts as excluded too.
 
     Example:
     >>> scores = np.array([[0.1, 0.9, 0.5], [0.2, 0.2, 0.2]])
     >>> target_ranks(scores, np.array([2, 0])).tolist()
-    [2, 3]
+    [2.0, 3.0]
     >>> target_ranks(scores, np.array([2, 0]), excluded=[np.array([1]), np.array([])]).tolist()
-    [1, 3]
+    [1.0, 3.0]
     >>> target_ranks(scores, np.array([1, 0]), excluded=[np.array([1]), np.array([])]).tolist()
-    [4, 3]
+    [inf, 3.0]
     >>> target_ranks(np.array([[np.nan, 0.2, np.nan]]), np.array([0])).tolist()
-    [4]
+    [inf]
     """
     scores = np.array(scores, dtype="float64", copy=True)
     scores[np.isnan(scores)] = -np.inf
@@ -45,19 +46,22 @@ def target_ranks(scores, targets, excluded=None):
         for row, columns in enumerate(excluded):
             scores[row, np.asarray(columns, dtype="int64")] = -np.inf
     target_scores = scores[np.arange(len(scores)), targets]
-    beaten_or_tied = (scores >= target_scores[:, None]).sum(axis=1)  # the target's own included
-    # An excluded target ties with every column: it ranks after them all.
-    return beaten_or_tied + (target_scores == -np.inf)
+    # The target's own score counts: ranks start at 1.
+    ranks = (scores >= target_scores[:, None]).sum(axis=1).astype("float64")
+    ranks[target_scores == -np.inf] = np.inf
+    return ranks
 
 
 def ranking_metrics(ranks, cutoffs=DEFAULT_CUTOFFS):
     """HR@k and NDCG@k for each cut-off (NDCG@1 equals HR@1, so it is left
-    out), and MRR over the whole ranking.
+    out), and MRR over the whole ranking; an infinite rank scores 0 in each.
 
     Example:
     >>> metrics = ranking_metrics(np.array([1, 3, 20]), cutoffs=(1, 5))
     >>> {name: round(value, 4) for name, value in metrics.items()}
     {'hr@1': 0.3333, 'hr@5': 0.6667, 'ndcg@5': 0.5, 'mrr': 0.4611}
+    >>> ranking_metrics(np.array([np.inf]), cutoffs=(5,))
+    {'hr@5': 0.0, 'ndcg@5': 0.0, 'mrr': 0.0}
     """
     ranks = np.asarray(ranks, dtype="float64")
     metrics = {}
@@ -128,13 +132,14 @@ def next_item_ranks(scores, histories, targets, negatives):
             `popularity_negatives`.
 
     Returns:
-        `(full_ranks, sampled_ranks)`, int arrays `[users]`: the rank among
-        every item not in the history, and among the target + negatives.
+        `(full_ranks, sampled_ranks)`, float arrays `[users]`: the rank among
+        every item not in the history (infinite for a target in it), and
+        among the target + negatives.
 
     Example:
     >>> scores = np.array([[0.0, 0.9, 0.8, 0.7, 0.1]])
     >>> next_item_ranks(scores, [np.array([1])], np.array([3]), np.array([[4, 2]]))
-    (array([2]), array([2]))
+    (array([2.]), array([2.]))
     """
     targets = np.asarray(targets, dtype="int64")
     item_scores = np.asarray(scores)[:, 1:]

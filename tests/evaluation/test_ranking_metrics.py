@@ -28,21 +28,31 @@ def test_excluded_columns_do_not_count_and_an_excluded_target_ranks_last():
     assert target_ranks(scores, np.array([2]), [np.array([0, 1])]).tolist() == [1]
     # A target already in the history is never recommended (as in RecBole's full
     # ranking, where it scores -inf): a miss at every cut-off, not a hit among fewer items.
-    assert target_ranks(scores, np.array([2]), [np.array([0, 1, 2])]).tolist() == [5]
+    seen = target_ranks(scores, np.array([2]), [np.array([0, 1, 2])])
+    assert seen.tolist() == [math.inf]
+    assert ranking_metrics(seen, cutoffs=(1, 5, 10)) == {
+        "hr@1": 0.0,
+        "hr@5": 0.0,
+        "ndcg@5": 0.0,
+        "hr@10": 0.0,
+        "ndcg@10": 0.0,
+        "mrr": 0.0,
+    }
 
 
 def test_a_diverged_model_s_nan_scores_rank_its_targets_last():
     scores = np.array([[np.nan, np.nan, np.nan], [0.1, np.nan, 0.3], [np.nan, 0.5, 0.2]])
     ranks = target_ranks(scores, np.array([0, 2, 2]))
-    assert ranks.tolist() == [4, 1, 2]  # NaN: no score, never a hit
-    assert ranking_metrics(ranks[:1], cutoffs=(1,)) == {"hr@1": 0.0, "mrr": 0.25}
+    assert ranks.tolist() == [math.inf, 1, 2]  # NaN: no score, never a hit
+    assert ranking_metrics(ranks[:1], cutoffs=(5,)) == {"hr@5": 0.0, "ndcg@5": 0.0, "mrr": 0.0}
 
 
 def test_a_constant_model_hits_no_target_the_user_has_seen_before():
     scores = np.zeros((2, 7))  # ids 0 (padding) .. 6
     histories = [np.array([1, 2, 3, 4, 5, 6]), np.array([1, 2, 3, 4, 5])]
     full, _ = next_item_ranks(scores, histories, np.array([3, 6]), np.zeros((2, 0), "int64"))
-    assert full.tolist() == [7, 1]  # a repeat ranks after all 6 items; a new one is the only one
+    assert full.tolist() == [math.inf, 1]  # a repeat is never ranked; a new one is the only one
+    assert ranking_metrics(full, cutoffs=(10,))["hr@10"] == 0.5  # 6 items, yet the repeat misses
 
 
 def test_metrics_from_ranks_by_hand():
