@@ -1,6 +1,8 @@
 """Fine-tunes a BERT checkpoint on a GLUE task or a generic CSV/TSV classification set.
 
-Flags follow the original run_classifier.py, so its command lines carry over:
+Flags follow the original run_classifier.py, so its command lines carry over
+without --vocab_file, --bert_config_file and --do_lower_case, which come with
+the checkpoint directory:
 
     python -m tasks.classify --task_name=SST-2 --data_dir=glue/SST-2 \\
         --init_checkpoint=/path/to/checkpoint_dir --output_dir=/tmp/sst2 \\

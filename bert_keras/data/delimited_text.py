@@ -29,22 +29,37 @@ def fields_of_any_size():
     csv.field_size_limit(sys.maxsize)
 
 
-def numbered_records(reader):
+def numbered_records(reader, path=None):
     """`(line number, row)` for each record of a `csv.reader`, numbered by its first line.
 
     A quoted field may span lines, so a record's number is not its index.
-    Fields may be of any size (`fields_of_any_size`).
+    Fields may be of any size (`fields_of_any_size`). With `path`, a record
+    the reader cannot parse (a `strict` reader's stray quote mark) is an
+    `InputFileError` naming the file and the line the record starts on.
 
     Example:
     >>> import csv, io
     >>> list(numbered_records(csv.reader(io.StringIO('text,label\\n"two\\nlines",a\\nb,c\\n'))))
     [(1, ['text', 'label']), (2, ['two\\nlines', 'a']), (4, ['b', 'c'])]
+    >>> list(numbered_records(csv.reader(io.StringIO('"Great" film,1\\n'), strict=True), "a.csv"))
+    Traceback (most recent call last):
+    ...
+    bert_keras.data.input_file_error.InputFileError: a.csv:1: ',' expected after '"': a field ...
     """
     fields_of_any_size()
     first_line = reader.line_num + 1  # past any lines read before
-    for row in reader:
-        yield first_line, row
-        first_line = reader.line_num + 1
+    try:
+        for row in reader:
+            yield first_line, row
+            first_line = reader.line_num + 1
+    except csv.Error as error:
+        if path is None:
+            raise
+        raise InputFileError(
+            f"{path}:{first_line}: {error}: a field that starts with a quote mark is quoted up "
+            "to the next lone one; quote a field that holds quote marks and double them "
+            '("Great" film as \'"""Great"" film"\'), as csv.writer and pandas write them.'
+        ) from None
 
 
 def utf8_records(records, path):

@@ -160,7 +160,9 @@ def read_generic(path, label_names=None, limit=None, labelled=True):
     delimiter = "\t" if path.endswith(".tsv") else ","
     # utf-8-sig: a byte-order mark (spreadsheets write one) is not part of the header.
     with open(path, encoding="utf-8-sig", newline="") as file:
-        records = utf8_records(numbered_records(csv.reader(file, delimiter=delimiter)), path)
+        records = utf8_records(
+            numbered_records(csv.reader(file, delimiter=delimiter, strict=True), path), path
+        )
         _, header = next(records, (1, None))
         if not header or "text" not in header or ("label" not in header and label_names is None):
             raise InputFileError(

@@ -49,7 +49,7 @@ def f1(labels, predictions, positive=1):
 
 
 def matthews_correlation(labels, predictions):
-    """Matthews correlation of binary labels (CoLA); 0.0 when undefined.
+    """Matthews correlation of binary labels (CoLA); 0.0 when undefined, as scikit-learn gives it.
 
     Example:
     >>> matthews_correlation([1, 1, 0, 0], [1, 1, 0, 0])

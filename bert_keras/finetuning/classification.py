@@ -116,6 +116,11 @@ class ClassificationRun(FineTuningRun):
         checkpoint_labels = self.checkpoint_label_names("classifier")
         if checkpoint_labels:  # run_glue names a csv task's integer classes by ints
             checkpoint_labels = [str(name) for name in checkpoint_labels]
+        if checkpoint_labels and checkpoint_labels == [
+            f"LABEL_{index}" for index in range(len(checkpoint_labels))
+        ]:
+            # transformers' names for classes no one named: the class ids, as run_glue reads them
+            checkpoint_labels = [str(index) for index in range(len(checkpoint_labels))]
         # Whether the csv files have a text_pair column: the train file's, or an export's.
         self._text_pair, self._text_pair_source = None, None
         if self._has("train"):
@@ -237,7 +242,7 @@ class ClassificationRun(FineTuningRun):
         return f"{split}.csv or {split}.tsv, but {self.data_dir} has neither"
 
     def _generic_path(self, split):
-        matches = sorted(glob.glob(os.path.join(self.data_dir, f"{split}.[ct]sv")))
+        matches = sorted(glob.glob(os.path.join(glob.escape(self.data_dir), f"{split}.[ct]sv")))
         if len(matches) > 1:
             raise ValueError(
                 f"{self.data_dir} holds both {split}.csv and {split}.tsv: keep the one to read."

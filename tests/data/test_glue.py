@@ -1,3 +1,5 @@
+import re
+
 import pytest
 
 from bert_keras.data.glue import read_generic
@@ -279,3 +281,19 @@ def test_numeric_classes_are_ordered_by_value(tmp_path, labels, names):
     examples = read_generic(str(path))
     assert examples.label_names == names
     assert [names[label] for label in examples.labels] == labels
+
+
+@pytest.mark.parametrize(
+    "row, problem",
+    [
+        ('"Great movie\t1\nbad\t0\nfine\t1\n', "unexpected end of data"),  # swallowed the rest
+        ('"Great" movie\t1\nbad\t0\n', "expected after '\"'"),  # lost its quote marks
+    ],
+    ids=["unclosed", "closed inside the text"],
+)
+def test_a_stray_quote_mark_is_named_not_read_into_other_rows(tmp_path, row, problem):
+    train = _write(tmp_path, "train.tsv", "text\tlabel\n" + row)
+    with pytest.raises(ValueError, match=rf"train.tsv:2: .*{re.escape(problem)}.*double them"):
+        read_generic(str(train))
+    quoted = _write(tmp_path, "quoted.tsv", 'text\tlabel\n"""Great"" movie"\t1\nbad\t0\n')
+    assert read_generic(str(quoted)).texts_a == ['"Great" movie', "bad"]

@@ -299,3 +299,18 @@ def test_a_test_file_marking_rows_unlabelled_with_minus_one_is_predicted(checkpo
     run.predict("test", batch_size=2)
     written = (tmp_path / "out" / "predictions_test.tsv").read_text().splitlines()
     assert written == ["index\tprediction", "0\tneg", "1\tneg"]
+
+
+def test_a_data_dir_whose_name_looks_like_a_glob_is_read_as_named(checkpoint, tmp_path):
+    data = _data(tmp_path / "sst2 [v2]*?", train_csv="text,label\ngood,pos\nbad,neg\n")
+    run = ClassificationRun("csv", data, checkpoint, str(tmp_path / "out"), 8, splits=("train",))
+    assert run.label_names == ("neg", "pos")
+
+
+def test_transformers_default_class_names_stand_for_the_class_ids(checkpoint, tmp_path):
+    names = ["LABEL_0", "LABEL_1"]
+    export = _with_head(checkpoint, str(tmp_path / "export"), 2, names, answer=1)
+    data = _data(tmp_path / "data", dev_csv="text,label\ngood movie,1\nbad film,0\ngood,1\n")
+    run = ClassificationRun("csv", data, export, str(tmp_path / "out"), 8, splits=("dev",))
+    assert run.label_names == ("0", "1")
+    assert run.evaluate("dev", batch_size=2)["accuracy"] == pytest.approx(2 / 3)
