@@ -276,10 +276,11 @@ class RecommendationRun:
             early_stopping = ResumableEarlyStopping(
                 EARLY_STOPPING_METRIC, patience, best_weights, stopping
             )
+            epoch_checkpoint = EpochCheckpoint(checkpoints, settings, early_stopping, history)
             callbacks = [
                 ValidationRanking(self.split.validation_histories, self.split.validation_targets),
                 early_stopping,
-                EpochCheckpoint(checkpoints, settings, early_stopping, history),
+                epoch_checkpoint,
             ]
             dataset = self._training_epochs(
                 windows, batch_size, range(initial_epoch, num_epochs), mask_last_rate
@@ -293,6 +294,7 @@ class RecommendationRun:
                 verbose=verbose,
                 shuffle=False,  # cloze_epochs shuffles
             )
+            _check_not_diverged(epoch_checkpoint.diverged)
         self._save_trained_model(best_weights, history)
         return history
 
@@ -613,8 +615,14 @@ class EpochCheckpoint(keras.callbacks.Callback):
         self.settings = settings
         self.early_stopping = early_stopping
         self.history = history
+        self.diverged = None  # (epoch, loss) where the training loss became NaN or infinite
 
     def on_epoch_end(self, epoch, logs=None):
+        loss = (logs or {}).get("loss")
+        if loss is not None and not math.isfinite(loss):
+            self.diverged = (epoch + 1, float(loss))
+            self.model.stop_training = True  # and no checkpoint of weights that are not numbers
+            return
         for name, value in (logs or {}).items():
             self.history.setdefault(name, []).append(float(value))
         metadata = {
@@ -623,6 +631,17 @@ class EpochCheckpoint(keras.callbacks.Callback):
             "early_stopping": self.early_stopping.state(),
         }
         self.manager.save(self.model, epoch + 1, metadata)
+
+
+def _check_not_diverged(diverged):
+    """Raises where `EpochCheckpoint` saw the training loss become NaN or infinite."""
+    if diverged is None:
+        return
+    epoch, loss = diverged
+    raise ValueError(
+        f"The training loss is {loss} in epoch {epoch}: the run diverged, so no model is saved "
+        "(the checkpoints keep the epochs before it). A lower --learning_rate may train."
+    )
 
 
 def _check_resumable(checkpoint, settings):

@@ -361,3 +361,13 @@ def test_a_run_trained_anew_and_stopped_before_its_model_saves_ignores_the_older
     reloaded.load_model()
     for saved, best in zip(reloaded.model.get_weights(), weights[2]):
         np.testing.assert_array_equal(saved, best)
+
+
+@pytest.mark.one_backend  # the callbacks' bookkeeping
+def test_a_diverged_run_is_an_error_and_saves_no_model_nor_checkpoint_of_it(tmp_path):
+    log = write_cluster_walks(tmp_path / "walks.csv", num_users=TINY_LOG_USERS)
+    run = tiny_run(log, tmp_path / "out")
+    with checkpoints_recorded() as saved, pytest.raises(ValueError, match=r"is nan in epoch 1: "):
+        run.train(**{**TINY_TRAINING, "learning_rate": 1e30})
+    assert saved == []
+    assert not os.path.exists(tmp_path / "out" / "model.keras")
