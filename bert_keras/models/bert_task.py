@@ -33,10 +33,12 @@ from bert_keras.models.input_checks import check_dataset_labels
 from bert_keras.models.input_checks import check_masked_positions
 from bert_keras.models.input_checks import check_one_label_per_example
 from bert_keras.models.input_checks import check_positive_count
+from bert_keras.models.input_checks import class_ids_checked_in_graph
 from bert_keras.models.input_checks import labels_of_one_output
 from bert_keras.models.presets import BACKBONE_PRESETS
 from bert_keras.models.text_inputs import DEFAULT_BATCH_SIZE
 from bert_keras.models.text_inputs import TextPacker
+from bert_keras.models.text_inputs import dataset_labels
 from bert_keras.models.text_inputs import first_examples
 from bert_keras.models.text_inputs import holds_dataset
 from bert_keras.models.text_inputs import holds_text
@@ -484,10 +486,10 @@ class BertTask(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
     @_forgetting_widths_on_failure
     def evaluate(self, x=None, y=None, batch_size=None, *, sample_weight=None, **kwargs):
         """`keras.Model.evaluate`; with a preprocessor, `x` may be text."""
-        self._check_a_loss_for("evaluate")
         x = _generator_without_text(x)
         y, sample_weight = labels_of_one_output(y), labels_of_one_output(sample_weight)
         self._check_array_inputs(x, y, sample_weight, batch_size)
+        self._check_a_loss_for("evaluate")
         y = self._labels_as_read(y)
         if self._takes_as_text(x):
             self._check_labels_given(x, y, "evaluate")
@@ -714,7 +716,14 @@ class BertTask(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
         goes through `text_dataset` as it is.
         """
         if not self._packs_texts_once(x) or y is None:
-            return text_dataset(self._inputs_of_text, x, y, sample_weight, batch_size)
+            return text_dataset(
+                self._inputs_of_text,
+                x,
+                y,
+                sample_weight,
+                batch_size,
+                check_labels=self._labels_check,
+            )
         from bert_keras.data.length_batching import length_sorted_dataset
 
         features, y, sample_weight = self._labelled_features(
@@ -728,6 +737,15 @@ class BertTask(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
             columns=_label_columns(y, sample_weight),
         )
         return dataset
+
+    def _labels_check(self, labels):
+        """A dataset's labels, checked in `tf.data` as `_check_array_inputs` checks array labels."""
+        loss = self.loss
+        if not self.label_classes or not reads_class_ids(loss):
+            return labels
+        return class_ids_checked_in_graph(
+            labels, self.label_classes, ignored_label=ignored_class(loss)
+        )
 
     def _labelled_features(self, features, y, sample_weight):
         """`(features, y, sample_weight)` for texts packed into `features`, before Keras' loop.
@@ -780,7 +798,15 @@ class BertTask(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
         it is.
         """
         if not self._packs_texts_once(x) or y is None:
-            return text_dataset(self._inputs_of_text, x, y, sample_weight, batch_size, shuffle)
+            return text_dataset(
+                self._inputs_of_text,
+                x,
+                y,
+                sample_weight,
+                batch_size,
+                shuffle,
+                check_labels=self._labels_check,
+            )
         import tensorflow as tf
 
         from bert_keras.data.length_batching import TRAINING_COMPILE_TOKENS
@@ -846,6 +872,12 @@ class BertTask(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
 
     def _check_labels_given(self, x, y, method):
         """Refuses texts without labels (a dataset holds its own), before Keras' loop."""
+        if holds_dataset(x) and not dataset_labels(x):
+            raise ValueError(
+                f"{type(self).__name__}.{method} got a tf.data.Dataset of texts without labels "
+                f"(elements {x.element_spec}; two string parts are a pair of texts): give "
+                "elements (texts, labels) or ((texts_a, texts_b), labels), labels as numbers."
+            )
         if y is None and not holds_dataset(x):
             raise ValueError(
                 f"{type(self).__name__}.{method} got texts but y is None: give their labels as y "
@@ -874,7 +906,9 @@ class BertTask(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
             else:
                 validation_data = (x, y) if sample_weight is None else (x, y, sample_weight)
         elif validation_data is not None and self._takes_as_text(validation_data):
-            validation_data = text_dataset(self._inputs_of_text, validation_data)
+            validation_data = text_dataset(
+                self._inputs_of_text, validation_data, check_labels=self._labels_check
+            )
         return without_autotuning_thread(validation_data)
 
     def get_config(self):

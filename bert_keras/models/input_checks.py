@@ -11,6 +11,8 @@ import numbers
 
 import numpy as np
 
+from bert_keras.models.text_inputs import dataset_labels
+from bert_keras.models.text_inputs import holds_dataset
 from bert_keras.models.text_inputs import holds_text
 
 _SHOWN_CHARACTERS = 40
@@ -291,6 +293,37 @@ def check_class_ids(y, num_classes, name="y", ignored_label=None):
         )
 
 
+def class_ids_checked_in_graph(labels, num_classes, ignored_label=None, name="the labels in x"):
+    """`labels`, a tensor in `tf.data`, with an assertion that they are class ids in `[0, num_classes)`.
+
+    What `check_class_ids` checks in arrays, for labels no one sees before
+    they pass (a dataset's): the iterator raises an `InvalidArgumentError`
+    naming the first wrong label. Labels that are not integers pass.
+
+    Example:
+    >>> import tensorflow as tf
+    >>> class_ids_checked_in_graph(tf.constant([0, 1, -100]), 2, ignored_label=-100).numpy()
+    array([   0,    1, -100], dtype=int32)
+    """
+    import tensorflow as tf
+
+    if not labels.dtype.is_integer:
+        return labels
+    valid = (labels >= 0) & (labels < num_classes)
+    if ignored_label is not None:
+        valid |= tf.equal(labels, tf.cast(ignored_label, labels.dtype))
+    check = tf.debugging.Assert(
+        tf.reduce_all(valid),
+        [
+            f"{name} hold one outside the class ids 0 to {num_classes - 1} "
+            f"({num_classes} classes), the first:",
+            tf.boolean_mask(labels, tf.logical_not(valid))[:1],
+        ],
+    )
+    with tf.control_dependencies([check]):
+        return tf.identity(labels)
+
+
 def check_one_label_per_example(y, name="y"):
     """Raises a ValueError unless `y` holds one class id per example: `[examples]` or `[examples, 1]`.
 
@@ -425,22 +458,24 @@ def labels_of_one_output(labels):
 
 
 def check_dataset_labels(dataset, source=""):
-    """Raises where a `tf.data.Dataset` of `(inputs, labels, ...)` has string labels.
+    """Raises where a `tf.data.Dataset` of texts has string labels (see `text_inputs.dataset_labels`).
 
     As for arrays (see `check_array_inputs`); anything else passes.
 
     Example:
     >>> import tensorflow as tf
-    >>> check_dataset_labels(tf.data.Dataset.from_tensor_slices((["a film"], ["pos"])).batch(1))
+    >>> pairs = (["a film"], ["a movie"])
+    >>> check_dataset_labels(tf.data.Dataset.from_tensor_slices((pairs, ["same"])).batch(1))
     Traceback (most recent call last):
     ...
     ValueError: x's labels are strings (tf.string); labels are numbers, such as class ids from 0: ...
     """
-    spec = getattr(dataset, "element_spec", None)
-    if not isinstance(spec, tuple) or len(spec) < 2:
+    if not holds_dataset(dataset) or not dataset_labels(dataset):
         return
-    dtypes = {getattr(getattr(part, "dtype", None), "name", None) for part in _leaves(spec[1])}
-    if "string" in dtypes:
+    labels = dataset_labels(dataset)[0]
+    if "string" in {
+        getattr(getattr(part, "dtype", None), "name", None) for part in _leaves(labels)
+    }:
         raise ValueError(
             f"{source}x's labels are strings (tf.string); labels are numbers, such as class ids "
             "from 0: map your label names to them first (in the dataset, with a "

@@ -116,7 +116,9 @@ def _is_empty_list(item):
     return isinstance(item, list) and not item
 
 
-def text_dataset(preprocess, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
+def text_dataset(
+    preprocess, x, y=None, sample_weight=None, batch_size=None, shuffle=False, check_labels=None
+):
     """Batches of the model's inputs (and labels, weights) made from raw text.
 
     Args:
@@ -131,6 +133,8 @@ def text_dataset(preprocess, x, y=None, sample_weight=None, batch_size=None, shu
         sample_weight: weights for array-like `x`.
         batch_size: examples per batch for array-like `x` (default 32).
         shuffle: reshuffle array-like `x` every epoch, as `fit` does.
+        check_labels: optional labels -> labels, in TensorFlow: checks a
+            dataset's labels as they pass (arrays are checked before).
 
     Returns:
         A `tf.data.Dataset` of the model's inputs, or of `(inputs, labels)`
@@ -165,8 +169,14 @@ def text_dataset(preprocess, x, y=None, sample_weight=None, batch_size=None, shu
                 "elements (texts, labels), not as y or sample_weight."
             )
         _check_batched(x.element_spec)
+
+        def checked(texts, rest):
+            if check_labels is not None and rest:
+                rest = (check_labels(rest[0]), *rest[1:])
+            return preprocessed(texts, rest)
+
         dataset = x.map(
-            lambda *element: preprocessed(*_texts_and_rest(element)),
+            lambda *element: checked(*_texts_and_rest(element)),
             num_parallel_calls=tf.data.AUTOTUNE,
         )
     else:
@@ -223,6 +233,31 @@ def _texts_and_rest(element):
     if all(_is_text_array(part) for part in element[:2]):  # (texts_a, texts_b, ...)
         return tuple(element[:2]), tuple(element[2:])
     return element[0], tuple(element[1:])
+
+
+def dataset_labels(dataset):
+    """The element specs that follow a text dataset's texts: its labels (and weights), () if none.
+
+    As `text_dataset` reads the elements: a first part that is a tuple is a
+    pair of texts, and so are two string parts (`(texts_a, texts_b)`).
+
+    Example:
+    >>> import tensorflow as tf
+    >>> texts = tf.data.Dataset.from_tensor_slices((["a film"], [1])).batch(1)
+    >>> [spec.dtype.name for spec in dataset_labels(texts)]
+    ['int32']
+    >>> dataset_labels(tf.data.Dataset.from_tensor_slices((["a film"], ["a movie"])).batch(1))
+    ()
+    """
+    spec = dataset.element_spec
+    element = spec if isinstance(spec, tuple) else (spec,)
+    if len(element) == 1:
+        return ()
+    if isinstance(element[0], tuple):
+        return tuple(element[1:])
+    if all(getattr(part, "dtype", None) == "string" for part in element[:2]):
+        return tuple(element[2:])
+    return tuple(element[1:])
 
 
 def _check_batched(element_spec):

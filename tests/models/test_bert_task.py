@@ -1115,8 +1115,28 @@ def test_labels_in_a_tuple_are_one_outputs_and_string_labels_in_a_dataset_are_na
     assert classifier.evaluate(list(texts), labels, verbose=0)[0] == pytest.approx(
         classifier.evaluate(list(texts), list(labels), verbose=0)[0], rel=1e-6
     )
-    named = tf.data.Dataset.from_tensor_slices((list(texts), ["pos"] * len(texts))).batch(2)
+    names = ["pos"] * len(texts)
+    named = tf.data.Dataset.from_tensor_slices(((list(texts), list(texts)), names)).batch(2)
+    as_pairs = tf.data.Dataset.from_tensor_slices((list(texts), names)).batch(2)
     for method in (classifier.fit, classifier.evaluate):
         with pytest.raises(ValueError, match=r"x's labels are strings \(tf.string\); labels are"):
             method(named, verbose=0)
+        with pytest.raises(
+            ValueError, match=r"got a tf.data.Dataset of texts without labels .*pair"
+        ):
+            method(as_pairs, verbose=0)
     assert classifier.optimizer.iterations.numpy() == 0
+
+
+def test_class_ids_off_the_classes_in_a_dataset_are_named_as_they_pass(vocabulary_file):
+    """Keras' jax step trains on them silently; the tensorflow and torch steps fail unclearly."""
+    texts, _ = _toy_sentiment(4)
+    dataset = tf.data.Dataset.from_tensor_slices((texts, [0, 2, 1, 0])).batch(2)
+    for method in ("evaluate", "fit"):
+        classifier = _classifier(vocabulary_file)
+        classifier.compile()
+        with pytest.raises(
+            tf.errors.InvalidArgumentError,
+            match=r"the labels in x hold one outside the class ids 0 to 1 \(2 classes\), the",
+        ):
+            getattr(classifier, method)(dataset, verbose=0)
