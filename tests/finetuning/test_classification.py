@@ -275,13 +275,21 @@ def test_a_class_name_with_a_tab_is_quoted_in_the_predictions(checkpoint, tmp_pa
     assert rows == [["index", "prediction"], ["0", "p\tos"], ["1", "p\tos"]]
 
 
-def test_every_row_of_a_test_file_is_predicted_an_empty_text_too(checkpoint, tmp_path):
-    export = _with_head(checkpoint, str(tmp_path / "export"), 2, ["neg", "pos"], answer=1)
-    data = _data(tmp_path / "data", test_csv='text\ngood movie\n""\nbad movie\ngood film\n')
+@pytest.mark.parametrize(
+    "test_csv, answer, predicted",
+    [
+        ('text\ngood movie\n""\nbad movie\ngood film\n', 1, ["pos"] * 4),  # an empty text too
+        ("text,label\ngood movie,-1\nbad film,\n", 0, ["neg"] * 2),  # Hugging Face's unlabelled
+    ],
+    ids=["without labels", "labels -1 or empty"],
+)
+def test_every_row_of_a_test_file_is_predicted(checkpoint, tmp_path, test_csv, answer, predicted):
+    export = _with_head(checkpoint, str(tmp_path / "export"), 2, ["neg", "pos"], answer=answer)
+    data = _data(tmp_path / "data", test_csv=test_csv)
     run = ClassificationRun("csv", data, export, str(tmp_path / "out"), 8, splits=("test",))
     run.predict("test", batch_size=3)
     written = (tmp_path / "out" / "predictions_test.tsv").read_text().splitlines()
-    assert written == ["index\tprediction", "0\tpos", "1\tpos", "2\tpos", "3\tpos"]
+    assert written == ["index\tprediction"] + [f"{i}\t{name}" for i, name in enumerate(predicted)]
 
 
 def test_a_train_file_of_one_class_is_refused_not_taken_for_a_regression(checkpoint, tmp_path):
@@ -290,15 +298,6 @@ def test_a_train_file_of_one_class_is_refused_not_taken_for_a_regression(checkpo
         ValueError, match=r"train.csv: every example's label is 'pos'; a classifier needs two"
     ):
         ClassificationRun("csv", data, checkpoint, str(tmp_path / "out"), 8)
-
-
-def test_a_test_file_marking_rows_unlabelled_with_minus_one_is_predicted(checkpoint, tmp_path):
-    export = _with_head(checkpoint, str(tmp_path / "export"), 2, ["neg", "pos"], answer=0)
-    data = _data(tmp_path / "data", test_csv="text,label\ngood movie,-1\nbad film,\n")
-    run = ClassificationRun("csv", data, export, str(tmp_path / "out"), 8, splits=("test",))
-    run.predict("test", batch_size=2)
-    written = (tmp_path / "out" / "predictions_test.tsv").read_text().splitlines()
-    assert written == ["index\tprediction", "0\tneg", "1\tneg"]
 
 
 def test_a_data_dir_whose_name_looks_like_a_glob_is_read_as_named(checkpoint, tmp_path):
