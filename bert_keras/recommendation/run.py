@@ -273,6 +273,8 @@ class RecommendationRun:
                 num_epochs,
             )
         if not finished:
+            if resumed is not None:
+                _check_same_backend(resumed, settings)
             early_stopping = ResumableEarlyStopping(
                 EARLY_STOPPING_METRIC, patience, best_weights, stopping
             )
@@ -310,6 +312,8 @@ class RecommendationRun:
                 "windows_sha256": _windows_digest(windows),
             },
             "learning-rate schedule": schedule,
+            # Dropout's random streams, restored on resume, are each backend's own.
+            "backend": {"KERAS_BACKEND": keras.backend.backend()},
         }
         return json.loads(json.dumps(settings))
 
@@ -644,6 +648,24 @@ def _check_not_diverged(diverged):
     )
 
 
+def _check_same_backend(checkpoint, settings):
+    """Refuses to train on from `checkpoint` under another backend, whose dropout streams differ.
+
+    A finished run's model loads on any backend: this is checked only where
+    training goes on.
+    """
+    saved = checkpoint.metadata["settings"].get("backend")
+    differences = [] if saved is None else differing_values(saved, settings["backend"])
+    if differences:
+        raise ValueError(
+            f"{checkpoint.weights_path} was written with another backend: "
+            + "; ".join(differences)
+            + ". A resumed run continues dropout's random streams, which are each backend's "
+            "own; resume it with that KERAS_BACKEND, choose another output_dir, or delete "
+            f"{os.path.dirname(checkpoint.weights_path)} to train anew."
+        )
+
+
 def _check_resumable(checkpoint, settings):
     """Refuses to resume `checkpoint` under settings other than its own, naming each that differs."""
     if "settings" not in checkpoint.metadata:
@@ -653,15 +675,17 @@ def _check_resumable(checkpoint, settings):
         )
     problems = []
     for what, values in settings.items():
+        if what == "backend" or what not in checkpoint.metadata["settings"]:
+            continue  # training on is checked by `_check_same_backend`; an older checkpoint's
         saved = checkpoint.metadata["settings"][what]
         differences = differing_values(saved, values)
+        if what == "data order" and saved["windows_sha256"] != values["windows_sha256"]:
+            differences = [d for d in differences if not d.startswith("windows_sha256 ")] + [
+                "other training windows (the log, --min_interactions, --max_sequence_length "
+                "or --sliding_window changed)"
+            ]
         if differences:
             problems.append(f"another {what}: " + "; ".join(differences))
-        if what == "data order" and saved["windows_sha256"] != values["windows_sha256"]:
-            problems[-1] += (
-                " (other training windows: the log, --min_interactions, --max_sequence_length "
-                "or --sliding_window changed)"
-            )
     if problems:
         raise ValueError(
             f"{checkpoint.weights_path} was written with " + "; and ".join(problems) + ". "

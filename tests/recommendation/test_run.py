@@ -1,6 +1,7 @@
 """RecommendationRun: learning planted structure, honest splits, the files it writes, resuming."""
 
 import contextlib
+import glob
 import json
 import logging
 import os
@@ -302,6 +303,46 @@ def test_a_checkpoint_refuses_other_settings_and_names_them(
     again = tiny_run(log, run.output_dir, **model_overrides)
     with pytest.raises(ValueError, match=message + ".*another output_dir"):
         again.train(**{**TINY_TRAINING, **training})
+
+
+def _with_another_backend(output_dir, copy):
+    """A copy of `output_dir` whose checkpoints say another backend wrote them."""
+    shutil.copytree(output_dir, copy)
+    for path in glob.glob(str(copy / "checkpoints" / "*.json")):
+        with open(path) as file:
+            metadata = json.load(file)
+        metadata["settings"]["backend"]["KERAS_BACKEND"] = "another"
+        with open(path, "w") as file:
+            json.dump(metadata, file)
+    return copy
+
+
+@pytest.mark.one_backend  # the settings' bookkeeping
+def test_training_on_under_another_backend_is_refused_and_a_finished_model_still_loads(
+    resumed, tmp_path
+):
+    log, _, (run, history), _ = resumed
+    finished = _with_another_backend(run.output_dir, tmp_path / "finished")
+    assert tiny_run(log, finished).train(**TINY_TRAINING) == history  # loaded, not trained
+    killed = _with_another_backend(run.output_dir, tmp_path / "killed")
+    for path in glob.glob(str(killed / "checkpoints" / "ckpt-00000003*")):  # as if killed before
+        os.remove(path)
+    with pytest.raises(
+        ValueError,
+        match="written with another backend: KERAS_BACKEND is 'another' there but "
+        f"'{keras.backend.backend()}' here. A resumed run continues dropout's",
+    ):
+        tiny_run(log, killed).train(**TINY_TRAINING)
+
+
+@pytest.mark.one_backend  # the settings' bookkeeping
+def test_other_training_windows_are_named_in_words(resumed):
+    log, _, (run, _), _ = resumed
+    with pytest.raises(ValueError) as refusal:
+        tiny_run(log, run.output_dir).train(**TINY_TRAINING, sliding_window=0.25)
+    message = str(refusal.value)
+    assert "other training windows (the log, --min_interactions, --max_sequence_length" in message
+    assert "windows_sha256" not in message
 
 
 def test_an_output_dir_holding_another_programs_checkpoints_is_refused(resumed, tmp_path):
