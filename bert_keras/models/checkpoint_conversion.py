@@ -11,6 +11,7 @@ from bert_keras.checkpoints import detect_format
 from bert_keras.checkpoints import keras_file_checkpoint
 from bert_keras.checkpoints import load_keras_file
 from bert_keras.checkpoints import read_checkpoint
+from bert_keras.checkpoints import vocabulary_file
 from bert_keras.checkpoints import write_checkpoint
 from bert_keras.checkpoints.vocabulary import read_vocabulary
 from bert_keras.models.bert_backbone import BertBackbone
@@ -94,6 +95,8 @@ def convert_checkpoint(
             raise OutputDirectoryError(
                 f"{output_dir} cannot be written: {_reason(error)}."
             ) from error
+    if checkpoint.vocabulary_file is not None and not os.path.exists(checkpoint.vocabulary_file):
+        checkpoint.vocabulary_file = vocabulary_file(output_dir)  # a task model's was in scratch
     return checkpoint
 
 

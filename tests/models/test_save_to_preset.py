@@ -101,6 +101,7 @@ def test_a_task_models_keras_file_converts_to_what_save_to_preset_writes(task, t
     checkpoint = convert_checkpoint(tmp_path / "model.keras", tmp_path / "converted")
 
     assert checkpoint.format == "keras"
+    assert checkpoint.vocabulary_file == str(tmp_path / "converted" / "vocab.txt")
     assert sorted(checkpoint.head_weights) == list(model.checkpoint_heads())
     assert_same_files(tmp_path / "converted", tmp_path / "preset")
 
