@@ -41,7 +41,8 @@ class Interactions:
         users: raw user ids (strings).
         items: raw item ids (strings).
         timestamps: int64 when every timestamp is an integer (epoch
-            nanoseconds stay exact), else float64.
+            nanoseconds stay exact), else float64, or Python numbers where
+            float64 would round some (their order stays exact).
     """
 
     users: list
@@ -98,12 +99,26 @@ def _timestamp(text, where):
 
 
 def _timestamp_array(timestamps):
+    """int64 where every timestamp is an integer, float64 where that is exact, else Python numbers.
+
+    Python compares an int with a float exactly, so an object array keeps
+    the order of epoch nanoseconds beside one fractional timestamp, which
+    float64 would round into ties.
+
+    Example:
+    >>> _timestamp_array([3, 1]).dtype, _timestamp_array([3, 1.5]).dtype
+    (dtype('int64'), dtype('float64'))
+    >>> _timestamp_array([1700000000000000001, 1700000000000000000, 0.5]).dtype
+    dtype('O')
+    """
     if all(isinstance(value, int) for value in timestamps):
         try:
             return np.asarray(timestamps, dtype="int64")
         except OverflowError:
             pass
-    return np.asarray(timestamps, dtype="float64")
+    if all(float(value) == value for value in timestamps):
+        return np.asarray(timestamps, dtype="float64")
+    return np.asarray(timestamps, dtype=object)
 
 
 def _movielens_rows(file, path):

@@ -160,6 +160,11 @@ def test_integer_timestamps_order_exactly_at_nanosecond_scale(tmp_path):
     assert log.timestamps.dtype == np.int64
     sequences = UserSequences.from_interactions(log, min_interactions=1)
     assert [sequences.item_ids[i - 1] for i in sequences.sequences[0]] == ["a", "b", "c"]
+    with open(path, "a") as file:  # one fractional timestamp, another user's, anywhere in the log
+        file.write("v,d,0.5\n")
+    sequences = UserSequences.from_interactions(read_interactions(path, "csv"), min_interactions=1)
+    user = sequences.user_ids.index("u")
+    assert [sequences.item_ids[i - 1] for i in sequences.sequences[user]] == ["a", "b", "c"]
 
 
 def test_spreadsheet_and_movielens_csv_headers_are_read(tmp_path):
