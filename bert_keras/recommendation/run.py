@@ -210,6 +210,11 @@ class RecommendationRun:
             mask_last_rate = DEFAULT_MASK_LAST_RATE
         steps_per_epoch = math.ceil(len(windows) / batch_size)
         steps = steps_per_epoch * num_epochs
+        schedule = {
+            "num_epochs": num_epochs,
+            "learning_rate": learning_rate,
+            "num_warmup_steps": num_warmup_steps,  # as asked: a refusal names what was given
+        }
         if num_warmup_steps > (steps // 10 or 1):
             logging.info(
                 "num_warmup_steps %d is more than a tenth of the %d training steps: %d instead.",
@@ -225,11 +230,7 @@ class RecommendationRun:
                 "sliding_window": sliding_window,
                 "mask_last_rate": mask_last_rate,
             },
-            schedule={
-                "num_epochs": num_epochs,
-                "learning_rate": learning_rate,
-                "num_warmup_steps": num_warmup_steps,
-            },
+            schedule=schedule,
         )
         checkpoints = CheckpointManager(
             os.path.join(self.output_dir, CHECKPOINT_DIR), KEEP_CHECKPOINTS

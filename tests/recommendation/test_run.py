@@ -288,6 +288,8 @@ def test_a_finished_run_is_loaded_not_trained_again(resumed, monkeypatch):
         ({"hidden_dim": 24}, {}, "another model: hidden_dim is 16 there but 24 here"),
         ({}, {"batch_size": 8}, "another data order: batch_size is 16 there but 8 here"),
         ({}, {"num_epochs": 5}, "another learning-rate schedule: num_epochs is 3 there but 5 here"),
+        # The default 100, used as 1 in a run of 9 steps, is named as given.
+        ({}, {"num_warmup_steps": 0}, "schedule: num_warmup_steps is 100 there but 0 here"),
         (
             {"hidden_dim": 24},
             {"batch_size": 8},
