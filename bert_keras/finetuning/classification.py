@@ -113,14 +113,13 @@ class ClassificationRun(FineTuningRun):
                 raise ValueError(f"{STEP_FLAGS[split]} reads {self._missing_file(split)}.")
         head = self.checkpoint.head_weights.get("classifier")
         head_outputs = None if head is None else head["bias"].shape[-1]
-        checkpoint_labels = self.checkpoint_label_names("classifier")
-        if checkpoint_labels:  # run_glue names a csv task's integer classes by ints
-            checkpoint_labels = [str(name) for name in checkpoint_labels]
-        if checkpoint_labels and checkpoint_labels == [
-            f"LABEL_{index}" for index in range(len(checkpoint_labels))
-        ]:
+        head_names = self.checkpoint_label_names("classifier")  # as messages name them
+        if head_names:  # run_glue names a csv task's integer classes by ints
+            head_names = [str(name) for name in head_names]
+        checkpoint_labels = head_names
+        if head_names and head_names == [f"LABEL_{index}" for index in range(len(head_names))]:
             # transformers' names for classes no one named: the class ids, as run_glue reads them
-            checkpoint_labels = [str(index) for index in range(len(checkpoint_labels))]
+            checkpoint_labels = [str(index) for index in range(len(head_names))]
         # Whether the csv files have a text_pair column: the train file's, or an export's.
         self._text_pair, self._text_pair_source = None, None
         if self._has("train"):
@@ -148,10 +147,10 @@ class ClassificationRun(FineTuningRun):
                 "%s's classifier head names the classes %s, the data %s: its outputs are "
                 "taken in the data's order, as transformers' run_glue takes them.",
                 init_checkpoint,
-                checkpoint_labels,
+                head_names,
                 list(data_labels),
             )
-        self._check_head(init_checkpoint, head_outputs, checkpoint_labels)
+        self._check_head(init_checkpoint, head_outputs, head_names)
         # Read now, so that a bad label or column is an error before training, not after it.
         for split in self._checked_splits():
             examples = self._read(split)
