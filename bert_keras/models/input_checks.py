@@ -470,25 +470,17 @@ def check_dataset_labels(dataset, source=""):
     ...
     ValueError: x's labels are strings (tf.string); labels are numbers, such as class ids from 0: ...
     """
-    if not holds_dataset(dataset) or not dataset_labels(dataset):
+    labels = dataset_labels(dataset) if holds_dataset(dataset) else ()
+    if not labels:
         return
-    labels = dataset_labels(dataset)[0]
-    if "string" in {
-        getattr(getattr(part, "dtype", None), "name", None) for part in _leaves(labels)
-    }:
+    import tensorflow as tf  # imported already: `dataset` is a tf.data.Dataset
+
+    if any(spec.dtype == tf.string for spec in tf.nest.flatten(labels[0])):
         raise ValueError(
             f"{source}x's labels are strings (tf.string); labels are numbers, such as class ids "
             "from 0: map your label names to them first (in the dataset, with a "
             "tf.lookup.StaticHashTable, say)."
         )
-
-
-def _leaves(structure):
-    if isinstance(structure, (tuple, list)):
-        return [leaf for part in structure for leaf in _leaves(part)]
-    if isinstance(structure, dict):
-        return [leaf for part in structure.values() for leaf in _leaves(part)]
-    return [structure]
 
 
 def _is_array_like(data):
