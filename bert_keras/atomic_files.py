@@ -148,7 +148,7 @@ def atomic_directory(directory, overwrite=False):
     # A link's target is replaced, and the link kept.
     directory = os.path.realpath(_named_destination(directory))
     parent = os.path.dirname(directory)
-    prefix = f".{os.path.basename(directory)}{PARTIAL_MARKER}-"
+    prefix = _staging_prefix(os.path.basename(directory))
     if os.path.isdir(parent):
         _remove_interrupted_stagings(parent, prefix, directory)
     check_output_directory(directory, overwrite)
@@ -211,8 +211,7 @@ def recover_interrupted_writes(parent):
         return
     staged = (re.fullmatch(rf"\.(.+){re.escape(PARTIAL_MARKER)}-.*", n) for n in os.listdir(parent))
     for name in sorted({match.group(1) for match in staged if match}):
-        prefix = f".{name}{PARTIAL_MARKER}-"
-        _remove_interrupted_stagings(parent, prefix, os.path.join(parent, name))
+        _remove_interrupted_stagings(parent, _staging_prefix(name), os.path.join(parent, name))
 
 
 def moved_aside_copy(directory):
@@ -230,8 +229,13 @@ def moved_aside_copy(directory):
     """
     directory = os.path.abspath(_named_destination(directory))
     parent, name = os.path.split(directory)
-    pattern = glob.escape(os.path.join(parent, f".{name}{PARTIAL_MARKER}-")) + "*" + _OLD_SUFFIX
+    pattern = glob.escape(os.path.join(parent, _staging_prefix(name))) + "*" + _OLD_SUFFIX
     return next(iter(sorted(glob.glob(pattern))), None)
+
+
+def _staging_prefix(name):
+    """How the staging directories of the destination `name` begin (a writer's id follows)."""
+    return f".{name}{PARTIAL_MARKER}-"
 
 
 def _remove_interrupted_stagings(parent, prefix, directory):
