@@ -207,7 +207,9 @@ def serve(tasks, results):
     messages (arrays "data" and "lengths", as `shard_records` batches) and
     {"kind": "end"}, or {"kind": "error", "traceback": ...} on failure. A
     thread keeps reading tasks while one is computed, so a sender never
-    blocks on a full pipe while this process writes results.
+    blocks on a full pipe while this process writes results. Once no one
+    reads `results` (the main process was killed), the process exits at
+    once, with status 0 and nothing on stderr.
     """
     inbox = queue.Queue()
 
@@ -231,8 +233,9 @@ def serve(tasks, results):
         while (task := inbox.get()) is not None:
             _answer(task, send)
     except BrokenPipeError:  # the main process is gone (killed, say): no one reads on
-        # What is left in the stream's buffer goes nowhere, so exit's flush cannot fail.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), results.fileno())
+        # Exit at once: the interpreter's shutdown would flush the results into
+        # the broken pipe, and abort where the reading thread holds `tasks`.
+        os._exit(0)
 
 
 def _answer(task, send):

@@ -134,6 +134,7 @@ def test_a_worker_whose_main_process_is_gone_exits_quietly(tmp_path):
     pretraining_worker.write_shard_task(
         worker.stdin, random_documents(10), special_tokens(), options, 0
     )
+    # Its tasks' pipe stays open, so its reading thread still waits on it when the worker exits.
+    assert worker.wait(timeout=120) == 0
     worker.stdin.close()
     assert worker.stderr.read().decode() == ""
-    assert worker.wait() == 0
