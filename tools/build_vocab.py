@@ -21,7 +21,6 @@ them too): a language written without spaces between words, Thai say, then
 tokenizes character by character unless it is split into words first.
 """
 
-import fnmatch
 import glob
 import os
 import sys
@@ -32,6 +31,7 @@ from absl import logging
 
 from bert_keras.atomic_files import file_in_the_way
 from bert_keras.atomic_files import write_text
+from bert_keras.data.pretraining_corpus import glob_matches
 from bert_keras.data.pretraining_corpus import reject_directory
 from bert_keras.training.garbage_collection import freeze_heap_at_exit
 from bert_keras.training.garbage_collection import long_lived_objects
@@ -105,31 +105,12 @@ def check_output_is_no_input(output_file, patterns, paths):
                 "vocabulary would replace that text. Give another --output_file."
             )
     for pattern in patterns:
-        if glob.has_magic(pattern) and _glob_matches(pattern, output_file):
+        if glob.has_magic(pattern) and glob_matches(pattern, output_file):
             raise app.UsageError(
                 f"--output_file {output_file} matches --input_file's {pattern!r}, so a later "
                 "run would learn from this vocabulary: write it outside the pattern, or narrow "
                 "the pattern."
             )
-
-
-def _glob_matches(pattern, path):
-    """Whether `glob.glob(pattern)` would list `path` if it existed (symbolic links resolved)."""
-    pattern_parts = _real_parts(pattern)
-    path_parts = _real_parts(path)
-    return len(pattern_parts) == len(path_parts) and all(
-        fnmatch.fnmatchcase(part, pattern_part)
-        and (pattern_part.startswith(".") or not part.startswith("."))  # glob's hidden files
-        for part, pattern_part in zip(path_parts, pattern_parts)
-    )
-
-
-def _real_parts(path):
-    """The components of `path`, its longest leading part without wildcards resolved."""
-    parts = os.path.abspath(path).split(os.sep)
-    plain = next((i for i, part in enumerate(parts) if glob.has_magic(part)), len(parts) - 1)
-    head = os.path.realpath(os.sep.join(parts[:plain]) or os.sep)
-    return [part for part in head.split(os.sep) if part] + parts[plain:]
 
 
 def check_output_file(path):

@@ -9,7 +9,8 @@ it stopped when rerun with the same flags (its progress is a hidden file beside
 the output, removed when the run completes), and a second run started on the
 same --output_file meanwhile is refused. A finished run's --output_file
 given again is made anew: shards the earlier run made beyond the new run's are
-deleted (logged), so give each corpus part its own name. --do_lower_case must
+deleted (logged), so give each corpus part its own name. An --input_file that
+matches the shards or the hidden files beside them is refused. --do_lower_case must
 suit the vocabulary (true for an uncased one): the summary warns when over 5%
 of the text's tokens are [UNK]. See bert_keras/data/
 pretraining_corpus.py and pretraining_instances.py for how it works and where

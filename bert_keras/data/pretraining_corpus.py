@@ -51,7 +51,9 @@ environment offers.
 
 import collections
 import dataclasses
+import fnmatch
 import functools
+import glob
 import hashlib
 import json
 import os
@@ -65,6 +67,7 @@ from absl import logging
 from bert_keras.data import pretraining_instances
 from bert_keras.data import pretraining_worker
 from bert_keras.data.input_file_error import InputFileError
+from bert_keras.training.output_lock import file_lock_path
 
 _FORMAT_VERSION = 2  # 2: input files' modification times
 _IN_FLIGHT_PER_WORKER = 2
@@ -204,6 +207,75 @@ def reject_directory(path, flag, wanted="its files", example="*.txt"):
         raise IsADirectoryError(
             f"{flag}: {path} is a directory; give {wanted}, e.g. {os.path.join(path, example)!r}."
         )
+
+
+def check_outputs_are_not_inputs(input_file, output_files):
+    """Raises ValueError naming both flags where --input_file would read this run's own files.
+
+    The shards (`out.tfrecord-00000`, ...) hold records, not text, and the
+    hidden files beside them (the run's lock, its progress log, a shard
+    being written) are its bookkeeping: a pattern that matches the first
+    shard's name or one of those, even before they exist, would have this
+    run or the next tokenize them as text. TensorFlow's globs, which read
+    --input_file, match hidden files too.
+
+    Args:
+        input_file: comma-separated paths or globs, or a list of them.
+        output_files: the output paths (`output_file_names`).
+
+    Example:
+    >>> check_outputs_are_not_inputs("data/*", ["data/out.tfrecord"])
+    Traceback (most recent call last):
+    ...
+    ValueError: --input_file's 'data/*' matches data/out.tfrecord-00000, a file of --output_file's ...
+    >>> check_outputs_are_not_inputs("data/*.txt", ["data/out.tfrecord"])
+    """
+    patterns = input_file.split(",") if isinstance(input_file, str) else input_file
+    for output in output_files:
+        if "://" in output:
+            continue  # other file systems' globs have rules of their own
+        first_shard = shard_path([output], 0)
+        own_files = (first_shard, file_lock_path(output), progress_path(output))
+        own_files += (_temporary_path(first_shard),)
+        for pattern in filter(None, (part.strip() for part in patterns)):
+            for path in own_files:
+                if glob_matches(pattern, path, hidden_files=True):
+                    raise ValueError(
+                        f"--input_file's {pattern!r} matches {path}, a file of --output_file's "
+                        f"run ({'its records' if path == first_shard else 'its bookkeeping'}), "
+                        "which would be read as text: write the records outside the pattern, or "
+                        "narrow the pattern (e.g. to *.txt)."
+                    )
+
+
+def glob_matches(pattern, path, hidden_files=False):
+    """Whether a glob of `pattern` would list `path` if it existed (symbolic links resolved).
+
+    Args:
+        pattern: a path, or a glob of paths.
+        path: the file in question.
+        hidden_files: whether a wildcard matches a leading "." (as in
+            TensorFlow's globs), or not (as in Python's `glob`).
+
+    Example:
+    >>> glob_matches("data/*", "data/.out.lock"), glob_matches("data/*", "data/.out.lock", True)
+    (False, True)
+    """
+    pattern_parts = _real_parts(pattern)
+    path_parts = _real_parts(path)
+    return len(pattern_parts) == len(path_parts) and all(
+        fnmatch.fnmatchcase(part, pattern_part)
+        and (hidden_files or pattern_part.startswith(".") or not part.startswith("."))
+        for part, pattern_part in zip(path_parts, pattern_parts)
+    )
+
+
+def _real_parts(path):
+    """The components of `path`, its longest leading part without wildcards resolved."""
+    parts = os.path.abspath(path).split(os.sep)
+    plain = next((i for i, part in enumerate(parts) if glob.has_magic(part)), len(parts) - 1)
+    head = os.path.realpath(os.sep.join(parts[:plain]) or os.sep)
+    return [part for part in head.split(os.sep) if part] + parts[plain:]
 
 
 def _open_binary(path):
@@ -640,6 +712,7 @@ def create_pretraining_data(
     if not output_files:
         raise ValueError("--output_file names no file.")
     check_output_files(output_files)
+    check_outputs_are_not_inputs(input_file, output_files)
     num_workers = num_workers or os.cpu_count() or 1
     settings = run_settings(
         paths, output_files, vocab_file, do_lower_case, options, compression, input_mb_per_shard

@@ -128,9 +128,9 @@ def output_file_lock(output_file):
     if not is_process_zero():
         yield
         return
-    directory, name = os.path.split(os.path.abspath(output_file))
+    path = file_lock_path(output_file)
+    directory = os.path.dirname(path)
     made_directory = _made_directory(directory)
-    path = os.path.join(directory, f".{name}.lock")
     with _locked_file(path, directory) as file:
         try:
             json.dump(_this_process(), file)
@@ -141,6 +141,17 @@ def output_file_lock(output_file):
             os.remove(path)
             if made_directory and not os.listdir(directory):
                 os.rmdir(directory)
+
+
+def file_lock_path(output_file):
+    """Where `output_file_lock` puts the lock of `output_file`: a hidden file beside it.
+
+    Example:
+    >>> file_lock_path("/data/records.tfrecord")
+    '/data/.records.tfrecord.lock'
+    """
+    directory, name = os.path.split(os.path.abspath(output_file))
+    return os.path.join(directory, f".{name}.lock")
 
 
 @contextlib.contextmanager

@@ -425,6 +425,32 @@ def test_an_unusable_output_file_is_a_one_line_error_before_any_work(output, exp
 
 
 @pytest.mark.parametrize(
+    "pattern, output, matched, what",
+    [
+        ("*", "examples.tfrecord", "examples.tfrecord-00000", "its records"),
+        ("*.tfrecord*", "examples.tfrecord", "examples.tfrecord-00000", "its records"),
+        ("*.lock", "examples.tfrecord", ".examples.tfrecord.lock", "its bookkeeping"),
+        ("examples.tfrecord-00000", "examples.tfrecord", "examples.tfrecord-00000", "its records"),
+    ],
+    ids=["directory glob", "shards glob", "lock glob", "a shard"],
+)
+def test_an_input_pattern_that_reads_the_runs_own_files_is_refused(
+    pattern, output, matched, what, tmp_path
+):
+    # Corpus and records in one directory: a glob of it would read the run's
+    # lock (made before the inputs are read), and the next run its shards.
+    write(tmp_path / "corpus.txt", b"One sentence.\nTwo sentences.\n\nThree.\nFour.\n")
+    write(tmp_path / "examples.tfrecord-00000", b"an earlier run's records")
+    message = run_tool(*tool_flags(tmp_path / pattern, tmp_path / output))
+    assert message == (
+        f"create_pretraining_data: --input_file's '{tmp_path / pattern}' matches "
+        f"{tmp_path / matched}, a file of --output_file's run ({what}), which would be read as "
+        "text: write the records outside the pattern, or narrow the pattern (e.g. to *.txt)."
+    )
+    assert sorted(os.listdir(tmp_path)) == ["corpus.txt", "examples.tfrecord-00000"]
+
+
+@pytest.mark.parametrize(
     "text, documents",
     [
         (b"", "0 documents that give"),
