@@ -113,8 +113,16 @@ def _read_raw_text(path):
             return file.read()
     if not os.path.isfile(path):
         raise FileNotFoundError(f"Vocabulary file {path!r} does not exist.")
-    with open(path, encoding="utf-8", newline="") as file:
-        return file.read()
+    with open(path, "rb") as file:
+        data = file.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise ValueError(
+            f"Vocabulary file {path!r} is not UTF-8 text: line {line} holds the byte "
+            f"{data[error.start]:#04x}."
+        ) from None
 
 
 def write_vocabulary(tokens, path):

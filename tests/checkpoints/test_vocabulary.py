@@ -101,3 +101,13 @@ def test_a_tokenizer_json_it_cannot_read_is_named(tmp_path, tokenizer_json, mess
     with pytest.raises(ValueError) as error:
         read_vocabulary(path)
     assert str(path) in str(error.value) and message in str(error.value)
+
+
+def test_a_vocabulary_that_is_not_utf8_is_named_with_its_line(tmp_path):
+    path = tmp_path / "vocab.txt"
+    path.write_bytes(b"[PAD]\n[UNK]\n\xffbad\n")
+    with pytest.raises(ValueError) as error:
+        BertTokenizer(str(path))
+    assert str(error.value) == (
+        f"Vocabulary file {str(path)!r} is not UTF-8 text: line 3 holds the byte 0xff."
+    )

@@ -533,6 +533,28 @@ def test_a_text_mostly_unknown_to_the_vocabulary_is_warned_about(
     ) == warned
 
 
+@pytest.mark.parametrize("do_lower_case, warned", [(True, True), (False, False)])
+def test_a_cased_vocabulary_read_with_lower_casing_is_warned_about(
+    do_lower_case, warned, tmp_path, caplog
+):
+    # Lower-cased text never gives "Apple", so the [UNK] share alone cannot tell.
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", "apple", "Apple", "Pie"]
+    vocab = write(tmp_path / "vocab.txt", "\n".join(vocabulary).encode())
+    corpus = write(tmp_path / "corpus.txt", b"Apple.\napple.\n\nApple.\napple.\n")
+    arguments = tool_flags(corpus, tmp_path / "examples.tfrecord", "--max_seq_length=16")
+    with caplog.at_level(logging.WARNING):
+        assert (
+            run_tool(*arguments, f"--vocab_file={vocab}", f"--do_lower_case={do_lower_case}")
+            is None
+        )
+    expected = (
+        f"--do_lower_case is true, but 2 of the 9 tokens of --vocab_file {vocab} hold upper-case "
+        "letters ('Apple', 'Pie'), which lower-cased text never gives: for a cased vocabulary, "
+        "pass --do_lower_case=false."
+    )
+    assert (expected in caplog.messages) == warned
+
+
 def test_invalid_utf8_and_single_sentence_documents_are_reported(tmp_path, capsys):
     corpus = write(
         tmp_path / "corpus.txt",
