@@ -24,6 +24,10 @@ from bert_keras.training.execution import define_execution_flags
 from bert_keras.training.output_lock import OutputLockedError
 from bert_keras.training.output_lock import output_lock
 
+# The flags this module defines belong to the program that asks for them, so
+# that its --help lists them (absl's key flags of the main module).
+flags.disclaim_key_flags()
+
 
 @dataclasses.dataclass(frozen=True)
 class FineTuningFlags:

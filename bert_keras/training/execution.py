@@ -15,6 +15,10 @@ from absl import logging
 
 from bert_keras.atomic_files import file_in_the_way
 
+# The flags this module defines belong to the program that asks for them, so
+# that its --help lists them (absl's key flags of the main module).
+flags.disclaim_key_flags()
+
 DISTRIBUTIONS = ("none", "data_parallel", "model_parallel")
 MIXED_PRECISION_POLICIES = {
     "none": "float32",

@@ -1,5 +1,6 @@
 """The programs' flags are parsed and checked before TensorFlow or Keras is imported."""
 
+import re
 import subprocess
 import sys
 
@@ -10,6 +11,7 @@ from absl import flags
 from bert_keras.finetuning.flags import check_flags
 from bert_keras.finetuning.flags import define_flags
 from bert_keras.finetuning.flags import run_steps
+from tests.programs import run_module
 
 REQUIRED = ["--data_dir=d", "--init_checkpoint=c", "--output_dir=o"]
 
@@ -27,6 +29,29 @@ def test_programs_and_their_flags_import_no_tensorflow_or_keras(program):
     completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout.strip() == "[]"
+
+
+FINE_TUNING_FLAGS = ["data_dir", "init_checkpoint", "do_train", "do_eval", "train_batch_size"]
+
+
+@pytest.mark.one_backend
+@pytest.mark.parametrize(
+    "program, shared",
+    [
+        ("tasks.classify", FINE_TUNING_FLAGS),
+        ("tasks.tag", FINE_TUNING_FLAGS),
+        ("tasks.multiple_choice", FINE_TUNING_FLAGS),
+        ("tasks.squad", []),
+        ("tasks.pretrain", []),
+    ],
+)
+def test_a_programs_help_lists_the_flags_it_shares_with_other_programs(program, shared):
+    # Defined for it by bert_keras.finetuning.flags and bert_keras.training.execution.
+    completed = run_module(program, "--help")  # absl ends it with status 1
+    assert "Traceback" not in completed.stderr, completed.stderr
+    listed = set(re.findall(r"^ +--(?:\[no\])?(\w+)", completed.stdout, re.MULTILINE))
+    expected = {"distribution", "jit_compile", "mixed_precision", *shared}
+    assert expected <= listed, sorted(expected - listed)
 
 
 def test_public_names_still_import_from_the_package():
