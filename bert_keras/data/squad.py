@@ -99,7 +99,7 @@ def read_squad(path, version_2_with_negative=False, is_training=False):
     >>> read_squad(path)[0].answers
     (SquadAnswer(text='Paris', start=3),)
     """
-    with open(path, encoding="utf-8") as file:
+    with open(path, encoding="utf-8-sig") as file:  # an editor's byte-order mark is no JSON
         try:
             dataset = json.load(file)
         except json.JSONDecodeError as error:
@@ -111,7 +111,8 @@ def read_squad(path, version_2_with_negative=False, is_training=False):
     examples, seen_ids, skipped = [], set(), 0
     for article_index, article in enumerate(dataset["data"]):
         where = f"{path}, data[{article_index}]"
-        paragraphs = _list_field(_object(article, where, "an article"), "paragraphs", where)
+        article = _object(article, where, "an article")
+        paragraphs = _list_field(article, "paragraphs", where, required=True)
         for paragraph_index, paragraph in enumerate(paragraphs):
             where = f"{path}, data[{article_index}].paragraphs[{paragraph_index}]"
             _object(paragraph, where, "a paragraph")
@@ -119,7 +120,7 @@ def read_squad(path, version_2_with_negative=False, is_training=False):
             if not isinstance(context, str):
                 raise InputFileError(f'{where} has no "context" string.')
             _check_unicode(context, f"{where}: its context")
-            for qa_index, qa in enumerate(_list_field(paragraph, "qas", where)):
+            for qa_index, qa in enumerate(_list_field(paragraph, "qas", where, required=True)):
                 _object(qa, f"{where}.qas[{qa_index}]", "a question")
                 example = _read_question(qa, context, where, version_2_with_negative, is_training)
                 if example is None:  # a training answer not at its answer_start, warned about
@@ -189,8 +190,11 @@ def _object(value, where, description):
     return value
 
 
-def _list_field(entry, name, where):
-    """`entry[name]`, which must be a JSON list; an empty one when absent."""
+def _list_field(entry, name, where, required=False):
+    """`entry[name]`, which must be a JSON list; an empty one when absent, unless `required`."""
+    if required and name not in entry:
+        keys = ", ".join(map(repr, entry)) or "none"
+        raise InputFileError(f'{where} has no "{name}" list (its keys: {keys}).')
     value = entry.get(name, [])
     if not isinstance(value, list):
         hint = ""

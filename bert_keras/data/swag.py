@@ -85,11 +85,7 @@ def read_swag(path, limit=None, labelled=True):
                 f"{path}:1: the header lacks the columns {missing}; found {header}."
             )
         columns = {name: index for index, name in enumerate(header)}
-        endings = sorted(
-            (int(match.group(1)), index)
-            for index, name in enumerate(header)
-            if (match := _ENDING.fullmatch(name))
-        )
+        endings = _ending_columns(header, path)
         label_column = columns.get("label")
         examples = MultipleChoiceExamples([], [], [])
         for first_line, row in records:
@@ -127,6 +123,27 @@ def split_path(data_dir, split):
     'val.csv'
     """
     return split_files.split_path(data_dir, split, SPLIT_FILES)
+
+
+def _ending_columns(header, path):
+    """`(number, column index)` of each `endingN` column, by number: ending0 to ending{n-1}.
+
+    A label is the number of its ending, so a gap or a repeat would point
+    labels at the wrong choice.
+    """
+    endings = sorted(
+        (int(match.group(1)), index)
+        for index, name in enumerate(header)
+        if (match := _ENDING.fullmatch(name))
+    )
+    numbers = [number for number, _ in endings]
+    if numbers != list(range(len(numbers))):
+        found = ", ".join(f"ending{number}" for number in numbers)
+        raise InputFileError(
+            f"{path}:1: the ending columns must be ending0 to ending{len(numbers) - 1}, each "
+            f"once (a label is its ending's number); found {found}."
+        )
+    return endings
 
 
 def _join(start, ending):

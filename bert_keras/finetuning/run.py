@@ -585,12 +585,15 @@ class FineTuningRun:
                 self.checkpoint.directory,
             )
 
-    def refuse_untrained_head(self, head_name):
-        """Raises where the task model's head is new and the run is not to train it."""
+    def refuse_untrained_head(self, head_name, scoring_flags="--do_eval and --do_predict"):
+        """Raises where the task model's head is new and the run is not to train it.
+
+        `scoring_flags` names the program's flags that score, for the message.
+        """
         if not self.head_loaded:
             raise ValueError(
-                f"{self.checkpoint.directory} has no {head_name} head that fits, so --do_eval "
-                "and --do_predict without --do_train would score one with random weights; "
+                f"{self.checkpoint.directory} has no {head_name} head that fits, so "
+                f"{scoring_flags} without --do_train would score one with random weights; "
                 "--do_train trains one, or give a fine-tuned checkpoint."
             )
 

@@ -276,7 +276,7 @@ class SquadRun(FineTuningRun):
         self._trained = False
         self._predict_examples = {}  # path -> its questions (`predict_examples`)
         if scores_only:
-            self.refuse_untrained_head("question-answering")
+            self.refuse_untrained_head("question-answering", scoring_flags="--do_predict")
 
     def features(self, examples, is_training=False):
         """`squad_features` of `examples` with this run's tokenizer and lengths."""

@@ -310,7 +310,8 @@ def _paragraph(qa, context="In Paris."):
             "question id 'q7' is repeated",
         ),
         ({"data": []}, False, "holds no questions"),
-        ({"data": [{"title": "t"}, {"paragraphs": []}]}, True, "holds no questions"),
+        ({"data": [{"title": "t"}, {"paragraphs": []}]}, True, 'has no "paragraphs" list'),
+        ({"data": [{"title": "t", "paragraphs": []}]}, True, "holds no questions"),
         (_squad_json([{"context": "a", "qas": []}]), False, "holds no questions"),
     ],
 )
@@ -434,6 +435,37 @@ def test_entries_of_the_wrong_kind_are_named(tmp_path, data, message):
     for is_training in (False, True):
         with pytest.raises(ValueError, match=re.escape(path) + ", (data.*)?" + message):
             read_squad(path, is_training=is_training)
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (
+            [{"paragraph": [{"context": "In Paris.", "qas": [_QA]}]}],
+            r'data\[1\] has no "paragraphs" list \(its keys: \'paragraph\'\)',
+        ),
+        (
+            [{"paragraphs": [{"context": "In Paris.", "qa": [_QA]}]}],
+            r'data\[1\]\.paragraphs\[0\] has no "qas" list \(its keys: \'context\', \'qa\'\)',
+        ),
+    ],
+    ids=["paragraphs misspelled", "qas misspelled"],
+)
+def test_a_missing_list_of_paragraphs_or_questions_is_named_not_skipped(tmp_path, data, message):
+    # Beside a good article: its questions would otherwise be silently left out.
+    good = {"paragraphs": [{"context": "In Paris.", "qas": [dict(_QA, id="q0")]}]}
+    path = _write(tmp_path, {"data": [good, *data]})
+    for is_training in (False, True):
+        with pytest.raises(ValueError, match=re.escape(path) + ", " + message):
+            read_squad(path, is_training=is_training)
+
+
+def test_a_byte_order_mark_before_the_json_is_read_past(tmp_path):
+    path = tmp_path / "dev.json"
+    text = json.dumps({"data": [{"paragraphs": [{"context": "In Paris.", "qas": [_QA]}]}]})
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    (example,) = read_squad(str(path))
+    assert (example.question_id, example.answers) == ("q1", (SquadAnswer("Paris", 3),))
 
 
 def test_a_file_that_is_not_utf8_names_its_line(tmp_path):

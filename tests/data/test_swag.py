@@ -73,6 +73,15 @@ def test_a_byte_order_mark_is_not_part_of_the_header(tmp_path):
             HEADER + "v,0,s,a,b,g,e0,e1,e2,e3,4\n",
             r":2: label '4' is not a choice index in \[0, 4\)",
         ),
+        (
+            "sent1,sent2,ending0,ending1,ending3,label\nx,y,a,b,c,2\n",
+            ":1: the ending columns must be ending0 to ending2, each once .*; found ending0, "
+            "ending1, ending3",
+        ),
+        (
+            "sent1,sent2,ending0,ending1,ending1,label\nx,y,a,b,c,2\n",
+            ":1: the ending columns must be .*; found ending0, ending1, ending1",
+        ),
         (HEADER + "v,0,s,a,b,g,e0,e1,e2,e3,\n", ":2: label ''"),
         (HEADER + "v,0,s,a,b,g,e0,e1,e2,e3,\u00b2\n", ":2: label '\u00b2' is not a choice"),
     ],

@@ -365,7 +365,7 @@ def test_a_file_without_questions_or_a_zero_limit_is_named(tmp_path):
         _tiny_checkpoint(tmp_path), str(tmp_path / "output"), max_seq_length=32, max_query_length=8
     )
     empty = tmp_path / "empty.json"
-    empty.write_text(json.dumps({"data": [{"title": "no paragraphs"}]}))
+    empty.write_text(json.dumps({"data": [{"title": "no paragraphs", "paragraphs": []}]}))
     with pytest.raises(ValueError, match=f"{empty} holds no questions"):
         run.train(str(empty), batch_size=2, learning_rate=1e-3, num_epochs=1)
     with pytest.raises(ValueError, match=f"{empty} holds no questions"):
@@ -385,7 +385,9 @@ def test_program_refuses_to_answer_with_a_head_of_random_weights(tmp_path):
         f"--output_dir={tmp_path}/output",
     )
     assert completed.returncode == 1, completed.stderr[-2000:]
-    assert "has no question-answering head that fits" in completed.stderr
+    assert "has no question-answering head that fits, so --do_predict without --do_train" in (
+        completed.stderr
+    )
     assert "Traceback" not in completed.stderr
     assert not (tmp_path / "output" / "predictions.json").exists()
 
