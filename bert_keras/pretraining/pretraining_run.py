@@ -230,6 +230,8 @@ class PretrainingConfig:
             )
         if self.learning_rate <= 0:
             raise ValueError(f"learning_rate is {self.learning_rate} but must be > 0.")
+        if not self.weight_decay >= 0:  # NaN too
+            raise ValueError(f"weight_decay is {self.weight_decay} but must be >= 0.")
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(
                 f"optimizer is {self.optimizer!r} but must be one of {list(OPTIMIZERS)}."

@@ -231,6 +231,7 @@ def test_phase_two_starts_from_phase_one_export_with_longer_sequences(finished_r
             "Give a backbone config (a preset or bert_config_file) or an init_checkpoint",
         ),
         ({"mixed_precision": "float8"}, "mixed_precision is 'float8' but must be one of"),
+        ({"weight_decay": -0.1}, "weight_decay is -0.1 but must be >= 0."),
     ],
 )
 def test_bad_settings_fail_before_training(overrides, message, records, tmp_path):
