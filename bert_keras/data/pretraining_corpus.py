@@ -407,12 +407,16 @@ def _tokenized_group(tokenize, group, statistics, unknown_id, max_batch_bytes):
         )
 
 
+class TooFewDocumentsError(ValueError):
+    """A corpus of fewer than two documents that give tokens: it has no next-sentence pairs."""
+
+
 def text_shards(documents, bytes_per_shard, corpus="The corpus"):
     """Groups documents into `DocumentShard`s of at least `bytes_per_shard`, 2+ documents.
 
     A last shard too small to stand alone joins the one before. Raises
-    ValueError when there are fewer than two documents, before yielding
-    anything: the original would pair a document with itself.
+    `TooFewDocumentsError` when there are fewer than two documents, before
+    yielding anything: the original would pair a document with itself.
 
     Args:
         documents: objects with a `num_bytes` (`TokenizedDocument`s).
@@ -427,7 +431,7 @@ def text_shards(documents, bytes_per_shard, corpus="The corpus"):
     >>> list(text_shards([TextDocument([b"Only.", b"One."])], 15))
     Traceback (most recent call last):
     ...
-    ValueError: The corpus holds 1 document that gives tokens; next-sentence pairs need at least 2.
+    bert_keras.data.pretraining_corpus.TooFewDocumentsError: The corpus holds 1 document that gives tokens; next-sentence pairs need at least 2.
     """
     held, current, size = None, [], 0
     for document in documents:
@@ -440,7 +444,7 @@ def text_shards(documents, bytes_per_shard, corpus="The corpus"):
             current, size = [], 0
     if held is None:
         if len(current) < 2:
-            raise ValueError(
+            raise TooFewDocumentsError(
                 f"{corpus} holds {len(current)} "
                 f"{'document that gives' if len(current) == 1 else 'documents that give'} "
                 "tokens; next-sentence pairs need at least 2."
@@ -744,20 +748,23 @@ def create_pretraining_data(
             tokenize, read_documents(paths, statistics), statistics, unknown_id
         )
         corpus = f"--input_file {input_file!r}"
-        for shard in text_shards(documents, input_mb_per_shard * 1e6, corpus):
-            path = shard_path(output_files, shard.index)
-            if shard.index in log.finished and os.path.exists(path):
-                continue
-            documents = shard.token_ids()
-            write = functools.partial(writer.write, shard.index, path)
-            pending.append(
-                pool.executor.submit(
-                    pool.make_shard, documents, special_tokens, options, shard.index, write
+        try:
+            for shard in text_shards(documents, input_mb_per_shard * 1e6, corpus):
+                path = shard_path(output_files, shard.index)
+                if shard.index in log.finished and os.path.exists(path):
+                    continue
+                documents = shard.token_ids()
+                write = functools.partial(writer.write, shard.index, path)
+                pending.append(
+                    pool.executor.submit(
+                        pool.make_shard, documents, special_tokens, options, shard.index, write
+                    )
                 )
-            )
-            while len(pending) >= _IN_FLIGHT_PER_WORKER * num_workers:
-                pending.popleft().result()
-            progress.update(len(shard_statistics))
+                while len(pending) >= _IN_FLIGHT_PER_WORKER * num_workers:
+                    pending.popleft().result()
+                progress.update(len(shard_statistics))
+        except TooFewDocumentsError as error:
+            raise TooFewDocumentsError(f"{error}{_skipped_lines(statistics)}") from None
         while pending:
             pending.popleft().result()
     finally:
@@ -765,6 +772,17 @@ def create_pretraining_data(
     _remove_stale_shards(output_files, shard_statistics)
     log.remove()
     return _summary(statistics, shard_statistics, time.monotonic() - start)
+
+
+def _skipped_lines(statistics):
+    """What the reader skipped, where that may be why a corpus gave too few documents."""
+    if not statistics.invalid_utf8_lines:
+        return ""
+    return (
+        f" {statistics.invalid_utf8_lines} of its lines are not valid UTF-8, so were skipped (the "
+        f"first at {statistics.first_invalid_utf8}): is the text compressed, or in another "
+        "encoding?"
+    )
 
 
 def _remove_stale_shards(output_files, shard_indexes):

@@ -1,8 +1,10 @@
 """tools/create_pretraining_data.py on a real corpus (installed docstrings)."""
 
+import gzip
 import json
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -471,6 +473,22 @@ def test_too_small_corpora_fail_clearly_and_write_nothing(text, documents, tmp_p
         "next-sentence pairs need at least 2."
     )
     assert os.listdir(output.parent) == []
+
+
+def test_a_corpus_too_small_for_its_lines_that_are_not_utf8_says_so(tmp_path):
+    # A compressed corpus: its bytes are mostly not UTF-8, so its lines are skipped.
+    corpus = write(
+        tmp_path / "corpus.txt.gz", gzip.compress(b"One.\nTwo.\n\nThree.\nFour.\n" * 50, mtime=0)
+    )
+    output = tmp_path / "out" / "examples.tfrecord"
+    message = run_tool(*tool_flags(corpus, output, "--num_workers=1"))
+    assert message.startswith(f"create_pretraining_data: --input_file {corpus!r} holds ")
+    assert re.search(
+        r"next-sentence pairs need at least 2\. \d+ of its lines are not valid UTF-8, so were "
+        rf"skipped \(the first at {re.escape(corpus)}:\d+\): is the text compressed, or in "
+        r"another encoding\?$",
+        message,
+    )
 
 
 def original_token_ids(records):
