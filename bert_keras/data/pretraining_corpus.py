@@ -431,7 +431,7 @@ def text_shards(documents, bytes_per_shard, corpus="The corpus"):
     >>> list(text_shards([TextDocument([b"Only.", b"One."])], 15))
     Traceback (most recent call last):
     ...
-    bert_keras.data.pretraining_corpus.TooFewDocumentsError: The corpus holds 1 document that gives tokens; next-sentence pairs need at least 2.
+    bert_keras...TooFewDocumentsError: The corpus holds 1 document that gives tokens; next-sentence ...
     """
     held, current, size = None, [], 0
     for document in documents:
