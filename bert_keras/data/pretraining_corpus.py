@@ -181,7 +181,25 @@ def resolve_input_files(input_file, flag="--input_file", example="*.txt"):
         paths.extend(matches)
     if not paths:
         raise FileNotFoundError(f"{flag} names no file.")
-    return paths
+    return _each_once(paths, flag)
+
+
+def _each_once(paths, flag):
+    """`paths` without repeats (overlapping globs), which are warned of: each file is read once."""
+    keys = [path if "://" in path else os.path.realpath(path) for path in paths]
+    repeated = [key for key, count in collections.Counter(keys).items() if count > 1]
+    if repeated:
+        others = f" and {len(repeated) - 1} other files" if len(repeated) > 1 else ""
+        logging.warning(
+            "%s's patterns match %s%s more than once; each file is read once.",
+            flag,
+            repeated[0],
+            others,
+        )
+    kept = {}
+    for key, path in zip(keys, paths):
+        kept.setdefault(key, path)
+    return list(kept.values())
 
 
 def reject_directory(path, flag, wanted="its files", example="*.txt"):

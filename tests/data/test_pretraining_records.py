@@ -1,5 +1,6 @@
 """The record reader: the original's schema in, BertPretrainer batches out."""
 
+import logging
 import os
 
 import keras
@@ -104,6 +105,16 @@ def test_every_glob_must_match_a_file(records, tmp_path):
     with pytest.raises(FileNotFoundError) as error:
         pretraining_dataset(f"{records},{tmp_path}/TYPO*", SEQ_LENGTH, PREDICTIONS, batch_size=4)
     assert str(error.value) == f"file_pattern: no file matches '{tmp_path}/TYPO*'."
+
+
+def test_overlapping_globs_read_each_file_once_and_are_warned_of(records, caplog):
+    first_shard = sorted(tf.io.gfile.glob(records))[0]
+    with caplog.at_level(logging.WARNING):
+        assert count_examples(f"{records},{first_shard}") == count_examples(records)
+    assert (
+        f"file_pattern's patterns match {os.path.realpath(first_shard)} more than once; each "
+        "file is read once."
+    ) in caplog.messages
 
 
 def count_examples(file_pattern):
