@@ -204,7 +204,10 @@ def restore_random_states(model, states):
     streams = _random_streams(model)
     if states and len(states) != len(streams):
         raise ValueError(
-            f"The checkpoint holds {len(states)} random streams, the model {len(streams)}."
+            f"The checkpoint holds {len(states)} random streams (dropout's seeds), the model "
+            f"{len(streams)}: its dropout differs from the checkpoint's run (a rate of 0 has "
+            "none, as in hidden_dropout_prob or attention_probs_dropout_prob); resume with the "
+            "run's dropout."
         )
     for variable, state in zip(streams, states):
         variable.assign(np.asarray(state, dtype=variable.dtype))

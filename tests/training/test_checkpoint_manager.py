@@ -6,9 +6,11 @@ import keras
 import numpy as np
 import pytest
 
+from bert_keras.layers.dropout import Dropout
 from bert_keras.training.checkpoint_manager import CheckpointManager
 from bert_keras.training.checkpoint_manager import check_same
 from bert_keras.training.checkpoint_manager import random_states
+from bert_keras.training.checkpoint_manager import restore_random_states
 
 
 def trained_model(seed, steps):
@@ -100,4 +102,16 @@ def test_check_same_lists_every_difference():
     assert str(error.value) == (
         "ckpt-1 was written with another architecture: b is 2 there but 5 here; "
         "c is 3 there but None here; d is None there but 4 here."
+    )
+
+
+def test_restoring_random_streams_into_a_model_without_dropout_names_dropout():
+    with_dropout = keras.Sequential([keras.Input((2,)), Dropout(0.1, seed=3)])
+    without_dropout = keras.Sequential([keras.Input((2,)), Dropout(0.0)])
+    states = random_states(with_dropout)
+    with pytest.raises(ValueError) as error:
+        restore_random_states(without_dropout, states)
+    assert str(error.value).startswith(
+        "The checkpoint holds 1 random streams (dropout's seeds), the model 0: its dropout "
+        "differs from the checkpoint's run"
     )
