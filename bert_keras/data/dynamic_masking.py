@@ -52,6 +52,17 @@ def _sentence_pairs(file_pattern):
     return files.flat_map(pairs_of_file)
 
 
+def _check_one_batch(pairs, batch_size, file_pattern):
+    """Raises ValueError where the files give no whole batch of sentence pairs (read up to one)."""
+    found = int(pairs.take(batch_size).reduce(0, lambda count, _: count + 1))
+    if found < batch_size:
+        raise ValueError(
+            f"{file_pattern!r} gives {found} sentence pairs, fewer than batch_size={batch_size}: "
+            "a pair is two consecutive non-blank lines of one document (a sentence a line, a "
+            "blank line between documents), so one-line documents give none."
+        )
+
+
 def dynamic_masking_dataset(
     file_pattern,
     tokenizer,
@@ -100,6 +111,7 @@ def dynamic_masking_dataset(
     if max_seq_length < 5:
         raise ValueError(f"max_seq_length is {max_seq_length} but must be at least 5.")
     pairs = _sentence_pairs(file_pattern)
+    _check_one_batch(pairs, batch_size, file_pattern)
     if shuffle_buffer:
         pairs = pairs.shuffle(shuffle_buffer)
     special_ids = [tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id]

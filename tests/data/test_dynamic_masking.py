@@ -96,6 +96,19 @@ def test_a_line_that_only_looks_blank_separates_documents_and_is_no_segment(tmp_
     assert examples == 30  # one pair a document: the blank lines pair with nothing
 
 
+def test_one_line_documents_give_no_pairs_and_are_named_before_training(tmp_path):
+    # Titles or queries a line each: no two consecutive lines share a document.
+    tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS_30)
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n\n".join(WORDS_30) + "\n\nfirst line\nsecond line\n")
+    with pytest.raises(ValueError) as error:
+        dynamic_masking_dataset(str(corpus), tokenizer, max_seq_length=16, batch_size=2)
+    assert str(error.value).startswith(
+        f"{str(corpus)!r} gives 1 sentence pairs, fewer than batch_size=2: a pair is two "
+        "consecutive non-blank lines of one document"
+    )
+
+
 def test_a_pretrainer_fits_on_it(dataset):
     backbone = BertBackbone(
         vocabulary_size=30522,
