@@ -19,6 +19,7 @@ OUTPUT_DIR/predictions_{dev,test}.tsv.
 
 import functools
 
+from bert_keras.finetuning.flags import CHECKPOINT_FLAGS
 from bert_keras.finetuning.flags import check_flags
 from bert_keras.finetuning.flags import define_flags
 from bert_keras.finetuning.flags import run_steps
@@ -48,4 +49,4 @@ def main(argv):
 if __name__ == "__main__":
     restart_with_training_malloc()
     freeze_heap_at_exit()
-    run_program(main)
+    run_program(main, retired_flags=CHECKPOINT_FLAGS)

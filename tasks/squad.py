@@ -2,7 +2,7 @@
 
 Flags are named as in the original run_squad.py. Its command lines carry
 over without --vocab_file, --bert_config_file and --do_lower_case, which
-are not flags here (unknown flags are errors): the checkpoint directory holds
+are not flags here (given one, the program says what replaces it): the checkpoint directory holds
 vocab.txt and the config, and the casing comes from its tokenizer files (an
 original release's from its name, cased_ or uncased_; else lower case, the
 original's default). --init_checkpoint is that directory, or an original
@@ -34,6 +34,7 @@ from absl import app
 from absl import flags
 
 from bert_keras.data.input_file_error import InputFileError
+from bert_keras.finetuning.flags import CHECKPOINT_FLAGS
 from bert_keras.finetuning.flags import define_bucket_by_length_flag
 from bert_keras.finetuning.flags import define_freeze_backbone_flag
 from bert_keras.finetuning.flags import define_max_batch_widths_flag
@@ -178,4 +179,4 @@ def _check_flags():
 if __name__ == "__main__":
     restart_with_training_malloc()
     freeze_heap_at_exit()
-    run_program(main)
+    run_program(main, retired_flags=CHECKPOINT_FLAGS)

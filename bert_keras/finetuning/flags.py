@@ -28,6 +28,14 @@ from bert_keras.training.output_lock import output_lock
 # that its --help lists them (absl's key flags of the main module).
 flags.disclaim_key_flags()
 
+# The original run_classifier.py's and run_squad.py's flags that a checkpoint directory replaces.
+CHECKPOINT_FLAGS = {
+    "vocab_file": "the --init_checkpoint directory holds vocab.txt.",
+    "bert_config_file": "the --init_checkpoint directory holds the config.",
+    "do_lower_case": "the casing comes with the --init_checkpoint directory (its tokenizer files, "
+    "or an original release's name: cased_ or uncased_).",
+}
+
 
 @dataclasses.dataclass(frozen=True)
 class FineTuningFlags:

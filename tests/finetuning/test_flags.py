@@ -8,6 +8,7 @@ import pytest
 from absl import app
 from absl import flags
 
+from bert_keras.finetuning.flags import CHECKPOINT_FLAGS
 from bert_keras.finetuning.flags import check_flags
 from bert_keras.finetuning.flags import define_flags
 from bert_keras.finetuning.flags import run_steps
@@ -52,6 +53,26 @@ def test_a_programs_help_lists_the_flags_it_shares_with_other_programs(program, 
     listed = set(re.findall(r"^ +--(?:\[no\])?(\w+)", completed.stdout, re.MULTILINE))
     expected = {"distribution", "jit_compile", "mixed_precision", *shared}
     assert expected <= listed, sorted(expected - listed)
+
+
+@pytest.mark.one_backend
+@pytest.mark.parametrize(
+    "program, argument",
+    [
+        ("tasks.classify", "--vocab_file=vocab.txt"),
+        ("tasks.tag", "--bert_config_file=bert_config.json"),
+        ("tasks.multiple_choice", "--nodo_lower_case"),
+        ("tasks.squad", "--do_lower_case=False"),
+    ],
+)
+def test_the_originals_checkpoint_flags_are_named_with_what_replaces_them(program, argument):
+    completed = run_module(program, *REQUIRED, argument)
+    name = argument.removeprefix("--").removeprefix("no").split("=")[0]
+    assert completed.returncode == 1
+    assert completed.stderr.splitlines()[-1] == (
+        f"{program.split('.')[1]}: --{name} is a flag of the original program, not of this "
+        f"one: {CHECKPOINT_FLAGS[name]}"
+    )
 
 
 def test_public_names_still_import_from_the_package():
