@@ -170,6 +170,12 @@ def _read_question(qa, context, where, version_2_with_negative, is_training):
             "with version_2_with_negative (--version_2_with_negative)."
         )
     answers = () if is_impossible else _list_field(qa, "answers", where)
+    if is_impossible and qa.get("answers"):
+        logging.warning(
+            "%s is marked is_impossible yet lists answers; they are not read, as the original "
+            "reads them (evaluate-v2.0.py would score against them).",
+            where,
+        )
     if is_training and not is_impossible and not answers:
         raise InputFileError(f"{where} has no answer; every training question needs one.")
     answers = tuple(

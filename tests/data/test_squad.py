@@ -460,6 +460,16 @@ def test_a_missing_list_of_paragraphs_or_questions_is_named_not_skipped(tmp_path
             read_squad(path, is_training=is_training)
 
 
+def test_an_impossible_question_that_lists_answers_is_warned_of(tmp_path, caplog):
+    qa = dict(_QA, is_impossible=True)
+    path = _write(tmp_path, {"data": [{"paragraphs": [{"context": "In Paris.", "qas": [qa]}]}]})
+    (example,) = read_squad(path, version_2_with_negative=True)
+    assert example.is_impossible and example.answers == ()
+    assert f"{path}, data[0].paragraphs[0], question 'q1' is marked is_impossible yet lists" in (
+        caplog.text
+    )
+
+
 def test_a_byte_order_mark_before_the_json_is_read_past(tmp_path):
     path = tmp_path / "dev.json"
     text = json.dumps({"data": [{"paragraphs": [{"context": "In Paris.", "qas": [_QA]}]}]})
