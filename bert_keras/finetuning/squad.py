@@ -24,6 +24,7 @@ from bert_keras.evaluation.squad_metrics import squad_scores
 from bert_keras.finetuning.run import FineTuningRun
 from bert_keras.finetuning.run import seconds_since
 from bert_keras.models.bert_question_answerer import BertQuestionAnswerer
+from bert_keras.training.checkpoint_manager import differing_values
 
 PREDICTIONS_FILE = "predictions.json"
 NBEST_FILE = "nbest_predictions.json"
@@ -277,6 +278,27 @@ class SquadRun(FineTuningRun):
         self._predict_examples = {}  # path -> its questions (`predict_examples`)
         if scores_only:
             self.refuse_untrained_head("question-answering", scoring_flags="--do_predict")
+            self._warn_of_other_settings()
+
+    def _warn_of_other_settings(self):
+        """Warns where the checkpoint was fine-tuned with other SQuAD settings than this run's."""
+        settings = {
+            "max_seq_length": self.max_seq_length,
+            "doc_stride": self.doc_stride,
+            "max_query_length": self.max_query_length,
+            "version_2_with_negative": self.version_2_with_negative,
+        }
+        recorded = {
+            name: value for name, value in self.checkpoint.task_config.items() if name in settings
+        }
+        changed = differing_values(recorded, {name: settings[name] for name in recorded})
+        if changed:
+            logging.warning(
+                "%s was fine-tuned with other settings than this run's: %s; the flags' are "
+                "taken, so give the checkpoint's to answer as it learned to.",
+                self.checkpoint.directory,
+                "; ".join(changed),
+            )
 
     def features(self, examples, is_training=False):
         """`squad_features` of `examples` with this run's tokenizer and lengths."""

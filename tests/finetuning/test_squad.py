@@ -347,6 +347,28 @@ def test_a_file_with_unlabelled_questions_is_predicted_and_said_not_scored(tmp_p
     assert not (tmp_path / "output" / "eval_results.json").exists()
 
 
+@pytest.mark.parametrize("version_2_with_negative, warned", [(True, False), (False, True)])
+def test_predicting_with_other_settings_than_the_checkpoint_learned_is_warned_of(
+    version_2_with_negative, warned, tmp_path, caplog
+):
+    checkpoint = read_checkpoint(_tiny_checkpoint_with_a_head(tmp_path))
+    recorded = {"max_seq_length": 32, "doc_stride": 8, "max_query_length": 8}
+    checkpoint.task_config = {**recorded, "version_2_with_negative": True}
+    write_checkpoint(checkpoint, str(tmp_path / "v2"))
+    with caplog.at_level("WARNING"):
+        SquadRun(
+            str(tmp_path / "v2"),
+            str(tmp_path / "output"),
+            **recorded,
+            version_2_with_negative=version_2_with_negative,
+            scores_only=True,
+        )
+    assert (
+        f"{tmp_path / 'v2'} was fine-tuned with other settings than this run's: "
+        "version_2_with_negative is True there but False here; the flags' are taken" in caplog.text
+    ) == warned
+
+
 def test_windows_longer_than_the_checkpoint_positions_are_refused(tmp_path):
     with pytest.raises(
         ValueError,
