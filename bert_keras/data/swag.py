@@ -96,7 +96,7 @@ def read_swag(path, limit=None, labelled=True):
             if len(row) != len(header):
                 raise InputFileError(
                     f"{path}:{first_line}: expected {len(header)} comma-separated fields "
-                    f"as in the header, found {len(row)}."
+                    f"as in the header, found {len(row)}.{_quoted_lines(row, first_line)}"
                 )
             start = row[columns["sent2"]]
             examples.contexts.append(row[columns["sent1"]])
@@ -144,6 +144,18 @@ def _ending_columns(header, path):
             f"once (a label is its ending's number); found {found}."
         )
     return endings
+
+
+def _quoted_lines(row, first_line):
+    """Where a record of several lines ends: a quote mark left open swallows the lines after it."""
+    # An open quote at the end of the file holds the last line's own line break too.
+    last_line = first_line + "".join(row).rstrip("\n").count("\n")
+    if last_line == first_line:
+        return ""
+    return (
+        f" Its record runs on to line {last_line}: a quote mark opened on line {first_line} "
+        "closes only there, or never."
+    )
 
 
 def _join(start, ending):

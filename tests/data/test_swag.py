@@ -82,6 +82,11 @@ def test_a_byte_order_mark_is_not_part_of_the_header(tmp_path):
             "sent1,sent2,ending0,ending1,ending1,label\nx,y,a,b,c,2\n",
             ":1: the ending columns must be .*; found ending0, ending1, ending1",
         ),
+        (
+            HEADER + 'v,0,"s,a,b,g,e0,e1,e2,e3,0\n' + "v,0,s,a,b,g,e0,e1,e2,e3,0\n" * 3,
+            ":2: expected 11 comma-separated fields as in the header, found 3. Its record runs "
+            "on to line 5: a quote mark opened on line 2 closes only there, or never.",
+        ),
         (HEADER + "v,0,s,a,b,g,e0,e1,e2,e3,\n", ":2: label ''"),
         (HEADER + "v,0,s,a,b,g,e0,e1,e2,e3,\u00b2\n", ":2: label '\u00b2' is not a choice"),
     ],
