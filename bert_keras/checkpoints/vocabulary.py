@@ -97,6 +97,26 @@ def upper_case_tokens(tokens):
     ]
 
 
+def upper_case_warning(tokens, vocab_file):
+    """The warning for a vocabulary with upper-case tokens read with lower-casing; None without.
+
+    Example:
+    >>> upper_case_warning(["[CLS]", "apple", "Apple"], "vocab.txt")[:64]
+    '--do_lower_case is true, but 1 of the 3 tokens of --vocab_file v'
+    >>> upper_case_warning(["[CLS]", "apple"], "vocab.txt") is None
+    True
+    """
+    upper_case = upper_case_tokens(tokens)
+    if not upper_case:
+        return None
+    examples = ", ".join(map(repr, upper_case[:3])) + (", ..." if len(upper_case) > 3 else "")
+    return (
+        f"--do_lower_case is true, but {len(upper_case)} of the {len(tokens)} tokens of "
+        f"--vocab_file {vocab_file} hold upper-case letters ({examples}), which lower-cased text "
+        "never gives: for a cased vocabulary, pass --do_lower_case=false."
+    )
+
+
 def _read_text(path):
     """The text of a local file, or (gs://, ...) of one TensorFlow's file systems reach,
     without the byte-order mark it may begin with."""

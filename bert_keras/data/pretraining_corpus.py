@@ -64,7 +64,7 @@ import time
 import numpy as np
 from absl import logging
 
-from bert_keras.checkpoints.vocabulary import upper_case_tokens
+from bert_keras.checkpoints.vocabulary import upper_case_warning
 from bert_keras.data import pretraining_instances
 from bert_keras.data import pretraining_worker
 from bert_keras.data.input_file_error import InputFileError
@@ -887,8 +887,8 @@ def _tokenizer(vocab_file, do_lower_case, whole_words):
 
     tokenizer = BertTokenizer(vocab_file, lowercase=do_lower_case)
     vocabulary = tokenizer.get_vocabulary()
-    if do_lower_case:
-        _warn_of_upper_case_tokens(vocabulary, vocab_file)
+    if do_lower_case and (warning := upper_case_warning(vocabulary, vocab_file)):
+        logging.warning(warning)
     special_tokens = pretraining_instances.SpecialTokens(
         cls_id=tokenizer.cls_token_id,
         sep_id=tokenizer.sep_token_id,
@@ -900,22 +900,6 @@ def _tokenizer(vocab_file, do_lower_case, whole_words):
     )
     tokenize = tf.function(tokenizer.tokenize, input_signature=[tf.TensorSpec([None], tf.string)])
     return tokenize, special_tokens, tokenizer.unk_token_id
-
-
-def _warn_of_upper_case_tokens(vocabulary, vocab_file):
-    """Warns where lower-cased text cannot give some tokens: a cased vocabulary, most likely."""
-    upper_case = upper_case_tokens(vocabulary)
-    if upper_case:
-        examples = ", ".join(map(repr, upper_case[:3])) + (", ..." if len(upper_case) > 3 else "")
-        logging.warning(
-            "--do_lower_case is true, but %d of the %d tokens of --vocab_file %s hold upper-case "
-            "letters (%s), which lower-cased text never gives: for a cased vocabulary, pass "
-            "--do_lower_case=false.",
-            len(upper_case),
-            len(vocabulary),
-            vocab_file,
-            examples,
-        )
 
 
 class _ShardWriter:

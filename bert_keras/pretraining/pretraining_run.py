@@ -44,6 +44,7 @@ from bert_keras.checkpoints import tokenizer_settings
 from bert_keras.checkpoints import write_checkpoint
 from bert_keras.checkpoints.config_arguments import SIZE_ARGUMENTS
 from bert_keras.checkpoints.vocabulary import read_vocabulary
+from bert_keras.checkpoints.vocabulary import upper_case_warning
 from bert_keras.data.input_file_error import InputFileError
 from bert_keras.data.pretraining_corpus import check_shards_finished
 from bert_keras.data.pretraining_corpus import resolve_input_files
@@ -456,7 +457,12 @@ class PretrainingRun:
         embeddings = _architecture(backbone_config)["vocabulary_size"]
         if not self.config.vocab_file:
             return embeddings, f"the vocabulary_size {embeddings} of the backbone"
-        tokens = len(read_vocabulary(self.config.vocab_file))
+        vocabulary = read_vocabulary(self.config.vocab_file)
+        if self.config.do_lower_case and (
+            warning := upper_case_warning(vocabulary, self.config.vocab_file)
+        ):
+            logging.warning("%s The export's tokenizer would lower-case its text.", warning)
+        tokens = len(vocabulary)
         if tokens > embeddings:
             raise ValueError(
                 f"vocab_file {self.config.vocab_file} holds {tokens} tokens but the backbone's "

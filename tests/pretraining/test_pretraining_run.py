@@ -276,6 +276,24 @@ def test_a_vocabulary_larger_than_the_embeddings_is_refused(records, tmp_path):
     PretrainingRun(tiny_config(records, tmp_path / "fits", vocab_file=str(vocabulary)))
 
 
+@pytest.mark.parametrize("do_lower_case, warned", [(True, True), (False, False)])
+def test_a_cased_vocabulary_marked_uncased_is_warned_of(
+    do_lower_case, warned, records, tmp_path, caplog
+):
+    vocabulary = tmp_path / "vocab.txt"
+    vocabulary.write_text("".join(f"Token{index}\n" for index in range(40)))
+    config = tiny_config(
+        records, tmp_path / "run", vocab_file=str(vocabulary), do_lower_case=do_lower_case
+    )
+    with caplog.at_level("WARNING"):
+        PretrainingRun(config)
+    expected = (
+        f"--do_lower_case is true, but 40 of the 40 tokens of --vocab_file {vocabulary} hold "
+        "upper-case letters ('Token0', 'Token1', 'Token2', ...)"
+    )
+    assert (expected in caplog.text) == warned
+
+
 def test_records_of_a_larger_vocabulary_stop_the_run_instead_of_training_on_nan(records, tmp_path):
     small = {**TRAINING_BACKBONE, "vocabulary_size": 8}  # the records' ids reach past 8
     run = PretrainingRun(tiny_config(records, tmp_path / "run", backbone_config=small))
