@@ -57,7 +57,8 @@ def _parser(retired_flags):
             if argument == "--":
                 break
             name = argument.lstrip("-").split("=")[0]
-            name = name[2:] if name[2:] in retired_flags and name.startswith("no") else name
+            if name not in retired_flags:
+                name = name.removeprefix("no")  # absl's --noFLAG of a boolean
             if argument.startswith("-") and name in retired_flags:
                 program = os.path.splitext(os.path.basename(argv[0]))[0]
                 sys.exit(
