@@ -32,6 +32,7 @@ from absl import logging
 from bert_keras.atomic_files import file_in_the_way
 from bert_keras.atomic_files import write_text
 from bert_keras.data.pretraining_corpus import glob_matches
+from bert_keras.data.pretraining_corpus import input_patterns
 from bert_keras.data.pretraining_corpus import reject_directory
 from bert_keras.training.garbage_collection import freeze_heap_at_exit
 from bert_keras.training.garbage_collection import long_lived_objects
@@ -55,11 +56,6 @@ _MAX_UNIQUE_CHARACTERS = flags.DEFINE_integer(
 _DO_LOWER_CASE = flags.DEFINE_boolean(
     "do_lower_case", True, "Uncased (lower-case, strip accents) or cased vocabulary."
 )
-
-
-def input_patterns(flag_value):
-    """The comma-separated files and globs of --input_file, without empty parts."""
-    return [pattern for pattern in (part.strip() for part in flag_value.split(",")) if pattern]
 
 
 def input_paths(patterns):

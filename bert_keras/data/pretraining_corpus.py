@@ -154,6 +154,17 @@ class DocumentShard:
         )
 
 
+def input_patterns(input_file):
+    """The paths and globs of a comma-separated `input_file` (or of a list), blanks dropped.
+
+    Example:
+    >>> input_patterns(" a.txt, ,data/*.txt")
+    ['a.txt', 'data/*.txt']
+    """
+    parts = input_file.split(",") if isinstance(input_file, str) else input_file
+    return [pattern for pattern in (part.strip() for part in parts) if pattern]
+
+
 def resolve_input_files(input_file, flag="--input_file", example="*.txt"):
     """Files of comma-separated paths or globs, each of which must match, and match no directory.
 
@@ -170,9 +181,8 @@ def resolve_input_files(input_file, flag="--input_file", example="*.txt"):
     """
     import tensorflow as tf
 
-    patterns = input_file.split(",") if isinstance(input_file, str) else input_file
     paths = []
-    for pattern in filter(None, (part.strip() for part in patterns)):
+    for pattern in input_patterns(input_file):
         matches = sorted(tf.io.gfile.glob(pattern))
         if not matches:
             raise FileNotFoundError(f"{flag}: no file matches {pattern!r}.")
@@ -249,14 +259,14 @@ def check_outputs_are_not_inputs(input_file, output_files):
     ValueError: --input_file's 'data/*' matches data/out.tfrecord-00000, a file of --output_file's ...
     >>> check_outputs_are_not_inputs("data/*.txt", ["data/out.tfrecord"])
     """
-    patterns = input_file.split(",") if isinstance(input_file, str) else input_file
+    patterns = input_patterns(input_file)
     for output in output_files:
         if "://" in output:
             continue  # other file systems' globs have rules of their own
         first_shard = shard_path([output], 0)
         own_files = (first_shard, file_lock_path(output), progress_path(output))
         own_files += (_temporary_path(first_shard),)
-        for pattern in filter(None, (part.strip() for part in patterns)):
+        for pattern in patterns:
             for path in own_files:
                 if glob_matches(pattern, path, hidden_files=True):
                     raise ValueError(
