@@ -220,12 +220,12 @@ def _read_answer(answer, context, where, checked):
     if not isinstance(answer, dict):
         raise InputFileError(f'{where}: answer {answer!r} must be a JSON object with a "text".')
     text, start = answer.get("text"), answer.get("answer_start")
-    if not isinstance(text, str) or (checked and not isinstance(start, int)):
+    if not isinstance(text, str) or (checked and not _is_offset(start)):
         needs = ' and an "answer_start" int' if checked else ""
         raise InputFileError(f'{where}: answer {answer} needs a "text" string{needs}.')
     _check_unicode(text, f"{where}: its answer")
     if not checked:
-        return SquadAnswer(text, start if isinstance(start, int) else None)
+        return SquadAnswer(text, start if _is_offset(start) else None)
     if not text.strip():
         logging.warning("%s: answer %r at %d is blank; skipping the question.", where, text, start)
         return None
@@ -242,6 +242,11 @@ def _read_answer(answer, context, where, checked):
             context[max(start, 0) : max(start, 0) + len(text)],
         )
     return answer
+
+
+def _is_offset(value):
+    """Whether a JSON value is a character offset: an int, not a bool (which Python counts as one)."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _answer_in_its_words(context, text, start):

@@ -387,6 +387,14 @@ def test_prediction_reads_answer_texts_without_their_answer_start(tmp_path):
     assert examples[-1].answers[0].start is None
 
 
+def test_a_bool_answer_start_is_not_read_as_an_offset(tmp_path):
+    qa = {"id": "q1", "question": "Where?", "answers": [{"text": "Paris", "answer_start": True}]}
+    path = _write(tmp_path, _paragraph_of([qa]))
+    with pytest.raises(ValueError, match='needs a "text" string and an "answer_start" int'):
+        read_squad(path, is_training=True)
+    assert read_squad(path)[0].answers[0].start is None
+
+
 def test_lengths_that_leave_no_context_are_refused(tokenizer):
     with pytest.raises(ValueError, match="max_seq_length 10 leaves no room"):
         squad_features([], tokenizer, max_seq_length=10, max_query_length=7)
