@@ -61,11 +61,14 @@ _NO_GRADIENTS_FOR_THE_POOLER_ALONE = (
 )
 
 
-def _forgetting_widths_on_failure(method):
-    """`method`, after which the widths chosen are kept as compiled only if it returns.
+def _restored_on_failure(method):
+    """`method`, a Keras loop, after whose failure the model is as it was or as its last step left it.
 
-    A call that fails (an input the model refuses, an interrupt) may have
-    chosen widths it never compiled; later calls would pad to them.
+    A call that fails (an input the model refuses, a bad batch, an
+    interrupt) may have chosen widths it never compiled, which later calls
+    would pad to: the widths chosen are kept as compiled only if it
+    returns. On jax, the model's variables are put back
+    (`_put_back_variables`).
     """
 
     @functools.wraps(method)
@@ -78,9 +81,28 @@ def _forgetting_widths_on_failure(method):
             return method(self, *args, **kwargs)
         except BaseException:
             self._widths_of_steps = known
+            self._put_back_variables()
             raise
+        finally:
+            _set_untracked(self, "_values_taken_out", ())
 
     return kept_on_success
+
+
+def _label_names_of_head(model, checkpoint):
+    """The checkpoint's label names where `model` took its named head from it, else None."""
+    names, head = checkpoint.label_names, model.checkpoint_head
+    if names is None or head not in ("classifier", "token_classifier"):
+        return None
+    outputs = getattr(model, "num_classes", None)
+    if head not in checkpoint.head_weights or outputs != len(names):
+        return None
+    return tuple(names)
+
+
+def _set_untracked(model, name, value):
+    """Sets an attribute that Keras' tracking must not see (it would own the variables in it)."""
+    object.__setattr__(model, name, value)
 
 
 class BertTask(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
@@ -138,6 +160,9 @@ class BertTask(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
     # Whether the outputs depend on the backbone's pooler: loading a checkpoint
     # without one warns only where they do.
     reads_pooled_output = True
+    # The names of the head's outputs (config.json id2label), where `from_preset`
+    # read a checkpoint that has them; `save_to_preset` writes them back.
+    label_names = None
 
     def __init__(self, backbone, inputs, outputs, preprocessor=None, **kwargs):
         check_preprocessor_fits(preprocessor, backbone)
@@ -152,6 +177,7 @@ class BertTask(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
         self.backbone = backbone
         self.preprocessor = preprocessor
         self._widths_of_steps = {}  # "train", "test", "predict" -> (Keras' function, widths)
+        _set_untracked(self, "_values_taken_out", ())  # see `_put_back_variables`
         self._filling_tokens = {}  # predict_by_length's: what filling small calls has cost
         self._text_packer = (None, None)  # (id of the preprocessor it packs with, TextPacker)
 
@@ -302,9 +328,10 @@ class BertTask(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
             heads=cls.checkpoint_heads(),
             skip_mismatched_heads=True,
         )
+        model.label_names = _label_names_of_head(model, checkpoint)
         return model
 
-    def save_to_preset(self, directory, overwrite=False):
+    def save_to_preset(self, directory, overwrite=False, label_names=None):
         """Writes the model as a checkpoint directory its class's `from_preset` reads back.
 
         The directory holds the backbone, the task's head (see
@@ -321,6 +348,9 @@ class BertTask(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
             directory: output directory; must not exist or be empty unless
                 `overwrite`.
             overwrite: replace a non-empty `directory`.
+            label_names: the names of the head's outputs, in order (config.json
+                id2label; a classifier's classes or a tagger's tags). None:
+                `label_names`, those of the checkpoint `from_preset` read.
 
         Example:
         >>> import tempfile
@@ -337,9 +367,10 @@ class BertTask(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
         (3, 12)
         """
         with tempfile.TemporaryDirectory() as scratch:
-            write_checkpoint(self.preset_checkpoint(scratch), directory, overwrite=overwrite)
+            checkpoint = self.preset_checkpoint(scratch, label_names)
+            write_checkpoint(checkpoint, directory, overwrite=overwrite)
 
-    def preset_checkpoint(self, scratch_directory):
+    def preset_checkpoint(self, scratch_directory, label_names=None):
         """The `Checkpoint` `save_to_preset` writes; its vocab.txt is written in `scratch_directory`.
 
         Example:
@@ -350,11 +381,13 @@ class BertTask(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
         >>> checkpoint.head_weights["classifier"]["kernel"].shape, checkpoint.vocabulary_file
         ((8, 3), None)
         """
+        names = self.label_names if label_names is None else label_names
         return model_checkpoint(
             self,
             heads=self.checkpoint_heads(),
             backbone_config=exported_backbone_config(self.backbone),
             task_config=self.preset_task_config(),
+            label_names=None if names is None else list(names),
             **preprocessor_checkpoint_fields(self.preprocessor, scratch_directory),
         )
 
@@ -400,7 +433,7 @@ class BertTask(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
             )
         return with_segment_ids_checked(self.preprocess_text(texts), num_segments)
 
-    @_forgetting_widths_on_failure
+    @_restored_on_failure
     def fit(
         self,
         x=None,
@@ -424,6 +457,7 @@ class BertTask(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
         self._check_array_inputs(x, y, sample_weight, batch_size)
         y = self._labels_as_read(y)
         validation_batch_size = kwargs.pop("validation_batch_size", None) or batch_size
+        x = self._with_dataset_labels_checked(x)
         if self._takes_as_text(x):
             self._check_labels_given(x, y, "fit")
             if validation_split and validation_data is None:  # else, as in Keras, it is ignored
@@ -455,6 +489,55 @@ class BertTask(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
                 **kwargs,
             )
 
+    def _get_jax_state(
+        self,
+        trainable_variables=False,
+        non_trainable_variables=False,
+        optimizer_variables=False,
+        metrics_variables=False,
+        purge_model_variables=False,
+    ):
+        """Keras' jax loops' state; the values a loop takes out of the variables are noted first.
+
+        See `_put_back_variables`.
+        """
+        if purge_model_variables:
+            taken = []
+            for wanted, variables in (
+                (trainable_variables, lambda: self.trainable_variables),
+                (non_trainable_variables, lambda: self.non_trainable_variables),
+                (optimizer_variables, lambda: self.optimizer.variables),
+                (metrics_variables, lambda: self.metrics_variables),  # none before `compile`
+            ):
+                if wanted:
+                    taken += [(variable, variable._value) for variable in variables()]
+            _set_untracked(self, "_values_taken_out", taken)
+        return super()._get_jax_state(
+            trainable_variables=trainable_variables,
+            non_trainable_variables=non_trainable_variables,
+            optimizer_variables=optimizer_variables,
+            metrics_variables=metrics_variables,
+            purge_model_variables=purge_model_variables,
+        )
+
+    def _put_back_variables(self):
+        """After a Keras loop failed on jax: the variables' values of its last step, or those it took.
+
+        Keras' jax loops take the values out of the variables while they
+        run and put the last step's back at the end; `evaluate` and
+        `predict` do not where they fail, and no loop does where it fails
+        before its first step ends (`fit`'s validation too): the model
+        would be left without its weights. Values that a step consumed are
+        not put back.
+        """
+        if keras.backend.backend() != "jax":
+            return
+        self.jax_state_sync()
+        self._jax_state = None
+        for variable, value in self._values_taken_out:
+            if variable._value is None and value is not None and not value.is_deleted():
+                variable._value = value
+
     def _check_arrays_to_split(self, x):
         """Refuses `validation_split` of a dataset, which Keras cannot split either."""
         if holds_dataset(x):
@@ -483,7 +566,7 @@ class BertTask(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
             + "; pass compile(loss=...)."
         )
 
-    @_forgetting_widths_on_failure
+    @_restored_on_failure
     def evaluate(self, x=None, y=None, batch_size=None, *, sample_weight=None, **kwargs):
         """`keras.Model.evaluate`; with a preprocessor, `x` may be text."""
         x = _generator_without_text(x)
@@ -491,6 +574,7 @@ class BertTask(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
         self._check_array_inputs(x, y, sample_weight, batch_size)
         self._check_a_loss_for("evaluate")
         y = self._labels_as_read(y)
+        x = self._with_dataset_labels_checked(x)
         if self._takes_as_text(x):
             self._check_labels_given(x, y, "evaluate")
             if self._packs_texts_once(x):
@@ -518,7 +602,7 @@ class BertTask(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
         labels = np.asarray(y)
         return labels[:, 0] if labels.ndim == 2 and labels.shape[1] == 1 else y
 
-    @_forgetting_widths_on_failure
+    @_restored_on_failure
     def predict(self, x, batch_size=None, **kwargs):
         """`keras.Model.predict`; with a preprocessor, `x` may be text.
 
@@ -738,6 +822,24 @@ class BertTask(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
         )
         return dataset
 
+    def _with_dataset_labels_checked(self, x):
+        """A `tf.data.Dataset` of the model's inputs, its class-id labels checked as they pass.
+
+        As `_check_array_inputs` checks array labels and `text_dataset` a
+        dataset of texts' (`_labels_check`); on jax, a class id out of range
+        would otherwise train on a wrong loss. Anything else is returned as is.
+        """
+        if not holds_dataset(x) or holds_text(x):
+            return x
+        labels = dataset_labels(x)
+        if not labels or not hasattr(labels[0], "dtype"):  # none, or one per output
+            return x
+
+        def checked(features, labels, *rest):
+            return (features, self._labels_check(labels), *rest)
+
+        return x.map(checked)
+
     def _labels_check(self, labels):
         """A dataset's labels, checked in `tf.data` as `_check_array_inputs` checks array labels."""
         loss = self.loss
@@ -909,6 +1011,8 @@ class BertTask(QuantizeCollectingOnce, BuildsFromOneReplica, keras.Model):
             validation_data = text_dataset(
                 self._inputs_of_text, validation_data, check_labels=self._labels_check
             )
+        else:
+            validation_data = self._with_dataset_labels_checked(validation_data)
         return without_autotuning_thread(validation_data)
 
     def get_config(self):

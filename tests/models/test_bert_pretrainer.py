@@ -105,6 +105,13 @@ def test_heads_see_what_the_whole_backbone_computes():
     )
 
 
+def test_predict_before_compile_gives_what_a_call_gives():
+    model = _pretrainer(dropout=0.0)
+    predictions = model.predict(FEATURES, batch_size=2, verbose=0)
+    for name, value in model(FEATURES).items():
+        np.testing.assert_allclose(predictions[name], ops.convert_to_numpy(value), atol=1e-5)
+
+
 def test_padded_predictions_do_not_count():
     model = _pretrainer(dropout=0.0)
     changed = dict(LABELS, masked_lm_ids=LABELS["masked_lm_ids"].copy())

@@ -1140,3 +1140,73 @@ def test_class_ids_off_the_classes_in_a_dataset_are_named_as_they_pass(vocabular
             match=r"the labels in x hold one outside the class ids 0 to 1 \(2 classes\), the",
         ):
             getattr(classifier, method)(dataset, verbose=0)
+
+
+def test_class_ids_off_the_classes_in_a_dataset_of_token_ids_are_named_as_they_pass(
+    vocabulary_file,
+):
+    """As for texts (above): in `fit`'s data and validation data and in `evaluate`'s."""
+    classifier = _classifier(vocabulary_file)
+    classifier.compile()
+    features = classifier.preprocessor(tf.constant(_toy_sentiment(4)[0]))
+    features = {name: tensor.numpy() for name, tensor in features.items()}
+    good = tf.data.Dataset.from_tensor_slices((features, [0, 1, 1, 0])).batch(2)
+    bad = tf.data.Dataset.from_tensor_slices((features, [0, 1, 5, 0])).batch(2)
+    calls = [
+        lambda: classifier.evaluate(bad, verbose=0),
+        lambda: classifier.fit(bad, verbose=0),
+        lambda: classifier.fit(good, validation_data=bad, verbose=0),
+    ]
+    for call in calls:
+        with pytest.raises(
+            tf.errors.InvalidArgumentError,
+            match=r"the labels in x hold one outside the class ids 0 to 1 \(2 classes\), the "
+            r"first:\] \[5\]",
+        ):
+            call()
+    assert classifier.evaluate(good, verbose=0)[0] > 0
+
+
+class _InterruptAtSecondBatch(keras.callbacks.Callback):
+    def on_predict_batch_begin(self, batch, logs=None):
+        if batch == 1:
+            raise KeyboardInterrupt
+
+
+def test_a_loop_that_fails_leaves_the_model_its_weights(vocabulary_file):
+    """Keras' jax loops take the variables' values while they run; a failed one kept them."""
+    classifier = _classifier(vocabulary_file)
+    classifier.compile()
+    features = classifier.preprocessor(tf.constant(_toy_sentiment(4)[0]))
+    features = {name: tensor.numpy() for name, tensor in features.items()}
+
+    def dataset(labels):
+        return tf.data.Dataset.from_tensor_slices((features, labels)).batch(2)
+
+    def weights():
+        return [np.array(variable) for variable in classifier.weights]
+
+    before, predictions = weights(), classifier.predict(features, batch_size=2, verbose=0)
+    failing = [
+        (tf.errors.InvalidArgumentError, classifier.evaluate, dataset([5, 1, 1, 0])),
+        (tf.errors.InvalidArgumentError, classifier.evaluate, dataset([0, 1, 5, 0])),
+        (tf.errors.InvalidArgumentError, classifier.fit, dataset([5, 1, 1, 0])),
+    ]
+    for error, method, data in failing:
+        with pytest.raises(error):
+            method(data, verbose=0)
+    with pytest.raises(KeyboardInterrupt):
+        classifier.predict(features, batch_size=2, verbose=0, callbacks=[_InterruptAtSecondBatch()])
+    for weight, old in zip(weights(), before):
+        # TensorFlow's graph applies the step's weight decay, which reads no batch, before the
+        # batch fails: a relative change of the learning rate times the decay, below 1e-6.
+        np.testing.assert_allclose(weight, old, rtol=1e-6)
+    np.testing.assert_allclose(
+        classifier.predict(features, batch_size=2, verbose=0), predictions, rtol=1e-5, atol=1e-6
+    )
+    with pytest.raises(tf.errors.InvalidArgumentError):  # after one step, which is kept
+        classifier.fit(dataset([0, 1, 5, 0]), verbose=0)
+    trained = weights()
+    assert not all(np.array_equal(weight, old) for weight, old in zip(trained, before))
+    assert all(np.isfinite(weight).all() for weight in trained)
+    assert classifier.fit(dataset([0, 1, 1, 0]), verbose=0).history["loss"][0] > 0
