@@ -6,8 +6,9 @@ documents and are skipped, as is a UTF-8 byte-order mark. Any tag set is
 read: entity (chunk) tags, "O" or a prefix (B, I, E, S; L, U) and a type
 ("B-PER") in IOB1, IOB2, IOBES or BILOU, or others such as part-of-speech tags
 ("NNP"). Text to
-tag may be words alone, one a line. A line without a tag where tags are read
-is an error naming the file and the line.
+tag may be words alone, one a line. A line without a tag where tags are read,
+or with other columns than the file's first word line, is an error naming
+the file and the line.
 """
 
 import dataclasses
@@ -19,6 +20,7 @@ from bert_keras.data.delimited_text import utf8_records
 from bert_keras.data.input_file_error import InputFileError
 
 DOCUMENT_START = "-DOCSTART-"
+BYTE_ORDER_MARK = "\ufeff"
 # Names the splits go by: CoNLL-2003's own (eng.testa), the common copies'.
 SPLIT_FILES = {
     "train": ("train.txt", "eng.train"),
@@ -35,7 +37,7 @@ class TaggedSentence:
     Attributes:
         words: the words (first column).
         tags: the tags (last column), or None when read untagged.
-        lines: the lines as read, without the line break.
+        lines: the lines as read, without the line break and trailing blanks.
         line_numbers: 1-based line number of each word.
     """
 
@@ -59,9 +61,9 @@ def read_conll(path, limit=None, tagged=True):
         A list of `TaggedSentence`.
 
     Raises:
-        InputFileError: `tagged` and a line has fewer than two columns, naming
-            the file and the line; a line is not UTF-8; or the file holds no
-            sentence.
+        InputFileError: `tagged` and a line has fewer than two columns, or a
+            line has other columns than the first word line, naming the file
+            and the line; a line is not UTF-8; or the file holds no sentence.
 
     Example:
     >>> import os, tempfile
@@ -74,16 +76,18 @@ def read_conll(path, limit=None, tagged=True):
     >>> [(s.words, s.tags) for s in read_conll(path, tagged=False)]
     [(('EU', 'rejects'), None), (('Peter',), None)]
     """
-    sentences, current = [], []
+    sentences, current, first_columns = [], [], None
     # utf-8-sig: a byte-order mark (Windows editors write one) would join the first word.
     with open(path, encoding="utf-8-sig") as file:
         for line_number, line in enumerate(utf8_records(file, path), start=1):
-            line = line.rstrip("\r\n")
+            line = line.rstrip().lstrip(BYTE_ORDER_MARK)  # of each file joined into this one
             columns = line.split()
             if columns and columns[0] == DOCUMENT_START:
                 columns = []
             if columns:
                 tag = _tag(columns, path, line_number) if tagged else None
+                first_columns = first_columns or (len(columns), line_number)
+                _check_columns(columns, first_columns, path, line_number)
                 current.append((columns[0], tag, line, line_number))
                 continue
             if current:
@@ -178,6 +182,21 @@ def _tag(columns, path, line_number):
             f"found {len(columns)} column: {columns[0]!r}."
         )
     return columns[-1]
+
+
+def _check_columns(columns, first_columns, path, line_number):
+    """Refuses a word line of other columns than the file's first, as conlleval does.
+
+    Its tag or word would be another column's: a line without its tag would
+    be tagged with its chunk tag, and a word holding a space would be cut.
+    """
+    count, first_line = first_columns
+    if len(columns) != count:
+        raise InputFileError(
+            f"{path}:{line_number}: {len(columns)} columns ({' '.join(columns)!r}) where line "
+            f"{first_line} has {count}: every word's line has the same columns (the word first, "
+            "the tag last), as conlleval reads them."
+        )
 
 
 def _sentence(rows, tagged):

@@ -116,9 +116,21 @@ class TaggingRun(FineTuningRun):
                     checkpoint_tags,
                     sorted(train_tags - set(checkpoint_tags)),
                 )
+            if not self.head_loaded and len(train_tags) == 1:
+                raise InputFileError(
+                    f"{split_path(data_dir, 'train')}: every word's tag is "
+                    f"{next(iter(train_tags))!r}; a tagger needs two tags or more (the tag is "
+                    "the last column)."
+                )
             self.label_names = checkpoint_tags if self.head_loaded else _ordered(train_tags)
         elif checkpoint_tags:  # a fine-tuned tagger, to score or predict with: its head, its tags
             self.head_loaded, self.label_names = True, checkpoint_tags
+        elif splits is not None and HEAD_NAME in self.checkpoint.head_weights:
+            raise ValueError(
+                f"{init_checkpoint} has a {HEAD_NAME} head but no names of its tags (config.json "
+                "id2label), which --do_eval and --do_predict write: give a checkpoint that names "
+                "them (`save_to_preset(..., label_names=tags)`), or --do_train."
+            )
         elif splits is not None:
             raise ValueError(
                 f"{init_checkpoint} has no {HEAD_NAME} head naming its tags (config.json "
@@ -302,7 +314,10 @@ def _ordered(tags):
 
 
 def _separator(line):
-    """What joins the line's columns: a tab-separated file stays one for a TSV reader."""
+    """What joins the line's columns: a tab-separated file stays one for a TSV reader.
+
+    Lines come without trailing blanks (`read_conll`), so a tab after the last column does not count.
+    """
     return "\t" if "\t" in line else " "
 
 

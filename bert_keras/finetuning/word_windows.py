@@ -82,16 +82,29 @@ def window_bounds(piece_counts, budget):
         halfway = int(np.searchsorted(offsets, (offsets[start] + offsets[end]) / 2))
         fitting = int(np.searchsorted(offsets, offsets[end + 1] - budget))
         start = max(halfway, fitting, start + 1)
-    owners = []
-    for word in range(len(counts)):
-        contexts = [
-            min(offsets[word] - offsets[first], offsets[end] - offsets[word + 1])
-            if first <= word < end
-            else -1
-            for first, end in windows
-        ]
-        owners.append(int(np.argmax(contexts)))
-    return windows, owners
+    return windows, _owners(windows, offsets.tolist())
+
+
+def _owners(windows, offsets):
+    """Each word's window: of the few that hold it, the first with the most context.
+
+    Windows start and end in order, so a word's windows follow one another
+    from the first that ends after it: time linear in the words.
+    """
+    owners, first_holding = [], 0
+    for word in range(len(offsets) - 1):
+        while windows[first_holding][1] <= word:
+            first_holding += 1
+        owner, most_context = first_holding, -1
+        for index in range(first_holding, len(windows)):
+            first, end = windows[index]
+            if first > word:
+                break
+            context = min(offsets[word] - offsets[first], offsets[end] - offsets[word + 1])
+            if context > most_context:
+                owner, most_context = index, context
+        owners.append(owner)
+    return owners
 
 
 @dataclasses.dataclass

@@ -70,6 +70,11 @@ class BertTokenClassifier(BertTask):
 
     def __init__(self, backbone, num_classes, dropout=0.1, **kwargs):
         check_positive_count("num_classes", num_classes)
+        if num_classes < 2:  # Keras' sparse loss would squeeze its logits' last axis of 1
+            raise ValueError(
+                f"BertTokenClassifier got num_classes {num_classes}; tagging needs two tags or "
+                "more (with one, every token's tag is known)."
+            )
         inputs = backbone_inputs()
         sequence_output = backbone(inputs)["sequence_output"]
         logits = float32_logits(

@@ -61,12 +61,33 @@ def test_any_tag_set_is_read_and_only_entity_tags_have_a_scheme(tmp_path):
 
 
 def test_text_to_tag_is_read_as_words_alone(tmp_path):
-    path = _write(tmp_path, "-DOCSTART-\n\nEU\nrejects\n\nPeter NNP B-PER\n", "test.txt")
+    path = _write(tmp_path, "-DOCSTART-\n\nEU\nrejects\n\nPeter\n", "test.txt")
     sentences = read_conll(path, tagged=False)
     assert [(s.words, s.tags) for s in sentences] == [(("EU", "rejects"), None), (("Peter",), None)]
-    assert sentences[1].lines == ("Peter NNP B-PER",) and sentences[0].line_numbers == (3, 4)
+    assert sentences[0].line_numbers == (3, 4)
     with pytest.raises(ValueError, match=r"test\.txt:3: expected a word and a tag"):
         read_conll(path)
+    tagged = read_conll(_write(tmp_path, "Peter NNP B-PER \n", "tagged.txt"), tagged=False)
+    assert [(s.words, s.tags, s.lines) for s in tagged] == [
+        (("Peter",), None, ("Peter NNP B-PER",))
+    ]
+
+
+@pytest.mark.parametrize(
+    "text, tagged, message",
+    [
+        # A tag left out: the chunk tag would be read as the tag.
+        ("EU NNP B-NP B-ORG\n\nrejects VBZ B-VP\n", True, r":3: 3 columns \('rejects VBZ B-VP'\)"),
+        # A word holding a space: its second half would be read as the tag.
+        ("Bonn B-LOC\nNew York B-LOC\n", True, r":2: 3 columns \('New York B-LOC'\)"),
+        # Words alone: "York" would be dropped.
+        ("Bonn\n\nNew York\n", False, r":3: 2 columns \('New York'\) where line 1 has 1"),
+    ],
+)
+def test_a_line_of_other_columns_than_the_first_is_named(tmp_path, text, tagged, message):
+    path = _write(tmp_path, text)
+    with pytest.raises(ValueError, match=path.replace(".", r"\.") + message):
+        read_conll(path, tagged=tagged)
 
 
 def test_split_files_by_their_usual_names(tmp_path):
@@ -109,3 +130,9 @@ def test_a_byte_order_mark_is_not_part_of_the_first_word(tmp_path):
     assert [(s.words, s.tags) for s in sentences] == [(("EU", "rejects"), ("B-ORG", "O"))]
     path.write_bytes("EU B-ORG\n".encode("utf-8-sig"))
     assert read_conll(str(path))[0].lines == ("EU B-ORG",)
+    # Files joined with `cat`, each with its own mark.
+    joined = "-DOCSTART- -X- O\n\nEU B-ORG\n\n".encode("utf-8-sig") * 2
+    path.write_bytes(joined + "\ufeffPeter B-PER\n".encode())
+    sentences = read_conll(str(path))
+    assert [s.words for s in sentences] == [("EU",), ("EU",), ("Peter",)]
+    assert sentences[2].lines == ("Peter B-PER",)

@@ -20,6 +20,7 @@ from bert_keras.evaluation.conll_metrics import entity_scores
 from bert_keras.finetuning.tagging import HEAD_NAME
 from bert_keras.finetuning.tagging import TaggingRun
 from bert_keras.models.bert_backbone import BertBackbone
+from bert_keras.models.bert_token_classifier import BertTokenClassifier
 from tests.programs import run_module
 
 CONLL = pathlib.Path(__file__).resolve().parents[2].parent / "shared" / "data" / "conll2003"
@@ -182,11 +183,20 @@ def test_the_dev_and_test_files_asked_for_are_checked_before_training(
         )
 
 
+def test_a_train_file_of_one_tag_is_named(tiny_checkpoint, tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "train.txt").write_text("Alice O\nmet O\n")
+    with pytest.raises(InputFileError, match=r"train\.txt: every word's tag is 'O'; a tagger"):
+        TaggingRun(str(data), tiny_checkpoint, str(tmp_path / "output"), max_seq_length=16)
+
+
 def test_predictions_keep_the_input_separator(tiny_checkpoint, tmp_path):
     data, output = tmp_path / "data", tmp_path / "output"
     data.mkdir()
-    (data / "train.txt").write_text("Alice\tNNP\tB-PER\nmet\tVBD\tO\n\nBob B-PER\n")
-    (data / "valid.txt").write_text("Alice\tNNP\tB-PER\nmet\tVBD\tO\n\nBob B-PER\n")
+    (data / "train.txt").write_text("Alice\tNNP\tB-PER\nmet\tVBD\tO\n\nBob NNP B-PER\n")
+    # Trailing blanks, a tab among them, are not repeated: conlleval would read more columns.
+    (data / "valid.txt").write_text("Alice\tNNP\tB-PER\t \nmet\tVBD\tO\n\nBob NNP B-PER \t\n")
     run = TaggingRun(str(data), tiny_checkpoint, str(output), max_seq_length=16)
     run.evaluate("dev", batch_size=2)
     lines = (output / "predictions_dev.txt").read_text().splitlines()
@@ -195,7 +205,7 @@ def test_predictions_keep_the_input_separator(tiny_checkpoint, tmp_path):
         ["met", "VBD", "O"],
     ]
     assert [len(line.split("\t")) for line in lines] == [4, 4, 1, 1]  # then a blank line
-    assert lines[3].split(" ")[:2] == ["Bob", "B-PER"] and len(lines[3].split(" ")) == 3
+    assert lines[3].split(" ")[:3] == ["Bob", "NNP", "B-PER"] and len(lines[3].split(" ")) == 4
 
 
 @pytest.fixture
@@ -258,6 +268,10 @@ def test_without_training_the_head_is_kept_whatever_train_holds(
     # Nothing to score with: a checkpoint without a tagging head, and no training.
     with pytest.raises(ValueError, match="no token_classifier head naming its tags"):
         TaggingRun(str(data), tiny_checkpoint, str(tmp_path / "c"), 16, splits=["dev"])
+    unnamed = str(tmp_path / "unnamed")  # a head, but not the names of its tags
+    BertTokenClassifier.from_preset(tiny_checkpoint, num_classes=3).save_to_preset(unnamed)
+    with pytest.raises(ValueError, match="has a token_classifier head but no names of its tags"):
+        TaggingRun(str(data), unnamed, str(tmp_path / "c"), 16, splits=["dev"])
     # A split a step reads is looked for before anything else.
     with pytest.raises(
         ValueError, match=f"--do_predict reads test.txt or eng.testb, but {data} has"

@@ -68,6 +68,22 @@ def test_a_word_is_predicted_from_the_window_where_it_has_most_context():
     assert owners == [0, 0, 0, 1, 1, 2, 2, 3, 3, 3]
 
 
+@pytest.mark.parametrize("budget", [1, 3, 8, 30])
+def test_each_word_is_owned_by_the_first_window_of_most_context_among_all(budget):
+    """The few windows holding a word are looked at; all of them would choose the same."""
+    counts = [int(count) for count in np.random.default_rng(budget).integers(1, 6, 500)]
+    windows, owners = window_bounds(counts, budget)
+    offsets = np.concatenate([[0], np.cumsum([min(count, budget) for count in counts])])
+    for word, owner in enumerate(owners):
+        contexts = [
+            min(offsets[word] - offsets[first], offsets[end] - offsets[word + 1])
+            if first <= word < end
+            else -1
+            for first, end in windows
+        ]
+        assert owner == int(np.argmax(contexts))
+
+
 def test_long_sentences_get_a_prediction_for_every_word():
     rng = np.random.default_rng(0)
     sentences = [

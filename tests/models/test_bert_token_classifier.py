@@ -157,6 +157,12 @@ def test_labels_not_one_per_token_are_named_before_any_step(labels):
         tagger.fit(TINY_INPUTS, labels, epochs=1, verbose=0)
 
 
+@pytest.mark.one_backend  # settled in the constructor
+def test_one_tag_is_refused_before_a_loss_of_the_wrong_shape():
+    with pytest.raises(ValueError, match="got num_classes 1; tagging needs two tags or more"):
+        BertTokenClassifier(tiny_backbone(), num_classes=1)
+
+
 def test_fit_does_not_warn_that_the_pooler_it_never_reads_has_no_gradients():
     tagger = BertTokenClassifier(tiny_backbone(), num_classes=5)
     tagger.compile()
