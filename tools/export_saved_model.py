@@ -104,7 +104,15 @@ def main(argv):
             label_names=_LABEL_NAMES.value,
             **{name: flag.value for name, flag in _QUESTION_ANSWERING.items()},
         )
-    except (FileNotFoundError, FileExistsError, ValueError) as error:
+    except FileExistsError as error:
+        if _VERSION.value is None:
+            sys.exit(f"export_saved_model: {error}")
+        version = os.path.join(_EXPORT_BASE.value, str(_VERSION.value))
+        sys.exit(
+            f"export_saved_model: {version} exists: choose another --version (unset, the next "
+            "free one), or pass --overwrite to replace it."
+        )
+    except (FileNotFoundError, ValueError) as error:
         sys.exit(f"export_saved_model: {error}")
     except (OSError, tf.errors.OpError) as error:  # a full disk, say: nothing is left half written
         sys.exit(

@@ -462,6 +462,17 @@ def _check_classifier_task(task, path):
         )
 
 
+def unsupported_heads(checkpoint):
+    """The checkpoint's heads a keras-hub preset cannot hold, which `write_preset` leaves out.
+
+    Example:
+    >>> from bert_keras.checkpoints.checkpoint import Checkpoint
+    >>> unsupported_heads(Checkpoint({}, {}, {"classifier": {}, "masked_lm": {}}))
+    ['masked_lm']
+    """
+    return sorted(set(checkpoint.head_weights) - set(HEAD_TABLES))
+
+
 def write_preset(checkpoint, directory):
     """Writes a `Checkpoint` into `directory` (which exists) as a keras-hub preset.
 
@@ -493,7 +504,7 @@ def write_preset(checkpoint, directory):
             "keras-hub's BertBackbone always has a pooler, and this checkpoint has none (its "
             "class was built without one); keep it in the bert_keras format."
         )
-    unsupported = sorted(set(checkpoint.head_weights) - set(HEAD_TABLES))
+    unsupported = unsupported_heads(checkpoint)
     if unsupported:
         logging.warning(
             "keras-hub presets hold no %s head (a BertTextClassifier task holds a 'classifier' "

@@ -279,6 +279,7 @@ def _convert_rows(tensor_file, names, rows, sources, source_prefix):
     weights = {}
     for path, layout, row_names in rows:
         parts = [tensor_file.read(names[name]) for name in row_names]
+        _check_floating(tensor_file, [names[name] for name in row_names], parts)
         if len({part.shape for part in parts}) > 1:
             raise ValueError(
                 f"Checkpoint {tensor_file.directory}: {list(row_names)} should have one "
@@ -287,6 +288,16 @@ def _convert_rows(tensor_file, names, rows, sources, source_prefix):
         weights[path] = LAYOUTS[layout][0](parts)
         sources[source_prefix + path] = tuple(names[name] for name in row_names)
     return weights
+
+
+def _check_floating(tensor_file, tensor_names, parts):
+    """Refuses a weight of integers or booleans: a broken file, which casting would hide."""
+    for name, part in zip(tensor_names, parts):
+        if not np.issubdtype(part.dtype, np.floating):
+            raise ValueError(
+                f"Checkpoint {tensor_file.directory}: {name} holds {part.dtype} values, but a "
+                "weight is floating point (float32, float16 or bfloat16)."
+            )
 
 
 def _check_head_shapes(checkpoint):

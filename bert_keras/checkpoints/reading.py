@@ -95,8 +95,16 @@ def detect_format(path):
         f"{huggingface.WEIGHTS_INDEX_FILE} (Hugging Face); {original.CONFIG_FILE} "
         f"with a *.ckpt.index (original BERT); {keras_hub.CONFIG_FILE} naming "
         f"{keras_hub.BACKBONE_CLASS} with {keras_hub.WEIGHTS_FILE} (keras-hub); a *.keras file. "
-        f"Found: {sorted(os.listdir(path))[:20]}."
+        f"Found: {sorted(os.listdir(path))[:20]}." + _export_note(path)
     )
+
+
+def _export_note(path):
+    """Points at path/export where that is a checkpoint: a training program's OUTPUT_DIR was given."""
+    export = os.path.join(path, "export")
+    if not os.path.isdir(export) or not os.path.isfile(os.path.join(export, OWN_CONFIG_FILE)):
+        return ""
+    return f" A training program's OUTPUT_DIR keeps its checkpoint in export/: give {export}."
 
 
 def _moved_aside_note(path):

@@ -8,6 +8,8 @@ import json
 import os
 import shutil
 
+from absl import logging
+
 from bert_keras.atomic_files import atomic_directory
 from bert_keras.checkpoints import huggingface
 from bert_keras.checkpoints import keras_hub
@@ -16,6 +18,7 @@ from bert_keras.checkpoints.checkpoint import HEAD_NAMES
 from bert_keras.checkpoints.checkpoint import OWN_CONFIG_FILE
 from bert_keras.checkpoints.name_tables import checkpoint_tensors
 from bert_keras.checkpoints.vocabulary import check_vocabulary_fits
+from bert_keras.checkpoints.vocabulary import is_wordpiece_tokenizer_json
 from bert_keras.checkpoints.vocabulary import read_vocabulary
 from bert_keras.checkpoints.vocabulary import write_vocabulary
 
@@ -32,8 +35,9 @@ def write_checkpoint(checkpoint, directory, overwrite=False, format="bert_keras"
     exactly the checkpoint's heads, and id2label for named labels),
     model.safetensors, bert_keras.json (the exact backbone config and the
     tokenizer settings), and the tokenizer files: vocab.txt and the source's
-    tokenizer.json, tokenizer_config.json and special_tokens_map.json when
-    present, else a tokenizer_config.json from the tokenizer settings.
+    tokenizer.json (unless its vocabulary is another, with a warning),
+    tokenizer_config.json and special_tokens_map.json when present, else a
+    tokenizer_config.json from the tokenizer settings.
     "original" writes the google-research release's bert_config.json,
     bert_model.ckpt.* (variables named as modeling.py's scopes) and vocab.txt.
     "keras_hub" writes a keras-hub BERT preset that
@@ -185,16 +189,15 @@ def _label_config(label_names, num_labels):
 
 
 def _write_tokenizer_files(checkpoint, staging):
+    tokens = None
     if checkpoint.vocabulary_file is not None:
-        write_vocabulary(
-            read_vocabulary(checkpoint.vocabulary_file), os.path.join(staging, "vocab.txt")
-        )
+        tokens = read_vocabulary(checkpoint.vocabulary_file)
+        write_vocabulary(tokens, os.path.join(staging, "vocab.txt"))
     if checkpoint.directory is not None and checkpoint.format in ("huggingface", "bert_keras"):
         for name in huggingface.TOKENIZER_FILES[1:]:
-            if os.path.isfile(os.path.join(checkpoint.directory, name)):
-                shutil.copyfile(
-                    os.path.join(checkpoint.directory, name), os.path.join(staging, name)
-                )
+            source = os.path.join(checkpoint.directory, name)
+            if os.path.isfile(source) and not _other_vocabulary(source, tokens, checkpoint):
+                shutil.copyfile(source, os.path.join(staging, name))
     config_path = os.path.join(staging, "tokenizer_config.json")
     if checkpoint.vocabulary_file is not None and not os.path.exists(config_path):
         settings = checkpoint.tokenizer_settings
@@ -208,6 +211,43 @@ def _write_tokenizer_files(checkpoint, staging):
                 "model_max_length": checkpoint.backbone_config["max_sequence_length"],
             },
         )
+
+
+def _other_vocabulary(path, tokens, checkpoint):
+    """Whether `path` is a tokenizer.json whose WordPiece tokens are not `tokens`; warns where so.
+
+    A vocab.txt edited by hand (a new word in an [unused] slot, as the
+    original's README suggests) leaves the tokenizer.json beside it stale:
+    copied, transformers would tokenize with it and bert_keras with the
+    vocab.txt. It is left out, and transformers builds its tokenizer from
+    the vocab.txt written.
+    """
+    if (
+        tokens is None
+        or path == checkpoint.vocabulary_file
+        or not is_wordpiece_tokenizer_json(path)
+    ):
+        return False
+    theirs = read_vocabulary(path)
+    if theirs == tokens:
+        return False
+    first = next(
+        (index for index, (ours, its) in enumerate(zip(tokens, theirs)) if ours != its),
+        min(len(tokens), len(theirs)),
+    )
+    logging.warning(
+        "%s and %s hold other vocabularies (%d and %d tokens; id %d is %r and %r): %s is not "
+        "written, so that transformers tokenizes with the vocab.txt that bert_keras reads.",
+        checkpoint.vocabulary_file,
+        path,
+        len(tokens),
+        len(theirs),
+        first,
+        tokens[first] if first < len(tokens) else None,
+        theirs[first] if first < len(theirs) else None,
+        os.path.basename(path),
+    )
+    return True
 
 
 def _copy_sentence_transformers_config(checkpoint, staging):

@@ -84,6 +84,7 @@ from bert_keras.models.checkpoint_weights import apply_checkpoint
 from bert_keras.text.preprocessor import BertPreprocessor
 
 # TF Serving replays these requests when it loads a version, before the first real one.
+SAVED_MODEL_FILE = "saved_model.pb"
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 WARMUP_TEXT = "A warmup request, answered before the first one."
 VOCABULARY_ASSET = "vocab.txt"
@@ -305,15 +306,34 @@ def versions_lock(export_base):
 
 
 def _check_export_base(export_base):
-    """Raises ValueError naming the file that stands at `export_base` or above it."""
+    """Raises ValueError naming the file at or above `export_base`, or the SavedModel it is in."""
     blocking = file_in_the_way(export_base)
-    if blocking is None:
-        return
-    where = "" if blocking == os.path.abspath(export_base) else f" lies below {blocking}, which"
-    raise ValueError(
-        f"export_base {export_base}{where} is a file; it is the directory that holds the model's "
-        "numbered versions."
-    )
+    if blocking is not None:
+        where = "" if blocking == os.path.abspath(export_base) else f" lies below {blocking}, which"
+        raise ValueError(
+            f"export_base {export_base}{where} is a file; it is the directory that holds the "
+            "model's numbered versions."
+        )
+    version = _saved_model_holding(export_base)
+    if version is not None:
+        where = "is" if version == os.path.abspath(export_base) else f"lies in {version},"
+        raise ValueError(
+            f"export_base {export_base} {where} a SavedModel version (it holds "
+            f"{SAVED_MODEL_FILE}); export_base is the directory above the numbered versions "
+            f"(TF Serving's --model_base_path): {os.path.dirname(version)}, say."
+        )
+
+
+def _saved_model_holding(path):
+    """The directory at or above `path` that holds a saved_model.pb, or None."""
+    path = os.path.abspath(path)
+    while True:
+        if os.path.isfile(os.path.join(path, SAVED_MODEL_FILE)):
+            return path
+        parent = os.path.dirname(path)
+        if parent == path:
+            return None
+        path = parent
 
 
 def _refuse_exporting_into_the_model(model, export_base):
@@ -813,7 +833,7 @@ def _example_list(inputs):
 
 def _set_method_name(directory, signature, method_name):
     """Sets a signature's method name in saved_model.pb (TF2 saving writes "predict" for all)."""
-    path = os.path.join(directory, "saved_model.pb")
+    path = os.path.join(directory, SAVED_MODEL_FILE)
     saved_model = saved_model_pb2.SavedModel()
     with open(path, "rb") as file:
         saved_model.ParseFromString(file.read())

@@ -9,6 +9,7 @@ from bert_keras.atomic_files import PARTIAL_MARKER
 from bert_keras.atomic_files import check_output_directory
 from bert_keras.checkpoints import detect_format
 from bert_keras.checkpoints import keras_file_checkpoint
+from bert_keras.checkpoints import keras_hub
 from bert_keras.checkpoints import load_keras_file
 from bert_keras.checkpoints import read_checkpoint
 from bert_keras.checkpoints import vocabulary_file
@@ -95,6 +96,8 @@ def convert_checkpoint(
             raise OutputDirectoryError(
                 f"{output_dir} cannot be written: {_reason(error)}."
             ) from error
+    if output_format == "keras_hub":  # written without them, with a warning
+        checkpoint = checkpoint.without_heads(keras_hub.unsupported_heads(checkpoint))
     if checkpoint.vocabulary_file is not None and not os.path.exists(checkpoint.vocabulary_file):
         checkpoint.vocabulary_file = vocabulary_file(output_dir)  # a task model's was in scratch
     return checkpoint
@@ -105,6 +108,11 @@ def _read_source(source, format, scratch):
     if format not in ("auto", "keras") or detect_format(source) != "keras":
         return read_checkpoint(source, format=format)
     model, path = load_keras_file(source)
+    if not isinstance(model, (BertTask, BertBackbone)):
+        raise ValueError(
+            f"{path} holds a {type(model).__name__}, neither a BertBackbone nor a bert_keras task "
+            "model (BertClassifier, ...)."
+        )
     if not isinstance(model, BertTask):
         return keras_file_checkpoint(model, path)
     _refuse_quantized(model, source)

@@ -256,6 +256,15 @@ def test_wrong_shape_is_named_with_both_shapes(tmp_path):
         BertBackbone.from_preset(tmp_path)
 
 
+def test_a_weight_of_integers_is_named_with_its_dtype(tmp_path):
+    """Cast, it would be all zeros, and promote the query, key and value it is fused with."""
+    save_tiny("BertModel", tmp_path)
+    name = "encoder.layer.0.attention.self.query.weight"
+    _edit_tensors(tmp_path, lambda t: t.update({name: t[name].astype("int32")}))
+    with pytest.raises(ValueError, match=rf"{name} holds int32 values, but a weight is floating"):
+        read_checkpoint(tmp_path)
+
+
 def test_wrong_head_shape_is_named(tmp_path):
     save_tiny("BertForPreTraining", tmp_path)
     _edit_tensors(tmp_path, lambda t: t.update({"cls.predictions.bias": np.zeros(39, "float32")}))
@@ -391,3 +400,24 @@ def test_weights_that_do_not_fit_on_the_disk_are_an_os_error_naming_the_file(tmp
     )
     assert completed.returncode == 1, completed.stderr[-2000:]
     assert completed.stderr.startswith(f"{tmp_path / huggingface.WEIGHTS_FILE} cannot be written")
+
+
+def test_a_tokenizer_json_of_another_vocabulary_is_left_out_with_a_warning(tmp_path, caplog):
+    """A word put in an [unused] slot of vocab.txt, as the original's README suggests."""
+    from bert_keras.checkpoints import write_checkpoint
+
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"):
+        shutil.copyfile(os.path.join(MINILM_DIRECTORY, name), source / name)
+    tokens = pathlib.Path(MINILM_DIRECTORY, "vocab.txt").read_text(encoding="utf-8").splitlines()
+    (source / "vocab.txt").write_text("\n".join([tokens[0], "keras", *tokens[2:]]) + "\n")
+
+    write_checkpoint(read_checkpoint(source), tmp_path / "edited")
+    write_checkpoint(read_checkpoint(MINILM_DIRECTORY), tmp_path / "unedited")
+
+    assert "id 1 is 'keras' and '[unused0]'" in caplog.text
+    assert not (tmp_path / "edited" / "tokenizer.json").exists()
+    assert (tmp_path / "unedited" / "tokenizer.json").exists()
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tmp_path / "edited")
+    assert tokenizer("keras", add_special_tokens=False)["input_ids"] == [1]

@@ -26,6 +26,7 @@ from bert_keras.models.bert_classifier import BertClassifier
 from bert_keras.models.bert_masked_lm import BertMaskedLM
 from bert_keras.models.bert_pretrainer import BertPretrainer
 from bert_keras.models.bert_task import checkpoint_tokenizer
+from bert_keras.models.checkpoint_conversion import convert_checkpoint
 from bert_keras.models.checkpoint_weights import model_checkpoint
 from bert_keras.text.tokenizer import BertTokenizer
 from tests.checkpoints import TOLERANCE
@@ -251,6 +252,13 @@ def test_a_release_with_pretraining_heads_is_written_without_them(tmp_path, capl
     assert "hold no ['masked_lm', 'next_sentence'] head" in caplog.text
     theirs = keras_hub.models.BertBackbone.from_preset(str(tmp_path / "hub"))
     assert_close(max_difference(backbone, tiny_inputs(), _numpy(theirs(tiny_inputs()))))
+    # The conversion answers with what it wrote (the tool lists its heads).
+    BertPretrainer(backbone).save_to_preset(tmp_path / "release")
+    converted = convert_checkpoint(
+        tmp_path / "release", tmp_path / "hub2", output_format="keras_hub"
+    )
+    assert converted.head_weights == {}
+    assert read_checkpoint(tmp_path / "hub2").head_weights == {}
 
 
 def _copy(directory, tmp_path):

@@ -312,6 +312,13 @@ def test_versions_and_bad_models_are_refused_with_nothing_written(classifier, tm
         export_saved_model(classifier[1], tmp_path / "a_file" / "sub")
     with pytest.raises(ValueError, match="export_base is empty"):  # an unset $VARIABLE, say
         export_saved_model(classifier[1], "")
+    for inside, where in (("1", "is"), ("1/assets", "lies in .*1,")):  # a version, not its base
+        with pytest.raises(ValueError, match=f"{where} a SavedModel version .*: .*{base}, say"):
+            export_saved_model(classifier[1], base / inside)
+    (tmp_path / "run" / "export").mkdir(parents=True)  # a training program's OUTPUT_DIR
+    shutil.copytree(classifier[1], tmp_path / "run" / "export", dirs_exist_ok=True)
+    with pytest.raises(ValueError, match=r"keeps its checkpoint in export/: give .*run/export\.$"):
+        export_saved_model(tmp_path / "run", base)
     for inside in ("", "served"):  # the next run into the checkpoint would delete its versions
         with pytest.raises(ValueError, match="is inside the model directory .* export elsewhere"):
             export_saved_model(classifier[1], os.path.join(classifier[1], inside))

@@ -153,3 +153,22 @@ def test_transformers_classifies_a_saved_classifier_as_it_does(tmp_path):
         classifier.predict(TEXTS, verbose=0),
         atol=1e-5,
     )
+
+
+@pytest.mark.parametrize("task", ["classifier", "token_classifier"])
+def test_label_names_come_back_and_go_out_again(task, tmp_path):
+    model = TASKS[task][0]()
+    names = [f"label_{index}" for index in range(model.num_classes)]
+    assert model.label_names is None
+    model.save_to_preset(tmp_path / "named", label_names=names)
+
+    restored = type(model).from_preset(tmp_path / "named")
+    restored.save_to_preset(tmp_path / "again")
+
+    assert restored.label_names == tuple(names)
+    assert read_checkpoint(tmp_path / "again").label_names == names
+    other_head = type(model).from_preset(tmp_path / "named", num_classes=model.num_classes + 1)
+    assert other_head.label_names is None
+    with pytest.raises(ValueError, match=r"names 2 labels \(\['a', 'b'\]\) but its"):
+        restored.save_to_preset(tmp_path / "wrong", label_names=["a", "b"])
+

@@ -29,8 +29,10 @@ def test_the_tool_writes_numbered_versions_and_refuses_an_existing_one(tmp_path)
         assert f"Wrote {base / expected}" in completed.stdout
     completed = _run(f"--model={tmp_path / 'model'}", f"--export_base={base}", "--version=2")
     assert completed.returncode != 0
-    assert "export_saved_model: Output directory" in completed.stderr
-    assert "2 exists and is not empty" in completed.stderr
+    assert (
+        f"export_saved_model: {base / '2'} exists: choose another --version (unset, the next "
+        "free one), or pass --overwrite to replace it." in completed.stderr
+    )
     assert sorted(os.listdir(base)) == ["1", "2"]
 
 
