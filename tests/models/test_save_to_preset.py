@@ -171,4 +171,3 @@ def test_label_names_come_back_and_go_out_again(task, tmp_path):
     assert other_head.label_names is None
     with pytest.raises(ValueError, match=r"names 2 labels \(\['a', 'b'\]\) but its"):
         restored.save_to_preset(tmp_path / "wrong", label_names=["a", "b"])
-
