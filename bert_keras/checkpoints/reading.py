@@ -393,20 +393,33 @@ def _read_huggingface(directory):
         config_table=huggingface.CONFIG_TABLE,
     )
     checkpoint.format, checkpoint.directory, checkpoint.extra_config = "huggingface", directory, raw
-    checkpoint.label_names = _label_names(raw.get("id2label"), checkpoint.num_named_labels())
+    checkpoint.label_names = _label_names(
+        raw.get("id2label"), checkpoint.num_named_labels(), os.path.join(directory, "config.json")
+    )
     checkpoint.vocabulary_file = vocabulary_file(directory)
     checkpoint.tokenizer_settings = read_tokenizer_settings(directory)
     return checkpoint
 
 
-def _label_names(id2label, num_labels):
-    """id2label's names in id order when it names exactly the head's `num_labels` outputs."""
-    if not id2label or num_labels is None or len(id2label) != num_labels:
+def _label_names(id2label, num_labels, path):
+    """id2label's names in id order when it names exactly the head's `num_labels` outputs.
+
+    Names that do not fit a head are not read, with a warning.
+    """
+    if not id2label or num_labels is None:
         return None
-    try:
-        return [id2label[str(index)] for index in range(num_labels)]
-    except KeyError:
+    names = [id2label.get(str(index)) for index in range(num_labels)]
+    if len(id2label) != num_labels or None in names:
+        logging.warning(
+            "%s: id2label names ids %s but the head has %d outputs (ids 0 to %d): its label "
+            "names are not read.",
+            path,
+            sorted(id2label, key=str),
+            num_labels,
+            num_labels - 1,
+        )
         return None
+    return names
 
 
 def _read_own(directory):

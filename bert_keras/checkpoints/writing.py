@@ -182,10 +182,18 @@ def _label_config(label_names, num_labels):
             f"The checkpoint names {len(label_names)} labels ({list(label_names)}) but its "
             f"classifier or token_classifier head has {num_labels or 'no'} outputs."
         )
+    _check_label_names(list(label_names))
     return {
         "id2label": {str(index): name for index, name in enumerate(label_names)},
         "label2id": {name: index for index, name in enumerate(label_names)},
     }
+
+
+def _check_label_names(names):
+    """Refuses names that are not distinct, non-empty strings: label2id would lose or garble them."""
+    strings = all(isinstance(name, str) and name.strip() for name in names)
+    if not strings or len(set(names)) != len(names):
+        raise ValueError(f"The label names {names} must be distinct, non-empty strings.")
 
 
 def _write_tokenizer_files(checkpoint, staging):

@@ -1,5 +1,7 @@
 """Every task model saved with `save_to_preset` comes back from `from_preset` predicting the same."""
 
+import json
+
 import keras
 import numpy as np
 import pytest
@@ -171,3 +173,17 @@ def test_label_names_come_back_and_go_out_again(task, tmp_path):
     assert other_head.label_names is None
     with pytest.raises(ValueError, match=r"names 2 labels \(\['a', 'b'\]\) but its"):
         restored.save_to_preset(tmp_path / "wrong", label_names=["a", "b"])
+    for wrong in (["a"] * model.num_classes, [""] + names[1:], [1] + names[1:]):
+        with pytest.raises(ValueError, match=r"must be distinct, non-empty strings"):
+            restored.save_to_preset(tmp_path / "wrong", label_names=wrong)
+    assert not (tmp_path / "wrong").exists()
+
+
+def test_names_that_do_not_fit_the_head_are_not_read_with_a_warning(tmp_path, caplog):
+    model = TASKS["classifier"][0]()
+    model.save_to_preset(tmp_path / "named", label_names=["x", "y", "z"])
+    config = json.loads((tmp_path / "named" / "config.json").read_text())
+    config["id2label"] = {"0": "x", "1": "y"}  # edited by hand, one name short
+    (tmp_path / "named" / "config.json").write_text(json.dumps(config))
+    assert BertClassifier.from_preset(tmp_path / "named").label_names is None
+    assert "id2label names ids ['0', '1'] but the head has 3 outputs" in caplog.text
