@@ -83,8 +83,8 @@ from bert_keras.models.bert_token_classifier import BertTokenClassifier
 from bert_keras.models.checkpoint_weights import apply_checkpoint
 from bert_keras.text.preprocessor import BertPreprocessor
 
-# TF Serving replays these requests when it loads a version, before the first real one.
 SAVED_MODEL_FILE = "saved_model.pb"
+# TF Serving replays these requests when it loads a version, before the first real one.
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 WARMUP_TEXT = "A warmup request, answered before the first one."
 VOCABULARY_ASSET = "vocab.txt"
