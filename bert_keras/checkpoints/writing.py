@@ -190,10 +190,20 @@ def _label_config(label_names, num_labels):
 
 
 def _check_label_names(names):
-    """Refuses names that are not distinct, non-empty strings: label2id would lose or garble them."""
-    strings = all(isinstance(name, str) and name.strip() for name in names)
-    if not strings or len(set(names)) != len(names):
-        raise ValueError(f"The label names {names} must be distinct, non-empty strings.")
+    """Refuses repeated or empty names: label2id would lose or garble them.
+
+    A name is a string, or an int as run_glue.py names a csv task's integer
+    classes.
+    """
+    named = all(
+        (isinstance(name, str) and name.strip())
+        or (isinstance(name, int) and not isinstance(name, bool))
+        for name in names
+    )
+    if not named or len(set(map(str, names))) != len(names):
+        raise ValueError(
+            f"The label names {names} must be distinct, non-empty strings (or integer classes)."
+        )
 
 
 def _write_tokenizer_files(checkpoint, staging):

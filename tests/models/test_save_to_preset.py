@@ -173,7 +173,12 @@ def test_label_names_come_back_and_go_out_again(task, tmp_path):
     assert other_head.label_names is None
     with pytest.raises(ValueError, match=r"names 2 labels \(\['a', 'b'\]\) but its"):
         restored.save_to_preset(tmp_path / "wrong", label_names=["a", "b"])
-    for wrong in (["a"] * model.num_classes, [""] + names[1:], [1] + names[1:]):
+    for wrong in (
+        ["a"] * model.num_classes,
+        [""] + names[1:],
+        [None] + names[1:],
+        [0, "0", *names[2:]],
+    ):
         with pytest.raises(ValueError, match=r"must be distinct, non-empty strings"):
             restored.save_to_preset(tmp_path / "wrong", label_names=wrong)
     assert not (tmp_path / "wrong").exists()
