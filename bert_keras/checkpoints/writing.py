@@ -17,8 +17,8 @@ from bert_keras.checkpoints import original
 from bert_keras.checkpoints.checkpoint import HEAD_NAMES
 from bert_keras.checkpoints.checkpoint import OWN_CONFIG_FILE
 from bert_keras.checkpoints.name_tables import checkpoint_tensors
+from bert_keras.checkpoints.vocabulary import TOKENIZER_JSON
 from bert_keras.checkpoints.vocabulary import check_vocabulary_fits
-from bert_keras.checkpoints.vocabulary import is_wordpiece_tokenizer_json
 from bert_keras.checkpoints.vocabulary import read_vocabulary
 from bert_keras.checkpoints.vocabulary import write_vocabulary
 
@@ -240,13 +240,14 @@ def _other_vocabulary(path, tokens, checkpoint):
     vocab.txt. It is left out, and transformers builds its tokenizer from
     the vocab.txt written.
     """
-    if (
-        tokens is None
-        or path == checkpoint.vocabulary_file
-        or not is_wordpiece_tokenizer_json(path)
-    ):
+    if tokens is None or os.path.basename(path) != TOKENIZER_JSON:
         return False
-    theirs = read_vocabulary(path)
+    if path == checkpoint.vocabulary_file:
+        return False
+    try:
+        theirs = read_vocabulary(path)
+    except ValueError:  # not a WordPiece tokenizer.json: no vocabulary to disagree with
+        return False
     if theirs == tokens:
         return False
     first = next(

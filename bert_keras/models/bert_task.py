@@ -91,11 +91,9 @@ def _restored_on_failure(method):
 
 def _label_names_of_head(model, checkpoint):
     """The checkpoint's label names where `model` took its named head from it, else None."""
-    names, head = checkpoint.label_names, model.checkpoint_head
-    if names is None or head not in ("classifier", "token_classifier"):
-        return None
-    outputs = getattr(model, "num_classes", None)
-    if head not in checkpoint.head_weights or outputs != len(names):
+    names = checkpoint.label_names  # read only where they fit the checkpoint's head
+    took_head = model.checkpoint_head in checkpoint.head_weights
+    if names is None or not took_head or getattr(model, "num_classes", None) != len(names):
         return None
     return tuple(names)
 
